@@ -1,0 +1,75 @@
+// Kernels of the throttled I/O ops: Liquid>ReadFile, Liquid>SetReadBandwidth, Liquid>ReadStats, Liquid>Crc32c.
+#include "common/crc32c.h"
+#include "common/throttle.h"
+#include "common/throttled_read.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/tensor.h"
+
+namespace tfliquid {
+namespace {
+
+using tensorflow::OpKernel;
+using tensorflow::OpKernelConstruction;
+using tensorflow::OpKernelContext;
+using tensorflow::Tensor;
+using tensorflow::TensorShape;
+using tensorflow::tstring;
+
+class ReadFileOp : public OpKernel {
+ public:
+  explicit ReadFileOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const std::string path(ctx->input(0).scalar<tstring>()());
+    uint64_t size;
+    OP_REQUIRES_OK(ctx, FileSize(ctx->env(), path, &size));
+    Tensor* output;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &output));
+    tstring& contents = output->scalar<tstring>()();
+    contents.resize_uninitialized(size);
+    OP_REQUIRES_OK(ctx, ReadPrefix(ctx->env(), path, size, contents.data()));
+  }
+};
+
+class SetReadBandwidthOp : public OpKernel {
+ public:
+  explicit SetReadBandwidthOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    ReadThrottle::Global().SetRate(ctx->input(0).scalar<double>()());
+  }
+};
+
+class ReadStatsOp : public OpKernel {
+ public:
+  explicit ReadStatsOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    Tensor* bytes;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &bytes));
+    bytes->scalar<int64_t>()() = static_cast<int64_t>(ReadThrottle::Global().bytes_granted());
+    Tensor* rate;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({}), &rate));
+    rate->scalar<double>()() = ReadThrottle::Global().rate();
+  }
+};
+
+class Crc32cOp : public OpKernel {
+ public:
+  explicit Crc32cOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const tstring& data = ctx->input(0).scalar<tstring>()();
+    Tensor* output;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &output));
+    output->scalar<int64_t>()() = Crc32c(data.data(), data.size());
+  }
+};
+
+REGISTER_KERNEL_BUILDER(Name("Liquid>ReadFile").Device(tensorflow::DEVICE_CPU), ReadFileOp);
+REGISTER_KERNEL_BUILDER(Name("Liquid>SetReadBandwidth").Device(tensorflow::DEVICE_CPU), SetReadBandwidthOp);
+REGISTER_KERNEL_BUILDER(Name("Liquid>ReadStats").Device(tensorflow::DEVICE_CPU), ReadStatsOp);
+REGISTER_KERNEL_BUILDER(Name("Liquid>Crc32c").Device(tensorflow::DEVICE_CPU), Crc32cOp);
+
+}  // namespace
+}  // namespace tfliquid

@@ -1,0 +1,23 @@
+// Reads through TensorFlow's file system layer (local paths, gs://, ... whatever TF has registered), drawing
+// every chunk from the process-wide ReadThrottle.
+#ifndef TFLIQUID_OPS_COMMON_THROTTLED_READ_H_
+#define TFLIQUID_OPS_COMMON_THROTTLED_READ_H_
+
+#include <cstdint>
+#include <string>
+
+#include "tensorflow/core/platform/env.h"
+#include "tensorflow/core/platform/status.h"
+
+namespace tfliquid {
+
+// Reads bytes [0, length) of `path` into buffer[0, length) with one logical read issued in throttle-sized
+// chunks. A file shorter than `length` is a DataLoss error naming the file, its size and the expected size.
+absl::Status ReadPrefix(tensorflow::Env* env, const std::string& path, uint64_t length, char* buffer);
+
+// Size of `path` in bytes.
+absl::Status FileSize(tensorflow::Env* env, const std::string& path, uint64_t* size);
+
+}  // namespace tfliquid
+
+#endif  // TFLIQUID_OPS_COMMON_THROTTLED_READ_H_

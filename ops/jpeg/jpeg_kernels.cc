@@ -1,0 +1,76 @@
+// Kernels of Liquid>JpegToProgressive and Liquid>JpegScanEnds over the pure C++ layers scan_split and transcode.
+#include <string>
+
+#include "jpeg/scan_split.h"
+#include "jpeg/transcode.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/tensor.h"
+
+namespace tfliquid {
+namespace {
+
+using tensorflow::OpKernel;
+using tensorflow::OpKernelConstruction;
+using tensorflow::OpKernelContext;
+using tensorflow::Tensor;
+using tensorflow::TensorShape;
+using tensorflow::tstring;
+
+const uint8_t* Bytes(const tstring& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
+
+// Splits `jpeg` and writes the scan ends to output `index`; errors name `source`.
+void OutputScanEnds(OpKernelContext* ctx, int index, const char* data, size_t size, const std::string& source) {
+  const jpeg::ScanSplitResult split = jpeg::ScanEnds(reinterpret_cast<const uint8_t*>(data), size);
+  OP_REQUIRES(ctx, split.ok, tensorflow::errors::InvalidArgument(source, ": ", split.error));
+  Tensor* ends;
+  OP_REQUIRES_OK(ctx, ctx->allocate_output(index, TensorShape({static_cast<int64_t>(split.scan_ends.size())}),
+                                           &ends));
+  auto flat = ends->vec<int64_t>();
+  for (size_t k = 0; k < split.scan_ends.size(); ++k) flat(k) = static_cast<int64_t>(split.scan_ends[k]);
+}
+
+class JpegToProgressiveOp : public OpKernel {
+ public:
+  explicit JpegToProgressiveOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("keep_markers", &keep_markers_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const tstring& contents = ctx->input(0).scalar<tstring>()();
+    const std::string source = ctx->input(1).scalar<tstring>()().empty()
+                                   ? std::string("<jpeg>")
+                                   : std::string(ctx->input(1).scalar<tstring>()());
+    Tensor* output;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &output));
+    tstring& progressive = output->scalar<tstring>()();
+    if (jpeg::IsProgressive(Bytes(contents), contents.size())) {
+      progressive = contents;  // keep the encoder's own scan script
+    } else {
+      std::string transcoded, error;
+      OP_REQUIRES(ctx,
+                  jpeg::TranscodeToProgressive(Bytes(contents), contents.size(), keep_markers_, &transcoded, &error),
+                  tensorflow::errors::InvalidArgument(source, ": cannot make the JPEG progressive: ", error));
+      progressive = std::move(transcoded);
+    }
+    OutputScanEnds(ctx, 1, progressive.data(), progressive.size(), source);
+  }
+
+ private:
+  bool keep_markers_;
+};
+
+class JpegScanEndsOp : public OpKernel {
+ public:
+  explicit JpegScanEndsOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const tstring& contents = ctx->input(0).scalar<tstring>()();
+    OutputScanEnds(ctx, 0, contents.data(), contents.size(), "<jpeg>");
+  }
+};
+
+REGISTER_KERNEL_BUILDER(Name("Liquid>JpegToProgressive").Device(tensorflow::DEVICE_CPU), JpegToProgressiveOp);
+REGISTER_KERNEL_BUILDER(Name("Liquid>JpegScanEnds").Device(tensorflow::DEVICE_CPU), JpegScanEndsOp);
+
+}  // namespace
+}  // namespace tfliquid

@@ -1,0 +1,25 @@
+// Lossless baseline -> progressive JPEG transcoding with libjpeg (docs/formats/pcr.md, "Conversion").
+// No TensorFlow dependency.
+#ifndef TFLIQUID_OPS_JPEG_TRANSCODE_H_
+#define TFLIQUID_OPS_JPEG_TRANSCODE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace tfliquid::jpeg {
+
+// Copies the DCT coefficients of the JPEG in [data, data + size) into a progressive JPEG with libjpeg's
+// standard scan script and optimised Huffman tables: `jpegtran -progressive -optimize -copy none`, byte for
+// byte, or `-copy all` when keep_markers (APPn and COM segments are kept; libjpeg writes its own JFIF APP0 and
+// Adobe APP14). Decoding the output gives exactly the pixels of the input.
+//
+// Returns true and sets *out, or returns false and sets *error to libjpeg's message. As jpegtran does,
+// recoverable corruption (e.g. truncated entropy-coded data) is not an error. Never exits or prints;
+// thread-safe (no shared state).
+bool TranscodeToProgressive(const uint8_t* data, size_t size, bool keep_markers, std::string* out,
+                            std::string* error);
+
+}  // namespace tfliquid::jpeg
+
+#endif  // TFLIQUID_OPS_JPEG_TRANSCODE_H_

@@ -1,0 +1,82 @@
+// Every tfliquid op: its registration and shape function, in one place. Kernels live beside their pure C++
+// layers (common/, pcr/, jpeg/). Op names carry the "Liquid>" prefix; Python sees them as liquid_xxx.
+#include "tensorflow/core/framework/common_shape_fns.h"
+#include "tensorflow/core/framework/op.h"
+#include "tensorflow/core/framework/shape_inference.h"
+
+namespace tfliquid {
+
+using tensorflow::shape_inference::InferenceContext;
+using tensorflow::shape_inference::ScalarShape;
+
+REGISTER_OP("Liquid>ReadFile")
+    .Input("filename: string")
+    .Output("contents: string")
+    .SetShapeFn(ScalarShape)
+    .Doc("Reads a whole file like tf.io.read_file, drawing from the process-wide read throttle.");
+
+REGISTER_OP("Liquid>SetReadBandwidth")
+    .Input("bytes_per_second: float64")
+    .SetIsStateful()
+    .SetShapeFn(tensorflow::shape_inference::NoOutputs)
+    .Doc("Sets the process-wide read bandwidth of every tfliquid reader; <= 0 removes the limit.");
+
+REGISTER_OP("Liquid>ReadStats")
+    .Output("bytes_read: int64")
+    .Output("bytes_per_second: float64")
+    .SetIsStateful()
+    .SetShapeFn([](InferenceContext* c) {
+      c->set_output(0, c->Scalar());
+      c->set_output(1, c->Scalar());
+      return absl::OkStatus();
+    })
+    .Doc("Bytes read by tfliquid readers in this process, and the current bandwidth limit (0 = none).");
+
+REGISTER_OP("Liquid>Crc32c")
+    .Input("data: string")
+    .Output("crc: int64")
+    .SetShapeFn(ScalarShape)
+    .Doc("CRC32C (Castagnoli) of a string, as stored in PCR records.");
+
+REGISTER_OP("Liquid>PCRRecordDataset")
+    .Input("filename: string")
+    .Input("prefix_ends: int64")
+    .Input("scan_group: int64")
+    .Input("seed: int64")
+    .Input("read_bandwidth: float64")
+    .Output("handle: variant")
+    .Attr("shuffle: bool = false")
+    .SetIsStateful()  // source datasets are stateful so that constant folding leaves them alone
+    .SetShapeFn(ScalarShape)
+    .Doc(R"doc(
+Images of one PCR record at a scan group, as progressive JPEG bytes with label and key.
+prefix_ends: the record's index entry; scan_group: 1-based, above the record's count means full fidelity.
+read_bandwidth: >= 0 sets the process-wide read bandwidth (0 = unlimited) when the record is read; < 0 leaves it.
+)doc");
+
+REGISTER_OP("Liquid>JpegToProgressive")
+    .Input("contents: string")
+    .Input("source: string")
+    .Output("progressive: string")
+    .Output("scan_ends: int64")
+    .Attr("keep_markers: bool = false")
+    .SetShapeFn([](InferenceContext* c) {
+      c->set_output(0, c->Scalar());
+      c->set_output(1, c->Vector(InferenceContext::kUnknownDim));
+      return absl::OkStatus();
+    })
+    .Doc(R"doc(
+Makes a JPEG progressive losslessly (baseline: coefficients copied, jpegtran -progressive -optimize semantics;
+progressive: kept as is) and returns where each scan's entropy-coded data ends. `source` names the input in errors.
+)doc");
+
+REGISTER_OP("Liquid>JpegScanEnds")
+    .Input("contents: string")
+    .Output("scan_ends: int64")
+    .SetShapeFn([](InferenceContext* c) {
+      c->set_output(0, c->Vector(InferenceContext::kUnknownDim));
+      return absl::OkStatus();
+    })
+    .Doc("Where each scan's entropy-coded data ends in a JPEG (the PCR scan split).");
+
+}  // namespace tfliquid

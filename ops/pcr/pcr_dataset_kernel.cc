@@ -1,0 +1,251 @@
+// Liquid>PCRRecordDataset: a source dataset over ONE record file. It reads the record's prefix up to the
+// requested scan group with one read, validates it (ops/pcr/record.h) and emits every image as a progressive
+// JPEG cut at that scan group, with its label and key. Python interleaves one of these per record
+// (tfliquid/data/pcr_dataset.py); the scan group is an input so that a tf.Variable read in the interleave
+// function applies from the next record opened.
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "common/throttle.h"
+#include "common/throttled_read.h"
+#include "pcr/record.h"
+#include "tensorflow/core/data/name_utils.h"
+#include "tensorflow/core/framework/dataset.h"
+#include "tensorflow/core/framework/model.h"
+#include "tensorflow/core/framework/tensor.h"
+
+namespace tfliquid {
+namespace {
+
+using tensorflow::data::DatasetBase;
+using tensorflow::data::DatasetContext;
+using tensorflow::data::DatasetOpKernel;
+using tensorflow::DataTypeVector;
+using tensorflow::data::IteratorBase;
+using tensorflow::data::IteratorContext;
+using tensorflow::data::IteratorStateReader;
+using tensorflow::data::IteratorStateWriter;
+using tensorflow::mutex;
+using tensorflow::mutex_lock;
+using tensorflow::Node;
+using tensorflow::OpKernelConstruction;
+using tensorflow::OpKernelContext;
+using tensorflow::PartialTensorShape;
+using tensorflow::data::SerializationContext;
+using tensorflow::Tensor;
+using tensorflow::TensorShape;
+using tensorflow::tstring;
+using tensorflow::data::DatasetIterator;
+using tensorflow::data::model::MakeSourceNode;
+using tensorflow::errors::InvalidArgument;
+
+constexpr char kDatasetType[] = "PCRRecord";
+
+// Deterministic on every platform (std::shuffle's distribution is implementation-defined), so a checkpoint
+// restored elsewhere resumes with the same order.
+std::vector<uint32_t> Permutation(uint32_t n, bool shuffle, int64_t seed) {
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  if (!shuffle) return order;
+  uint64_t state = static_cast<uint64_t>(seed) ^ 0x9E3779B97F4A7C15ull;
+  auto next = [&state]() {  // splitmix64
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  for (uint32_t i = n; i > 1; --i) std::swap(order[i - 1], order[next() % i]);
+  return order;
+}
+
+class PCRRecordDatasetOp : public DatasetOpKernel {
+ public:
+  explicit PCRRecordDatasetOp(OpKernelConstruction* ctx) : DatasetOpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("shuffle", &shuffle_));
+  }
+
+  void MakeDataset(OpKernelContext* ctx, DatasetBase** output) override {
+    const Tensor& filename = ctx->input(0);
+    const Tensor& prefix_ends = ctx->input(1);
+    OP_REQUIRES(ctx, filename.dims() == 0, InvalidArgument("filename must be a scalar"));
+    OP_REQUIRES(ctx, prefix_ends.dims() == 1 && prefix_ends.NumElements() >= 1,
+                InvalidArgument("prefix_ends must be a non-empty vector"));
+    const int64_t scan_group = ctx->input(2).scalar<int64_t>()();
+    OP_REQUIRES(ctx, scan_group >= 1, InvalidArgument("scan_group must be >= 1, got ", scan_group));
+    std::vector<int64_t> ends(prefix_ends.vec<int64_t>().data(),
+                              prefix_ends.vec<int64_t>().data() + prefix_ends.NumElements());
+    *output = new Dataset(ctx, std::string(filename.scalar<tstring>()()), std::move(ends), scan_group,
+                          ctx->input(3).scalar<int64_t>()(), ctx->input(4).scalar<double>()(), shuffle_);
+  }
+
+ private:
+  class Dataset : public DatasetBase {
+   public:
+    Dataset(OpKernelContext* ctx, std::string filename, std::vector<int64_t> prefix_ends, int64_t scan_group,
+            int64_t seed, double read_bandwidth, bool shuffle)
+        : DatasetBase(DatasetContext(ctx)),
+          filename_(std::move(filename)),
+          prefix_ends_(std::move(prefix_ends)),
+          scan_group_(scan_group),
+          seed_(seed),
+          read_bandwidth_(read_bandwidth),
+          shuffle_(shuffle) {}
+
+    std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
+      return std::make_unique<Iterator>(Iterator::Params{this, tensorflow::data::name_utils::IteratorPrefix(
+                                                                   kDatasetType, prefix)});
+    }
+
+    const DataTypeVector& output_dtypes() const override {
+      static const DataTypeVector* dtypes =
+          new DataTypeVector({tensorflow::DT_STRING, tensorflow::DT_INT64, tensorflow::DT_STRING});
+      return *dtypes;
+    }
+
+    const std::vector<PartialTensorShape>& output_shapes() const override {
+      static const auto* shapes = new std::vector<PartialTensorShape>({{}, {}, {}});
+      return *shapes;
+    }
+
+    std::string DebugString() const override { return "PCRRecordDatasetOp::Dataset(" + filename_ + ")"; }
+
+    absl::Status InputDatasets(std::vector<const DatasetBase*>*) const override { return absl::OkStatus(); }
+    absl::Status CheckExternalState() const override { return absl::OkStatus(); }
+
+    // The read length for the requested fidelity: records with fewer groups are read whole.
+    uint64_t PrefixLength() const {
+      const size_t groups = std::min<size_t>(static_cast<size_t>(scan_group_), prefix_ends_.size());
+      return static_cast<uint64_t>(prefix_ends_[groups - 1]);
+    }
+
+   protected:
+    absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
+                                    Node** output) const override {
+      Node *filename, *prefix_ends, *scan_group, *seed, *bandwidth;
+      TF_RETURN_IF_ERROR(b->AddScalar(tstring(filename_), &filename));
+      TF_RETURN_IF_ERROR(b->AddVector(prefix_ends_, &prefix_ends));
+      TF_RETURN_IF_ERROR(b->AddScalar(scan_group_, &scan_group));
+      TF_RETURN_IF_ERROR(b->AddScalar(seed_, &seed));
+      TF_RETURN_IF_ERROR(b->AddScalar(read_bandwidth_, &bandwidth));
+      tensorflow::AttrValue shuffle;
+      b->BuildAttrValue(shuffle_, &shuffle);
+      return b->AddDataset(this, {filename, prefix_ends, scan_group, seed, bandwidth}, {{"shuffle", shuffle}},
+                           output);
+    }
+
+   private:
+    class Iterator : public DatasetIterator<Dataset> {
+     public:
+      explicit Iterator(const Params& params) : DatasetIterator<Dataset>(params) {}
+
+      absl::Status GetNextInternal(IteratorContext* ctx, std::vector<Tensor>* out_tensors,
+                                   bool* end_of_sequence) override {
+        mutex_lock lock(mu_);
+        if (!loaded_) TF_RETURN_IF_ERROR(Load(ctx));
+        if (next_ >= order_.size()) {
+          *end_of_sequence = true;
+          Release();
+          return absl::OkStatus();
+        }
+        const uint32_t i = order_[next_++];
+        const pcr::RecordHeader& header = prefix_.header;
+        Tensor jpeg(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
+        tstring& bytes = jpeg.scalar<tstring>()();
+        bytes.resize_uninitialized(prefix_.ImageSize(i));
+        prefix_.AssembleImage(buffer_.get(), i, bytes.data());
+        Tensor label(ctx->allocator({}), tensorflow::DT_INT64, TensorShape({}));
+        label.scalar<int64_t>()() = header.labels[i];
+        Tensor key(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
+        if (!header.keys.empty()) key.scalar<tstring>()() = tstring(header.keys[i].data(), header.keys[i].size());
+        out_tensors->push_back(std::move(jpeg));
+        out_tensors->push_back(std::move(label));
+        out_tensors->push_back(std::move(key));
+        *end_of_sequence = false;
+        return absl::OkStatus();
+      }
+
+     protected:
+      std::shared_ptr<tensorflow::data::model::Node> CreateNode(
+          IteratorContext* ctx, tensorflow::data::model::Node::Args args) const override {
+        return MakeSourceNode(std::move(args));
+      }
+
+      absl::Status SaveInternal(SerializationContext* ctx, IteratorStateWriter* writer) override {
+        mutex_lock lock(mu_);
+        return writer->WriteScalar(prefix(), "next", static_cast<int64_t>(next_));
+      }
+
+      // The buffer is not checkpointed: it is re-read on the next GetNext, and the order is a function of the
+      // seed, so `next` is all the state there is.
+      absl::Status RestoreInternal(IteratorContext* ctx, IteratorStateReader* reader) override {
+        mutex_lock lock(mu_);
+        int64_t next;
+        TF_RETURN_IF_ERROR(reader->ReadScalar(prefix(), "next", &next));
+        if (next < 0) return tensorflow::errors::DataLoss("negative position in checkpoint");
+        next_ = static_cast<size_t>(next);
+        Release();
+        loaded_ = false;
+        return absl::OkStatus();
+      }
+
+     private:
+      absl::Status Load(IteratorContext* ctx) TF_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        const Dataset& d = *dataset();
+        if (d.read_bandwidth_ >= 0) ReadThrottle::Global().SetRate(d.read_bandwidth_);
+        const uint64_t length = d.PrefixLength();
+        uint64_t file_size;
+        TF_RETURN_IF_ERROR(FileSize(ctx->env(), d.filename_, &file_size));
+        if (file_size < length) {  // checked before allocating: the index may be stale or corrupt
+          return tensorflow::errors::DataLoss(d.filename_, ": offset ", file_size, ": file is ", file_size,
+                                              " bytes but the index says scan group ", d.scan_group_,
+                                              " ends at ", length, " (truncated record or stale index?)");
+        }
+        buffer_.reset(new char[length]);
+        TF_RETURN_IF_ERROR(ReadPrefix(ctx->env(), d.filename_, length, buffer_.get()));
+        std::string error;
+        if (!pcr::ParseRecordPrefix(buffer_.get(), length, static_cast<uint32_t>(std::min<int64_t>(
+                                                                 d.scan_group_, pcr::kMaxScanGroups)),
+                                    &prefix_, &error)) {
+          Release();
+          return tensorflow::errors::DataLoss(d.filename_, ": ", error);
+        }
+        if (next_ > prefix_.num_images()) {
+          Release();
+          return tensorflow::errors::DataLoss(d.filename_, ": checkpoint position ", next_, " is past the ",
+                                              prefix_.num_images(), " images of the record");
+        }
+        order_ = Permutation(prefix_.num_images(), d.shuffle_, d.seed_);
+        loaded_ = true;
+        return absl::OkStatus();
+      }
+
+      void Release() TF_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        buffer_.reset();
+        prefix_ = pcr::RecordPrefix();
+      }
+
+      mutex mu_;
+      bool loaded_ TF_GUARDED_BY(mu_) = false;
+      size_t next_ TF_GUARDED_BY(mu_) = 0;
+      std::unique_ptr<char[]> buffer_ TF_GUARDED_BY(mu_);
+      pcr::RecordPrefix prefix_ TF_GUARDED_BY(mu_);
+      std::vector<uint32_t> order_ TF_GUARDED_BY(mu_);
+    };
+
+    const std::string filename_;
+    const std::vector<int64_t> prefix_ends_;
+    const int64_t scan_group_;
+    const int64_t seed_;
+    const double read_bandwidth_;
+    const bool shuffle_;
+  };
+
+  bool shuffle_;
+};
+
+REGISTER_KERNEL_BUILDER(Name("Liquid>PCRRecordDataset").Device(tensorflow::DEVICE_CPU), PCRRecordDatasetOp);
+
+}  // namespace
+}  // namespace tfliquid

@@ -1,0 +1,179 @@
+// Standalone test of ops/jpeg (no TensorFlow, no test framework); ops/tests/build_and_run.sh builds and runs it.
+//
+// Usage: jpeg_test FUZZ_ITERATIONS JPEG...
+// For every JPEG X, the files X.none and X.all must hold `jpegtran -progressive -optimize -copy none` and
+// `-copy all` of X: TranscodeToProgressive must reproduce them byte for byte.
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <jpeglib.h>
+
+#include "ops/jpeg/scan_split.h"
+#include "ops/jpeg/transcode.h"
+
+namespace {
+
+using tfliquid::jpeg::IsJpeg;
+using tfliquid::jpeg::IsProgressive;
+using tfliquid::jpeg::kMaxScans;
+using tfliquid::jpeg::ScanEnds;
+using tfliquid::jpeg::ScanSplitResult;
+using tfliquid::jpeg::TranscodeToProgressive;
+
+std::atomic<int> failures{0};
+
+#define CHECK(condition, context)                                                                  \
+  do {                                                                                             \
+    if (!(condition)) {                                                                            \
+      std::fprintf(stderr, "FAILED %s:%d: %s [%s]\n", __FILE__, __LINE__, #condition,              \
+                   std::string(context).c_str());                                                  \
+      ++failures;                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "cannot read %s\n", path.c_str());
+    std::exit(2);
+  }
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+const uint8_t* Bytes(const std::string& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
+
+ScanSplitResult Split(const std::string& jpeg) { return ScanEnds(Bytes(jpeg), jpeg.size()); }
+
+// Colour components, read by libjpeg itself (its default error handler exits, which is fine in a test).
+int Components(const std::string& jpeg) {
+  jpeg_decompress_struct info;
+  jpeg_error_mgr err;
+  info.err = jpeg_std_error(&err);
+  jpeg_create_decompress(&info);
+  jpeg_mem_src(&info, Bytes(jpeg), jpeg.size());
+  jpeg_read_header(&info, TRUE);
+  const int components = info.num_components;
+  jpeg_destroy_decompress(&info);
+  return components;
+}
+
+void TestTranscode(const std::string& path) {
+  const std::string input = ReadFile(path);
+  CHECK(Split(input).ok, path + ": " + Split(input).error);
+  for (const bool keep_markers : {false, true}) {
+    const std::string expected_path = path + (keep_markers ? ".all" : ".none");
+    std::string out, error;
+    CHECK(TranscodeToProgressive(Bytes(input), input.size(), keep_markers, &out, &error), path + ": " + error);
+    CHECK(out == ReadFile(expected_path), expected_path + " differs from the transcode");
+    const ScanSplitResult split = Split(out);
+    CHECK(split.ok, expected_path + ": " + split.error);
+    // libjpeg's standard script: 6 scans for one component, 10 for three.
+    const size_t scans = Components(input) == 1 ? 6 : 10;
+    CHECK(split.scan_ends.size() == scans, expected_path + ": " + std::to_string(split.scan_ends.size()));
+    CHECK(!split.scan_ends.empty() && split.scan_ends.back() + 2 == out.size(), expected_path);
+    CHECK(IsJpeg(Bytes(out), out.size()) && IsProgressive(Bytes(out), out.size()), expected_path);
+  }
+}
+
+void TestErrors() {
+  std::string out = "untouched", error;
+  CHECK(!TranscodeToProgressive(nullptr, 0, false, &out, &error) && !error.empty(), error);
+  const std::string png = "\x89PNG\r\n\x1a\n";
+  CHECK(!TranscodeToProgressive(Bytes(png), png.size(), true, &out, &error), "png");
+  CHECK(error.find("Not a JPEG file") != std::string::npos, error);
+  CHECK(out == "untouched", "the output is only written on success");
+  const ScanSplitResult split = ScanEnds(nullptr, 0);
+  CHECK(!split.ok && split.error == "offset 0: no SOI marker, not a JPEG", split.error);
+  CHECK(!IsJpeg(nullptr, 0) && !IsProgressive(nullptr, 0), "empty input");
+}
+
+// Transcodes every file from several threads at once: libjpeg state is per call, so results must not differ.
+void TestThreads(const std::vector<std::string>& paths) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&paths] {
+      for (const std::string& path : paths) {
+        const std::string input = ReadFile(path);
+        std::string out, error;
+        CHECK(TranscodeToProgressive(Bytes(input), input.size(), false, &out, &error), error);
+        CHECK(out == ReadFile(path + ".none"), path + " (threaded)");
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+}
+
+// Mutates real JPEGs (byte flips, marker bytes, truncation, insertion, deletion) and checks that neither
+// function crashes (ASan/UBSan in build_and_run.sh) and that their results are consistent.
+void Fuzz(const std::vector<std::string>& seeds, int iterations) {
+  std::mt19937 rng(20240601);
+  const uint8_t interesting[] = {0x00, 0x01, 0xC4, 0xD0, 0xD7, 0xD8, 0xD9, 0xDA, 0xDD, 0xFF};
+  auto below = [&rng](size_t n) { return n == 0 ? 0 : rng() % n; };
+  for (int i = 0; i < iterations; ++i) {
+    std::string m = seeds[below(seeds.size())];
+    for (int edits = 1 + below(4); edits > 0; --edits) {
+      const size_t at = below(m.size());
+      switch (below(5)) {
+        case 0: if (!m.empty()) m[at] ^= static_cast<char>(1 << below(8)); break;
+        case 1: if (!m.empty()) m[at] = interesting[below(sizeof(interesting))]; break;
+        case 2: m.resize(below(m.size() + 1)); break;
+        case 3: m.insert(at, 1 + below(3), interesting[below(sizeof(interesting))]); break;
+        default: m.erase(at, below(64)); break;
+      }
+    }
+    // An exactly sized heap copy, so that ASan reports any read past the end.
+    const std::vector<uint8_t> data(m.begin(), m.end());
+    const std::string context = "fuzz iteration " + std::to_string(i);
+    const ScanSplitResult split = ScanEnds(data.data(), data.size());
+    if (split.ok) {
+      CHECK(!split.scan_ends.empty() && split.scan_ends.size() <= kMaxScans, context);
+      for (size_t k = 0; k < split.scan_ends.size(); ++k) {
+        CHECK(split.scan_ends[k] <= data.size() && (k == 0 || split.scan_ends[k - 1] < split.scan_ends[k]),
+              context);
+      }
+    } else {
+      CHECK(split.scan_ends.empty() && split.error.rfind("offset ", 0) == 0, context + ": " + split.error);
+    }
+    CHECK(IsJpeg(data.data(), data.size()) || !split.ok, context);
+    IsProgressive(data.data(), data.size());
+    std::string out, error;
+    if (TranscodeToProgressive(data.data(), data.size(), i % 2 == 0, &out, &error)) {
+      // Whatever libjpeg accepts, it writes as a well-formed progressive JPEG that the splitter accepts.
+      CHECK(Split(out).ok && IsProgressive(Bytes(out), out.size()), context + ": " + Split(out).error);
+    } else {
+      CHECK(!error.empty(), context);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s FUZZ_ITERATIONS JPEG...\n", argv[0]);
+    return 2;
+  }
+  const std::vector<std::string> paths(argv + 2, argv + argc);
+  std::vector<std::string> seeds;
+  for (const std::string& path : paths) {
+    TestTranscode(path);
+    seeds.push_back(ReadFile(path));
+    seeds.push_back(ReadFile(path + ".none"));
+  }
+  TestErrors();
+  TestThreads(paths);
+  Fuzz(seeds, std::atoi(argv[1]));
+  if (failures > 0) {
+    std::fprintf(stderr, "%d check(s) failed\n", failures.load());
+    return 1;
+  }
+  std::printf("jpeg_test: %zu files, %s fuzz iterations: all checks passed\n", paths.size(), argv[1]);
+  return 0;
+}

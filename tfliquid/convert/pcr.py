@@ -1,0 +1,257 @@
+"""The PCR conversion job: an image folder or TFRecords -> a PCR dataset (docs/formats/pcr.md).
+
+Per image (graph ops, in parallel on every core): read -> make progressive -> split into scans.
+  - baseline JPEG: lossless transcode in-process (Liquid>JpegToProgressive, libjpeg coefficient copy);
+  - progressive JPEG: kept;
+  - anything else (PNG, ...): decoded and encoded as progressive JPEG at `quality` (lossy, counted).
+Per record (Python): partials grouped by scan, header, CRCs, written to a temp file and renamed into place.
+
+The plan (which image goes to which record) is a function of the source and the seed, and is saved in
+DST/convert_state.json: a rerun of the same command skips the records already complete, so an interrupted job
+resumes where it stopped and a finished one does nothing. The index is written last.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfliquid import io as tfl_io
+from tfliquid._proto import pcr_pb2
+from tfliquid._version import __version__
+from tfliquid.convert import sources
+from tfliquid.formats import jpeg as jpeg_format
+from tfliquid.formats import pcr as pcr_format
+
+STATE_FILENAME = "convert_state.json"
+RECORDS_DIR = "records"
+
+
+class ConversionError(RuntimeError):
+    """A conversion could not complete; the records written so far are kept and a rerun resumes."""
+
+
+@dataclasses.dataclass
+class ConversionReport:
+    path: str
+    num_images: int
+    num_records: int
+    records_written: int
+    records_skipped: int
+    lossy_images: int
+    verified_images: int
+    seconds: float
+
+    def __str__(self):
+        verified = f", {self.verified_images} verified pixel-exact" if self.verified_images else ""
+        return (f"{self.path}: {self.num_images} images in {self.num_records} records "
+                f"({self.records_written} written, {self.records_skipped} already complete){verified}; "
+                f"{self.lossy_images} re-encoded lossily; {self.seconds:.1f} s")
+
+
+def _fast_crc(data: bytes) -> int:
+    return int(tfl_io.crc32c(data))
+
+
+def _open_source(src, source_format, dst, tfrecord_options) -> sources.Source:
+    if source_format == "auto":
+        is_folder = os.path.isdir(src) and any(e.is_dir() for e in os.scandir(src))
+        source_format = "folder" if is_folder else "tfrecord"
+    if source_format == "folder":
+        return sources.image_folder(src)
+    if source_format == "tfrecord":
+        return sources.spool_tfrecords(src, os.path.join(dst, "spool.tmp"), **tfrecord_options)
+    raise ValueError(f"source_format must be 'auto', 'folder' or 'tfrecord', got {source_format!r}")
+
+
+def _plan_fingerprint(source: sources.Source, settings: dict) -> str:
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
+    digest.update(source.labels.tobytes())
+    for key in source.keys:
+        digest.update(len(key).to_bytes(4, "little") + key)
+    return digest.hexdigest()
+
+
+def _check_plan(dst: str, fingerprint: str, overwrite: bool) -> None:
+    state_path = os.path.join(dst, STATE_FILENAME)
+    if os.path.exists(state_path) and not overwrite:
+        with open(state_path) as f:
+            previous = json.load(f).get("plan")
+        if previous != fingerprint:
+            raise ConversionError(
+                f"{dst} holds a conversion of other images or settings; use a new destination or overwrite=True "
+                "(--overwrite)")
+    pcr_format.write_atomically(state_path, json.dumps({"plan": fingerprint}).encode())
+
+
+def _prepare_images(quality: int, keep_markers: bool):
+    """(image bytes, label, key) -> (progressive JPEG, scan ends, label, key, lossy, source bytes)."""
+
+    def encode_other(contents):
+        image = tf.io.decode_image(contents, expand_animations=False)
+        channels = tf.shape(image)[-1]
+        image = tf.cond(channels >= 3, lambda: image[..., :3], lambda: image[..., :1])  # drop alpha
+        return tf.io.encode_jpeg(image, quality=quality, progressive=True, optimize_size=True)
+
+    def prepare(contents, label, key):
+        is_jpeg = tf.io.is_jpeg(contents)
+        jpeg = tf.cond(is_jpeg, lambda: contents, lambda: encode_other(contents))
+        progressive, scan_ends = tfl_io.jpeg_to_progressive(jpeg, key, keep_markers=keep_markers)
+        return progressive, scan_ends, label, key, tf.logical_not(is_jpeg), contents
+
+    return prepare
+
+
+def _record_entry(path: str, relative: str) -> pcr_pb2.RecordEntry | None:
+    """The index entry of a complete, valid record file, or None if it is missing, partial or corrupt."""
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(pcr_format.PREAMBLE.size)
+            header_length = pcr_format.parse_preamble(head)
+            header = pcr_format.parse_header(head + f.read(header_length), crc=_fast_crc)
+    except (OSError, pcr_format.PCRFormatError, ValueError):
+        return None
+    payload_offset = pcr_format.PREAMBLE.size + header_length
+    if payload_offset + header.group_ends[-1] != size:
+        return None
+    return pcr_pb2.RecordEntry(path=relative, num_images=header.num_images, payload_offset=payload_offset,
+                               prefix_ends=[payload_offset + e for e in header.group_ends])
+
+
+def _verify_record(path: str, entry: pcr_pb2.RecordEntry, expected_sources: list[bytes], keys: list[bytes]):
+    """Reads the written record back through the C++ reader and compares full-fidelity pixels."""
+    from tfliquid.data.pcr_dataset import _PCRRecordDataset  # the reader under test; avoids an import cycle
+
+    written = _PCRRecordDataset(path, list(entry.prefix_ends), len(entry.prefix_ends), 0, -1.0, False)
+    pairs = tf.data.Dataset.zip(written, tf.data.Dataset.from_tensor_slices(expected_sources))
+
+    def same_pixels(record_element, source):
+        decoded, expected = tf.io.decode_jpeg(record_element[0]), tf.io.decode_jpeg(source)
+        same_shape = tf.reduce_all(tf.equal(tf.shape(decoded), tf.shape(expected)))
+        return tf.cond(same_shape, lambda: tf.reduce_all(tf.equal(decoded, expected)), lambda: False)
+
+    results = pairs.map(same_pixels, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    mismatched = [keys[i].decode(errors="replace") for i, ok in enumerate(results.as_numpy_iterator()) if not ok]
+    if mismatched:
+        raise ConversionError(f"{path}: {len(mismatched)} images do not decode to their source pixels at full "
+                              f"fidelity, e.g. {mismatched[:3]}")
+
+
+def convert(src: str, dst: str, *, images_per_record: int = 1024, seed: int = 0, quality: int = 90,
+            keep_markers: bool = False, verify: bool = False, source_format: str = "auto",
+            image_key: str = "image/encoded", label_key: str = "image/class/label",
+            key_feature: str = "image/filename", compression: str | None = None, overwrite: bool = False,
+            progress: bool = True) -> ConversionReport:
+    """Converts an image folder tree or TFRecord files into a PCR dataset at `dst`.
+
+    Args:
+      src: a folder with one subfolder per class (sorted names = labels 0, 1, ...), or TFRecord files of
+        tf.train.Example (a file, a glob or a directory).
+      dst: the dataset directory to create or resume.
+      images_per_record: N, images per record file.
+      seed: the shuffle that assigns images to records; same seed and source = same bytes out.
+      quality: JPEG quality for images that are not JPEGs (re-encoding them is lossy; JPEGs are lossless).
+      keep_markers: keep APPn/COM segments (EXIF, ICC) of transcoded JPEGs; they are dropped by default.
+      verify: read every record back and check that full fidelity decodes to the source's exact pixels (for
+        non-JPEG sources: to the pixels of the JPEG they were encoded to).
+      source_format: "auto", "folder" or "tfrecord".
+      image_key, label_key, key_feature: tf.train.Example features of TFRecord sources.
+      compression: of TFRecord sources: "", "GZIP" or "ZLIB"; None guesses from the file extension.
+      overwrite: discard a different conversion found at `dst` instead of refusing to touch it.
+      progress: show a progress bar.
+    """
+    if not 1 <= images_per_record <= pcr_format.MAX_IMAGES:
+        raise ValueError(f"images_per_record must be in 1..{pcr_format.MAX_IMAGES}, got {images_per_record}")
+    if not 1 <= quality <= 100:
+        raise ValueError(f"quality must be in 1..100, got {quality}")
+    start = time.perf_counter()
+    os.makedirs(os.path.join(dst, RECORDS_DIR), exist_ok=True)
+    source = _open_source(src, source_format, dst,
+                          dict(image_key=image_key, label_key=label_key, key_feature=key_feature,
+                               compression=compression))
+    settings = dict(images_per_record=images_per_record, seed=seed, quality=quality, keep_markers=keep_markers,
+                    format_version=pcr_format.FORMAT_VERSION)
+    _check_plan(dst, _plan_fingerprint(source, settings), overwrite)
+
+    order = np.random.default_rng(seed).permutation(source.num_items)
+    num_records = -(-source.num_items // images_per_record)
+    prepare = _prepare_images(quality, keep_markers)
+    bar = keras.utils.Progbar(source.num_items, unit_name="image") if progress else None
+    entries, written, lossy_total, verified = [], 0, 0, 0
+    done_images = 0
+    for r in range(num_records):
+        record_items = order[r * images_per_record:(r + 1) * images_per_record]
+        relative = os.path.join(RECORDS_DIR, f"pcr-{r:05d}.pcr")
+        path = os.path.join(dst, relative)
+        entry = None if overwrite else _record_entry(path, relative)
+        if entry is None or entry.num_images != len(record_items):
+            entry, lossy = _write_record(source, record_items, prepare, path, relative, verify, bar, done_images)
+            written += 1
+            lossy_total += lossy
+            verified += len(record_items) if verify else 0
+        done_images += len(record_items)
+        if bar:
+            bar.update(done_images)
+        entries.append(entry)
+
+    index = pcr_pb2.DatasetIndex(
+        format_version=pcr_format.FORMAT_VERSION,
+        num_images=source.num_items,
+        num_scan_groups=max(len(e.prefix_ends) for e in entries),
+        class_names=source.class_names,
+        records=entries,
+        has_keys=True,
+        conversion=pcr_pb2.ConversionInfo(source=source.description, seed=seed,
+                                          images_per_record=images_per_record, quality=quality,
+                                          tfliquid_version=__version__, lossy_images=lossy_total),
+    )
+    pcr_format.write_index(dst, index)
+    spool = os.path.join(dst, "spool.tmp")
+    if os.path.exists(spool):
+        os.remove(spool)
+    return ConversionReport(dst, source.num_items, num_records, written, num_records - written, lossy_total,
+                            verified, time.perf_counter() - start)
+
+
+def _write_record(source, record_items, prepare, path, relative, verify, bar, done_images):
+    images = source.read(record_items).map(prepare, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    partials, labels, keys, lossy, source_bytes = [], [], [], 0, []
+    try:
+        for i, (progressive, scan_ends, label, key, is_lossy, contents) in enumerate(images.as_numpy_iterator()):
+            cuts = [0, *scan_ends.tolist()]
+            partials.append([progressive[a:b] for a, b in zip(cuts, cuts[1:])])
+            labels.append(int(label))
+            keys.append(key)
+            lossy += int(is_lossy)
+            if verify:
+                source_bytes.append(progressive if is_lossy else contents)
+            if bar and i % 64 == 63:
+                bar.update(done_images + i + 1)
+    except tf.errors.OpError as e:
+        raise ConversionError(f"converting record {relative}: {e.message}") from None
+    if any(len(p) > pcr_format.MAX_SCAN_GROUPS for p in partials):
+        raise ConversionError(f"{relative}: an image has more than {jpeg_format.MAX_SCANS} scans")
+    record = pcr_format.encode_record(partials, labels, keys, crc=_fast_crc)
+    entry = pcr_pb2.RecordEntry(path=relative, num_images=record.num_images, payload_offset=record.payload_offset,
+                                prefix_ends=record.prefix_ends)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "wb") as f:
+        f.write(record.data)
+        f.flush()
+        os.fsync(f.fileno())
+    try:
+        if verify:
+            _verify_record(tmp, entry, source_bytes, keys)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return entry, lossy

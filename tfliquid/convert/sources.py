@@ -1,0 +1,148 @@
+"""Where conversion jobs read images from: an image folder tree or TFRecord files of tf.train.Example.
+
+A source is a list of items (label, key) and a way to read any subset of them, in any order, as a tf.data
+pipeline of (image bytes, label, key). Image folders are read file by file; TFRecords cannot be read at random,
+so they are first copied once into a spool file of raw image bytes (`spool_tfrecords`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+
+import numpy as np
+import tensorflow as tf
+
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
+
+
+@dataclasses.dataclass
+class Source:
+    """Items to convert. `read(order)` yields (image bytes, label, key) for items `order`, in that order."""
+
+    description: str
+    labels: np.ndarray  # int64, one per item
+    keys: list[bytes]
+    class_names: list[str]
+    read: callable
+
+    @property
+    def num_items(self) -> int:
+        return len(self.labels)
+
+
+def image_folder(root: str) -> Source:
+    """root/CLASS/IMAGE: classes are the sorted subfolder names, labels their positions."""
+    class_names = sorted(e.name for e in os.scandir(root) if e.is_dir() and not e.name.startswith("."))
+    if not class_names:
+        raise ValueError(f"{root}: expected one subfolder per class (root/CLASS/IMAGE), found none")
+    paths, labels = [], []
+    for label, name in enumerate(class_names):
+        class_dir = os.path.join(root, name)
+        for dirpath, dirnames, filenames in os.walk(class_dir):
+            dirnames.sort()
+            for filename in sorted(filenames):
+                if filename.lower().endswith(IMAGE_EXTENSIONS):
+                    paths.append(os.path.join(dirpath, filename))
+                    labels.append(label)
+    if not paths:
+        raise ValueError(f"{root}: no images ({', '.join(IMAGE_EXTENSIONS)}) in its class subfolders")
+    keys = [os.path.relpath(p, root).encode() for p in paths]
+    labels = np.asarray(labels, np.int64)
+    path_tensor, label_tensor, key_tensor = tf.constant(paths), tf.constant(labels), tf.constant(keys)
+
+    def read(order: np.ndarray) -> tf.data.Dataset:
+        def load(i):
+            return tf.io.read_file(tf.gather(path_tensor, i)), tf.gather(label_tensor, i), tf.gather(key_tensor, i)
+
+        return tf.data.Dataset.from_tensor_slices(np.asarray(order, np.int64)).map(
+            load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+    return Source(f"image folder {root}", labels, keys, class_names, read)
+
+
+def tfrecord_files(src: str) -> list[str]:
+    """A TFRecord file, a glob, or a directory of them."""
+    if os.path.isdir(src):
+        files = sorted(os.path.join(src, f) for f in os.listdir(src)
+                       if os.path.isfile(os.path.join(src, f)) and not f.startswith("."))
+    elif os.path.isfile(src):
+        files = [src]
+    else:
+        files = sorted(glob.glob(src))
+    if not files:
+        raise FileNotFoundError(f"{src}: no TFRecord files")
+    return files
+
+
+def guess_compression(files: list[str]) -> str:
+    """'GZIP' for .gz, 'ZLIB' for .zz/.zlib, else '' (uncompressed)."""
+    name = files[0].lower()
+    if name.endswith(".gz") or name.endswith(".gzip"):
+        return "GZIP"
+    if name.endswith(".zz") or name.endswith(".zlib"):
+        return "ZLIB"
+    return ""
+
+
+def spool_tfrecords(src: str, spool_path: str, image_key: str = "image/encoded",
+                    label_key: str = "image/class/label", key_feature: str = "image/filename",
+                    compression: str | None = None) -> Source:
+    """Copies every Example's image bytes into `spool_path` (raw concatenation) so they can be read in any order.
+
+    Labels and keys stay in memory (a few bytes per image). The key is `key_feature` when the Example has it,
+    else "FILE:INDEX".
+    """
+    files = tfrecord_files(src)
+    if compression is None:
+        compression = guess_compression(files)
+    if compression not in ("", "GZIP", "ZLIB"):
+        raise ValueError(f"compression must be '', 'GZIP' or 'ZLIB', got {compression!r}")
+    features = {
+        image_key: tf.io.FixedLenFeature([], tf.string),
+        label_key: tf.io.FixedLenFeature([], tf.int64),
+        key_feature: tf.io.FixedLenFeature([], tf.string, default_value=""),
+    }
+    examples = tf.data.Dataset.from_tensor_slices(files).map(
+        lambda f: tf.data.TFRecordDataset(f, compression_type=compression).enumerate().map(
+            lambda i, x: (f, i, x))).flat_map(lambda d: d)
+    parsed = examples.map(lambda f, i, x: (f, i, tf.io.parse_single_example(x, features)),
+                          num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+    offsets, sizes, labels, keys = [], [], [], []
+    tmp = spool_path + ".tmp"
+    with open(tmp, "wb") as spool:
+        try:
+            for filename, i, example in parsed.as_numpy_iterator():
+                image = example[image_key]
+                offsets.append(spool.tell())
+                sizes.append(len(image))
+                spool.write(image)
+                labels.append(example[label_key])
+                key = example[key_feature]
+                keys.append(key if key else f"{os.path.basename(filename.decode())}:{i}".encode())
+        except tf.errors.OpError as e:
+            raise ValueError(f"{src}: cannot read TFRecords (compression {compression or 'none'!r}, image key "
+                             f"{image_key!r}, label key {label_key!r}): {e.message}") from None
+    os.replace(tmp, spool_path)
+    if not labels:
+        raise ValueError(f"{src}: the TFRecord files hold no examples")
+    return spooled_source(f"TFRecords {src}", spool_path, offsets, sizes, labels, keys)
+
+
+def spooled_source(description, spool_path, offsets, sizes, labels, keys) -> Source:
+    offsets = np.asarray(offsets, np.int64)
+    sizes = np.asarray(sizes, np.int64)
+    labels = np.asarray(labels, np.int64)
+
+    def read(order: np.ndarray) -> tf.data.Dataset:
+        order = np.asarray(order, np.int64)
+        images = []
+        with open(spool_path, "rb") as spool:
+            for i in order:
+                spool.seek(offsets[i])
+                images.append(spool.read(sizes[i]))
+        return tf.data.Dataset.from_tensor_slices((images, labels[order], [keys[i] for i in order]))
+
+    return Source(description, labels, keys, [], read)

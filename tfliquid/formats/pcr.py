@@ -1,0 +1,209 @@
+"""PCR records: the readable reference encoder and decoder (the test oracle), and the dataset index.
+
+Format version 1, specified in docs/formats/pcr.md::
+
+    record = preamble(24) | RecordHeader | scan group 1 | scan group 2 | ... | scan group G
+    preamble = magic "\\x89PCR\\r\\n\\x1a\\n" | u32 version | u32 header_length | u32 header_crc32c | u32 flags
+    scan group k = partial k of image 0 | partial k of image 1 | ...
+
+Image i at scan group g = partial 1 | ... | partial min(g, G) | EOI. All integers little-endian.
+
+This module has no TensorFlow dependency. `encode_record` takes the CRC function as a parameter: the conversion
+job passes the C++ one (tfliquid.io.crc32c), the tests use `crc32c` below, a plain table-driven implementation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import struct
+from typing import Callable, Sequence
+
+from tfliquid._proto import pcr_pb2
+
+RECORD_MAGIC = b"\x89PCR\r\n\x1a\n"
+INDEX_MAGIC = b"\x89PCI\r\n\x1a\n"
+FORMAT_VERSION = 1
+PREAMBLE = struct.Struct("<8sIIII")  # magic, version, header_length, header_crc32c, flags
+EOI = b"\xff\xd9"
+MAX_IMAGES = 1 << 20
+MAX_SCAN_GROUPS = 64
+INDEX_FILENAME = "index.pcrindex"
+
+
+class PCRFormatError(ValueError):
+    """A record or index violates the format; the message gives the offset."""
+
+
+def _crc_table() -> list[int]:
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+        table.append(crc)
+    return table
+
+
+_CRC_TABLE = _crc_table()
+
+
+def crc32c(data: bytes) -> int:
+    """CRC32C (Castagnoli), bit by bit readable and slow (about 5 MB/s): the oracle for the C++ one."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc = (crc >> 8) ^ _CRC_TABLE[(crc ^ byte) & 0xFF]
+    return crc ^ 0xFFFFFFFF
+
+
+@dataclasses.dataclass
+class EncodedRecord:
+    """A serialized record and what its index entry needs."""
+
+    data: bytes
+    num_images: int
+    payload_offset: int
+    prefix_ends: list[int]
+
+
+def encode_record(partials: Sequence[Sequence[bytes]], labels: Sequence[int], keys: Sequence[bytes] = (),
+                  crc: Callable[[bytes], int] = crc32c) -> EncodedRecord:
+    """Serializes one record.
+
+    partials[i] lists image i's partials (tfliquid.formats.jpeg.split_partials); images may have different
+    scan counts: the record has max(len) scan groups and shorter images get empty partials.
+    """
+    num_images = len(partials)
+    if not 1 <= num_images <= MAX_IMAGES:
+        raise PCRFormatError(f"a record holds 1 to {MAX_IMAGES} images, got {num_images}")
+    if len(labels) != num_images or (keys and len(keys) != num_images):
+        raise PCRFormatError("one label (and one key, when keys are given) per image")
+    num_groups = max(len(p) for p in partials)
+    if not 1 <= num_groups <= MAX_SCAN_GROUPS:
+        raise PCRFormatError(f"images need 1 to {MAX_SCAN_GROUPS} scans, got {num_groups}")
+
+    groups = [b"".join(p[k] if k < len(p) else b"" for p in partials) for k in range(num_groups)]
+    header = pcr_pb2.RecordHeader(
+        num_images=num_images,
+        num_scan_groups=num_groups,
+        labels=list(labels),
+        keys=list(keys),
+        partial_sizes=[len(p[k]) if k < len(p) else 0 for k in range(num_groups) for p in partials],
+        group_crc32c=[crc(g) for g in groups],
+    )
+    end = 0
+    for group in groups:
+        end += len(group)
+        header.group_ends.append(end)
+    header_bytes = header.SerializeToString()
+    preamble = PREAMBLE.pack(RECORD_MAGIC, FORMAT_VERSION, len(header_bytes), crc(header_bytes), 0)
+    payload_offset = PREAMBLE.size + len(header_bytes)
+    return EncodedRecord(
+        data=b"".join([preamble, header_bytes, *groups]),
+        num_images=num_images,
+        payload_offset=payload_offset,
+        prefix_ends=[payload_offset + e for e in header.group_ends],
+    )
+
+
+@dataclasses.dataclass
+class DecodedImage:
+    jpeg: bytes
+    label: int
+    key: bytes
+
+
+def parse_preamble(data: bytes) -> int:
+    """Validates the preamble and returns the header length."""
+    if len(data) < PREAMBLE.size:
+        raise PCRFormatError(f"offset {len(data)}: file ends inside the 24-byte preamble")
+    magic, version, header_length, _, flags = PREAMBLE.unpack_from(data)
+    if magic != RECORD_MAGIC:
+        raise PCRFormatError("offset 0: bad magic: not a PCR record")
+    if version != FORMAT_VERSION:
+        raise PCRFormatError(f"offset 8: unsupported format version {version}")
+    if flags:
+        raise PCRFormatError(f"offset 20: unknown flags {flags:#x}")
+    return header_length
+
+
+def parse_header(data: bytes, crc: Callable[[bytes], int] = crc32c) -> pcr_pb2.RecordHeader:
+    """Validates preamble and header of a record prefix (at least preamble + header bytes)."""
+    header_length = parse_preamble(data)
+    if PREAMBLE.size + header_length > len(data):
+        raise PCRFormatError(f"offset 12: header length {header_length} runs past the {len(data)} bytes read")
+    header_bytes = data[PREAMBLE.size:PREAMBLE.size + header_length]
+    stored = PREAMBLE.unpack_from(data)[3]
+    if crc(header_bytes) != stored:
+        raise PCRFormatError("offset 24: header CRC32C mismatch")
+    header = pcr_pb2.RecordHeader.FromString(header_bytes)
+    n, g = header.num_images, header.num_scan_groups
+    if not (1 <= n <= MAX_IMAGES and 1 <= g <= MAX_SCAN_GROUPS and len(header.labels) == n
+            and len(header.keys) in (0, n) and len(header.partial_sizes) == n * g
+            and len(header.group_ends) == g and len(header.group_crc32c) == g):
+        raise PCRFormatError("offset 24: header fields are inconsistent")
+    return header
+
+
+def decode_record(data: bytes, scan_group: int | None = None,
+                  crc: Callable[[bytes], int] = crc32c) -> list[DecodedImage]:
+    """Reference decoder: every image of a record prefix at `scan_group` (None = all), in stored order.
+
+    `data` may be just the prefix up to that scan group; the CRC of every group read is checked.
+    """
+    header = parse_header(data, crc)
+    n, g = header.num_images, header.num_scan_groups
+    groups = g if scan_group is None else min(scan_group, g)
+    if groups < 1:
+        raise PCRFormatError("scan group must be >= 1")
+    payload = PREAMBLE.size + PREAMBLE.unpack_from(data)[2]
+    images = [bytearray() for _ in range(n)]
+    start = payload
+    for k in range(groups):
+        end = payload + header.group_ends[k]
+        if end > len(data):
+            raise PCRFormatError(f"offset {len(data)}: record ends before scan group {k + 1} (at {end})")
+        if crc(data[start:end]) != header.group_crc32c[k]:
+            raise PCRFormatError(f"offset {start}: scan group {k + 1} CRC32C mismatch")
+        offset = start
+        for i in range(n):
+            size = header.partial_sizes[k * n + i]
+            images[i] += data[offset:offset + size]
+            offset += size
+        if offset != end:
+            raise PCRFormatError(f"offset {start}: scan group {k + 1} size does not match its partials")
+        start = end
+    keys = list(header.keys) or [b""] * n
+    return [DecodedImage(bytes(img) + EOI, label, key) for img, label, key in zip(images, header.labels, keys)]
+
+
+def read_index(dataset_dir: str) -> pcr_pb2.DatasetIndex:
+    """Reads DATASET/index.pcrindex."""
+    path = os.path.join(dataset_dir, INDEX_FILENAME)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{dataset_dir} is not a PCR dataset: {INDEX_FILENAME} is missing "
+                                "(convert one with `tfliquid convert pcr SRC DST`)") from None
+    if not data.startswith(INDEX_MAGIC):
+        raise PCRFormatError(f"{path}: offset 0: bad magic: not a PCR index")
+    index = pcr_pb2.DatasetIndex.FromString(data[len(INDEX_MAGIC):])
+    if index.format_version != FORMAT_VERSION:
+        raise PCRFormatError(f"{path}: unsupported format version {index.format_version}")
+    return index
+
+
+def write_index(dataset_dir: str, index: pcr_pb2.DatasetIndex) -> None:
+    """Writes the index atomically (temp file + rename): readers see the old one or the new one."""
+    path = os.path.join(dataset_dir, INDEX_FILENAME)
+    write_atomically(path, INDEX_MAGIC + index.SerializeToString())
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

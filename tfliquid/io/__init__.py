@@ -1,0 +1,59 @@
+"""Stage 2: thin wrappers of tfliquid's I/O and JPEG ops.
+
+Every tfliquid reader draws from one process-wide token bucket, so a whole input pipeline can be run as if its
+storage delivered `bytes_per_second` (the PCR paper's experiments throttle storage the same way)::
+
+    >>> tfliquid.io.set_read_bandwidth(50e6)     # 50 MB/s for every tfliquid reader in this process
+    >>> contents = tfliquid.io.read_file(path)   # like tf.io.read_file, throttled
+    >>> tfliquid.io.set_read_bandwidth(None)     # unlimited again
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from tfliquid._lib import ops as _ops
+
+__all__ = ["read_file", "set_read_bandwidth", "read_stats", "crc32c", "jpeg_to_progressive", "jpeg_scan_ends"]
+
+
+def read_file(filename, name=None):
+    """Reads a whole file into a scalar string tensor, like `tf.io.read_file`, through the read throttle."""
+    return _ops().liquid_read_file(filename, name=name)
+
+
+def set_read_bandwidth(bytes_per_second: float | None) -> None:
+    """Limits every tfliquid reader in this process to `bytes_per_second` together; None or 0 removes it."""
+    rate = float(bytes_per_second or 0)
+    if rate < 0:
+        raise ValueError(f"bytes_per_second must be positive or None, got {bytes_per_second}")
+    _ops().liquid_set_read_bandwidth(tf.constant(rate, tf.float64))
+
+
+def read_stats() -> dict:
+    """{"bytes_read": bytes every tfliquid reader has read in this process, "bytes_per_second": limit or 0}."""
+    bytes_read, rate = _ops().liquid_read_stats()
+    return {"bytes_read": int(bytes_read), "bytes_per_second": float(rate)}
+
+
+def crc32c(data) -> tf.Tensor:
+    """CRC32C (Castagnoli) of a scalar string, as an int64 tensor."""
+    return _ops().liquid_crc32c(data)
+
+
+def jpeg_to_progressive(contents, source="", keep_markers: bool = False):
+    """Makes a JPEG progressive without loss and splits it into scans.
+
+    A baseline JPEG's DCT coefficients are copied into a progressive JPEG (jpegtran -progressive -optimize
+    semantics: full fidelity decodes to exactly the same pixels); a progressive JPEG is kept as it is.
+    `keep_markers` keeps APPn/COM segments (EXIF, ICC) instead of dropping them. `source` names the input in
+    error messages.
+
+    Returns (progressive bytes, int64 vector of where each scan's entropy-coded data ends).
+    """
+    return _ops().liquid_jpeg_to_progressive(contents, source, keep_markers=keep_markers)
+
+
+def jpeg_scan_ends(contents):
+    """Where each scan's entropy-coded data ends in a JPEG (docs/formats/pcr.md, "Scan splitting")."""
+    return _ops().liquid_jpeg_scan_ends(contents)
