@@ -1,4 +1,4 @@
-#include "ops/jpeg/scan_split.h"
+#include "jpeg/scan_split.h"
 
 #include <cstdio>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "ops/jpeg/transcode.h"
+#include "jpeg/transcode.h"
 
 #include <csetjmp>
 #include <cstdio>  // jpeglib.h uses FILE without including stdio.h
@@ -10,6 +10,9 @@
 
 namespace tfliquid::jpeg {
 namespace {
+
+// About 350 megapixels of 4:2:0 coefficients (3 bytes per pixel).
+constexpr long kMaxMemoryBytes = 1L << 30;
 
 // libjpeg's default error_exit prints and calls exit(): jump back to Run() with the message instead.
 struct ErrorManager {
@@ -93,6 +96,10 @@ bool Run(Session* s, const uint8_t* data, size_t size, bool keep_markers) {
   if (setjmp(s->err.jump)) return false;
   jpeg_create_decompress(&s->src);
   jpeg_create_compress(&s->dst);
+  // The coefficient arrays are sized from the frame header: a hostile 65535 x 65535 header would ask for tens of
+  // GB. Without a backing store, libjpeg fails cleanly ("backing store not supported") past this budget.
+  s->src.mem->max_memory_to_use = kMaxMemoryBytes;
+  s->dst.mem->max_memory_to_use = kMaxMemoryBytes;
   jpeg_mem_src(&s->src, data, size);
   if (keep_markers) {
     for (int m = 0; m < 16; ++m) jpeg_save_markers(&s->src, JPEG_APP0 + m, 0xFFFF);

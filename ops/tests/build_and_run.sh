@@ -24,7 +24,7 @@ for jpeg in "${jpegs[@]}"; do
 done
 
 sources=("$root/ops/jpeg/scan_split.cc" "$root/ops/jpeg/transcode.cc" "$root/ops/tests/jpeg_test.cc")
-flags=(-std=c++17 -Wall -Wextra -Werror -pthread -I"$root")
+flags=(-std=c++17 -Wall -Wextra -Werror -pthread -I"$root/ops")
 g++ -O2 "${flags[@]}" "${sources[@]}" -ljpeg -o "$work/jpeg_test"
 g++ -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
   "${flags[@]}" "${sources[@]}" -ljpeg -o "$work/jpeg_test_asan"

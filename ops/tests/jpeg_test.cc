@@ -15,8 +15,8 @@
 
 #include <jpeglib.h>
 
-#include "ops/jpeg/scan_split.h"
-#include "ops/jpeg/transcode.h"
+#include "jpeg/scan_split.h"
+#include "jpeg/transcode.h"
 
 namespace {
 
