@@ -25,10 +25,14 @@ SIX_SCAN_SCRIPT = """\
 """
 
 
-def _skimage_image(name: str) -> Image.Image:
+def skimage_data_dir() -> str:
     import skimage
 
-    img = Image.open(os.path.join(os.path.dirname(skimage.__file__), "data", name))
+    return os.path.join(os.path.dirname(skimage.__file__), "data")
+
+
+def _skimage_image(name: str) -> Image.Image:
+    img = Image.open(os.path.join(skimage_data_dir(), name))
     img.thumbnail((MAX_SIDE, MAX_SIDE))
     return img.convert("L" if img.mode in ("L", "I;16") else "RGB")
 

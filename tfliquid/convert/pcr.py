@@ -79,16 +79,29 @@ def _plan_fingerprint(source: sources.Source, settings: dict) -> str:
     return digest.hexdigest()
 
 
-def _check_plan(dst: str, fingerprint: str, overwrite: bool) -> None:
-    state_path = os.path.join(dst, STATE_FILENAME)
-    if os.path.exists(state_path) and not overwrite:
-        with open(state_path) as f:
-            previous = json.load(f).get("plan")
-        if previous != fingerprint:
-            raise ConversionError(
-                f"{dst} holds a conversion of other images or settings; use a new destination or overwrite=True "
-                "(--overwrite)")
-    pcr_format.write_atomically(state_path, json.dumps({"plan": fingerprint}).encode())
+class _State:
+    """DST/convert_state.json: the plan's fingerprint and how many images of each record were lossy."""
+
+    def __init__(self, dst: str, fingerprint: str, overwrite: bool):
+        self.path = os.path.join(dst, STATE_FILENAME)
+        self.fingerprint = fingerprint
+        self.lossy: dict[str, int] = {}
+        if os.path.exists(self.path) and not overwrite:
+            with open(self.path) as f:
+                previous = json.load(f)
+            if previous.get("plan") != fingerprint:
+                raise ConversionError(f"{dst} holds a conversion of other images or settings; use a new "
+                                      "destination or overwrite=True (--overwrite)")
+            self.lossy = previous.get("lossy", {})
+        self.save()
+
+    def record_done(self, relative: str, lossy: int) -> None:
+        self.lossy[relative] = lossy
+        self.save()
+
+    def save(self) -> None:
+        state = {"plan": self.fingerprint, "lossy": self.lossy}
+        pcr_format.write_atomically(self.path, json.dumps(state).encode())
 
 
 def _prepare_images(quality: int, keep_markers: bool):
@@ -179,13 +192,13 @@ def convert(src: str, dst: str, *, images_per_record: int = 1024, seed: int = 0,
                                compression=compression))
     settings = dict(images_per_record=images_per_record, seed=seed, quality=quality, keep_markers=keep_markers,
                     format_version=pcr_format.FORMAT_VERSION)
-    _check_plan(dst, _plan_fingerprint(source, settings), overwrite)
+    state = _State(dst, _plan_fingerprint(source, settings), overwrite)
 
     order = np.random.default_rng(seed).permutation(source.num_items)
     num_records = -(-source.num_items // images_per_record)
     prepare = _prepare_images(quality, keep_markers)
     bar = keras.utils.Progbar(source.num_items, unit_name="image") if progress else None
-    entries, written, lossy_total, verified = [], 0, 0, 0
+    entries, written, verified = [], 0, 0
     done_images = 0
     for r in range(num_records):
         record_items = order[r * images_per_record:(r + 1) * images_per_record]
@@ -194,14 +207,15 @@ def convert(src: str, dst: str, *, images_per_record: int = 1024, seed: int = 0,
         entry = None if overwrite else _record_entry(path, relative)
         if entry is None or entry.num_images != len(record_items):
             entry, lossy = _write_record(source, record_items, prepare, path, relative, verify, bar, done_images)
+            state.record_done(relative, lossy)
             written += 1
-            lossy_total += lossy
             verified += len(record_items) if verify else 0
         done_images += len(record_items)
         if bar:
             bar.update(done_images)
         entries.append(entry)
 
+    lossy_total = sum(state.lossy.get(e.path, 0) for e in entries)
     index = pcr_pb2.DatasetIndex(
         format_version=pcr_format.FORMAT_VERSION,
         num_images=source.num_items,

@@ -1,0 +1,48 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+# Both create .venv, install TensorFlow and tfliquid (compiling the C++ ops against that TensorFlow) and the
+# Debian packages the tests use when they are missing.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+INSTALLED := $(VENV)/.tfliquid-installed
+SOURCES := setup.py pyproject.toml $(shell find ops protos -type f 2>/dev/null)
+PYTEST_ARGS ?=
+
+.PHONY: demo test install system-deps bench clean
+
+demo: $(INSTALLED)
+	$(PY) examples/pcr_demo.py
+
+test: $(INSTALLED)
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+install: $(INSTALLED)
+
+bench: $(INSTALLED)
+	$(PY) -m benchmarks.pcr_read
+	$(PY) -m benchmarks.convert
+
+# jpegtran/cjpeg (tests, fixtures) and the libjpeg headers (the lossless transcoder links libjpeg).
+system-deps:
+	@if ! command -v jpegtran >/dev/null || ! command -v cjpeg >/dev/null || [ ! -f /usr/include/jpeglib.h ]; then \
+	  echo "installing Debian packages libjpeg-turbo-progs libjpeg-dev"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq libjpeg-turbo-progs libjpeg-dev >/dev/null; \
+	fi
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.deps-installed: requirements-dev.txt | $(PY)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -r requirements-dev.txt
+	touch $@
+
+$(INSTALLED): $(VENV)/.deps-installed $(SOURCES) | system-deps
+	$(PIP) install -q --no-build-isolation --no-deps -e .
+	touch $@
+
+clean:
+	rm -rf build *.egg-info tfliquid/_lib/*.so tfliquid/_proto/*_pb2.py

@@ -1,0 +1,48 @@
+"""Shared fixtures, all made from the photographs shipped inside scikit-image and scikit-learn (no download)."""
+
+import os
+import pathlib
+import shutil
+
+import pytest
+from PIL import Image
+
+import jpeg_samples
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+@pytest.fixture(scope="session")
+def zoo_paths(tmp_path_factory) -> dict[str, pathlib.Path]:
+    """Real JPEGs from cjpeg/jpegtran/Pillow: 4:2:0, 4:4:4, grey, restart markers, EXIF/ICC, progressive..."""
+    return jpeg_samples.make_jpeg_zoo(tmp_path_factory.mktemp("zoo"))
+
+
+@pytest.fixture(scope="session")
+def zoo(zoo_paths) -> dict[str, bytes]:
+    return {name: path.read_bytes() for name, path in zoo_paths.items()}
+
+
+@pytest.fixture(scope="session")
+def photo_folder(tmp_path_factory, zoo_paths) -> pathlib.Path:
+    """An image folder tree (3 classes) of real photos in every flavour the converter must handle.
+
+    Colour and grey JPEGs (10 and 6 scans after transcoding) share records, baseline and progressive inputs
+    mix, and two PNGs take the lossy path.
+    """
+    root = tmp_path_factory.mktemp("photos")
+    classes = {
+        "animals": ["baseline_420", "baseline_444", "metadata", "progressive_six_scans", "china"],
+        "grey": ["grey", "progressive_grey", "restart_rows"],
+        "things": ["restart_blocks", "odd_size", "flower", "progressive", "progressive_restart",
+                   "progressive_pillow"],
+    }
+    for class_name, names in classes.items():
+        (root / class_name).mkdir()
+        for name in names:
+            shutil.copy(zoo_paths[name], root / class_name / f"{name}.jpg")
+    for name in ("coffee.png", "rocket.jpg"):
+        img = Image.open(os.path.join(jpeg_samples.skimage_data_dir(), name))
+        img.thumbnail((160, 160))
+        img.save(root / "things" / (pathlib.Path(name).stem + ".png"))
+    return root

@@ -1,0 +1,219 @@
+"""PCRDataset and its C++ op on a real converted dataset: every scan group, corrupt inputs, tf.Variable scan
+groups, checkpoints, tf.data service and the read throttle."""
+
+import os
+import shutil
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tfliquid
+from tfliquid.formats import jpeg as jpeg_format
+from tfliquid.formats import pcr as pcr_format
+
+
+@pytest.fixture(scope="module")
+def dataset(photo_folder, tmp_path_factory):
+    dst = tmp_path_factory.mktemp("pcr") / "photos"
+    tfliquid.pcr.convert(str(photo_folder), str(dst), images_per_record=6, seed=1, progress=False)
+    return dst
+
+
+@pytest.fixture
+def dataset_copy(dataset, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(dataset, copy)
+    return copy
+
+
+def _keyed(ds):
+    return {bytes(x["key"]): x for x in ds.as_numpy_iterator()}
+
+
+def test_every_scan_group_matches_the_reference_decoder(dataset):
+    index = pcr_format.read_index(str(dataset))
+    assert index.num_scan_groups == 10
+    records = {r.path: (dataset / r.path).read_bytes() for r in index.records}
+    for g in range(1, 11):
+        expected = {}
+        for data in records.values():
+            for image in pcr_format.decode_record(data, g):
+                expected[image.key] = (image.jpeg, image.label)
+        got = _keyed(tfliquid.PCRDataset(str(dataset), scan_group=g, decode=False, with_keys=True))
+        assert {k: (v["image"], v["label"]) for k, v in got.items()} == expected
+
+
+def test_full_fidelity_is_pixel_identical_to_the_source(dataset, photo_folder):
+    got = _keyed(tfliquid.PCRDataset(str(dataset), with_keys=True))
+    assert len(got) == 16
+    jpegs = [k for k in got if k.endswith(b".jpg")]
+    assert len(jpegs) == 14
+    for key in jpegs:
+        source = tf.io.decode_jpeg((photo_folder / key.decode()).read_bytes(), channels=3).numpy()
+        np.testing.assert_array_equal(got[key]["image"], source, err_msg=key.decode())
+    labels = {k.split(b"/")[0]: int(v["label"]) for k, v in got.items()}
+    assert labels == {b"animals": 0, b"grey": 1, b"things": 2}
+
+
+def test_low_scan_groups_are_smaller_and_still_decode(dataset):
+    sizes = []
+    for g in (1, 2, 5, None):
+        ds = tfliquid.PCRDataset(str(dataset), scan_group=g, decode=False, with_keys=True)
+        images = _keyed(ds)
+        sizes.append(sum(len(x["image"]) for x in images.values()))
+        assert ds.bytes_per_epoch() == sum(r.prefix_ends[min(g or 10, len(r.prefix_ends)) - 1]
+                                           for r in pcr_format.read_index(str(dataset)).records)
+        for x in images.values():
+            assert tf.io.decode_jpeg(x["image"], channels=3).shape[-1] == 3
+    assert sizes == sorted(sizes) and sizes[0] < 0.25 * sizes[-1]
+
+
+def test_grey_images_are_full_fidelity_from_their_last_scan(dataset):
+    at6 = _keyed(tfliquid.PCRDataset(str(dataset), scan_group=6, decode=False, with_keys=True))
+    full = _keyed(tfliquid.PCRDataset(str(dataset), decode=False, with_keys=True))
+    assert at6[b"grey/grey.jpg"]["image"] == full[b"grey/grey.jpg"]["image"]  # 6 scans: empty partials 7-10
+    assert at6[b"animals/china.jpg"]["image"] != full[b"animals/china.jpg"]["image"]
+
+
+def test_shuffle_is_seeded_and_changes_every_epoch(dataset):
+    ds = tfliquid.PCRDataset(str(dataset), decode=False, seed=5, with_keys=True, num_parallel_reads=2)
+    epoch1 = [bytes(x["key"]) for x in ds.as_numpy_iterator()]
+    epoch2 = [bytes(x["key"]) for x in ds.as_numpy_iterator()]
+    again = tfliquid.PCRDataset(str(dataset), decode=False, seed=5, with_keys=True, num_parallel_reads=2)
+    assert sorted(epoch1) == sorted(epoch2) and epoch1 != epoch2
+    assert [bytes(x["key"]) for x in again.as_numpy_iterator()] == epoch1
+    ordered = [bytes(x["key"]) for x in
+               tfliquid.PCRDataset(str(dataset), decode=False, shuffle=False, with_keys=True).as_numpy_iterator()]
+    assert ordered == [bytes(x["key"]) for x in
+                       tfliquid.PCRDataset(str(dataset), decode=False, shuffle=False,
+                                           with_keys=True).as_numpy_iterator()]
+
+
+def test_scan_group_variable_applies_without_rebuilding(dataset):
+    group = tf.Variable(1, dtype=tf.int64)
+    ds = tfliquid.PCRDataset(str(dataset), scan_group=group, decode=False, with_keys=True)
+    low = _keyed(ds)
+    group.assign(10)
+    full = _keyed(ds)
+    assert low.keys() == full.keys()
+    assert sum(len(x["image"]) for x in low.values()) < 0.25 * sum(len(x["image"]) for x in full.values())
+    group.assign(0)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="scan_group must be >= 1"):
+        _keyed(ds)
+
+
+def test_parameters_are_validated(dataset, tmp_path):
+    with pytest.raises(ValueError, match=r"scan_group must be in 1..10"):
+        tfliquid.PCRDataset(str(dataset), scan_group=11)
+    with pytest.raises(TypeError, match="scan_group"):
+        tfliquid.PCRDataset(str(dataset), scan_group=2.5)
+    with pytest.raises(TypeError, match="integer dtype"):
+        tfliquid.PCRDataset(str(dataset), scan_group=tf.Variable(1.0))
+    with pytest.raises(ValueError, match="read_bandwidth"):
+        tfliquid.PCRDataset(str(dataset), read_bandwidth=-5)
+    with pytest.raises(FileNotFoundError, match="not a PCR dataset"):
+        tfliquid.PCRDataset(str(tmp_path))
+
+
+def _first_record(path):
+    index = pcr_format.read_index(str(path))
+    return path / index.records[0].path, index.records[0]
+
+
+def _read_all(path):
+    return list(tfliquid.PCRDataset(str(path), decode=False, shuffle=False).as_numpy_iterator())
+
+
+def test_flipped_payload_byte_is_a_crc_error_naming_file_and_offset(dataset_copy):
+    record, entry = _first_record(dataset_copy)
+    data = bytearray(record.read_bytes())
+    data[entry.prefix_ends[2] + 10] ^= 0x01  # inside scan group 4
+    record.write_bytes(bytes(data))
+    assert len(list(tfliquid.PCRDataset(str(dataset_copy), scan_group=3, decode=False))) == 16  # not read
+    with pytest.raises(tf.errors.DataLossError,
+                       match=rf"pcr-00000.pcr: offset {entry.prefix_ends[2]}: scan group 4 CRC32C mismatch"):
+        _read_all(dataset_copy)
+
+
+def test_truncated_record(dataset_copy):
+    record, entry = _first_record(dataset_copy)
+    record.write_bytes(record.read_bytes()[:entry.prefix_ends[1] + 3])
+    with pytest.raises(tf.errors.DataLossError, match=r"pcr-00000.pcr: offset \d+: file is \d+ bytes but the index"):
+        _read_all(dataset_copy)
+
+
+def test_bad_magic(dataset_copy):
+    record, _ = _first_record(dataset_copy)
+    record.write_bytes(b"GIF89a\x00\x00" + record.read_bytes()[8:])
+    with pytest.raises(tf.errors.DataLossError, match="pcr-00000.pcr: offset 0: bad magic"):
+        _read_all(dataset_copy)
+
+
+def test_header_length_past_end_of_file(dataset_copy):
+    record, _ = _first_record(dataset_copy)
+    data = bytearray(record.read_bytes())
+    data[12:16] = (200 << 20).to_bytes(4, "little")
+    record.write_bytes(bytes(data))
+    with pytest.raises(tf.errors.DataLossError, match=r"pcr-00000.pcr: offset 12: header length 209715200 runs past"):
+        _read_all(dataset_copy)
+
+
+def test_corrupt_index(dataset_copy):
+    (dataset_copy / "index.pcrindex").write_bytes(b"not an index")
+    with pytest.raises(pcr_format.PCRFormatError, match="index.pcrindex: offset 0: bad magic"):
+        tfliquid.PCRDataset(str(dataset_copy))
+
+
+def test_checkpoint_restore_resumes_mid_epoch(dataset, tmp_path):
+    def make():
+        return tfliquid.PCRDataset(str(dataset), decode=False, seed=11, with_keys=True, num_parallel_reads=2)
+
+    iterator = iter(make())
+    head = [next(iterator)["key"].numpy() for _ in range(7)]  # mid-record: records hold 6 images
+    checkpoint = tf.train.Checkpoint(iterator=iterator)
+    saved = checkpoint.save(str(tmp_path / "ckpt"))
+    tail = [x["key"].numpy() for x in iterator]
+    assert sorted(head + tail) == sorted(_keyed(make()))
+
+    restored = iter(make())
+    tf.train.Checkpoint(iterator=restored).restore(saved)
+    assert [x["key"].numpy() for x in restored] == tail
+
+
+def test_runs_under_tf_data_service_with_two_workers(dataset):
+    dispatcher = tf.data.experimental.service.DispatchServer()
+    address = dispatcher.target.split("://")[1]
+    workers = [tf.data.experimental.service.WorkerServer(
+        tf.data.experimental.service.WorkerConfig(dispatcher_address=address)) for _ in range(2)]
+    local = tfliquid.PCRDataset(str(dataset), scan_group=2, decode=False, shuffle=False, with_keys=True)
+    distributed = local.apply(tf.data.experimental.service.distribute(
+        processing_mode=tf.data.experimental.service.ShardingPolicy.DYNAMIC, service=dispatcher.target))
+    got = [(bytes(x["key"]), bytes(x["image"])) for x in distributed.as_numpy_iterator()]
+    assert sorted(got) == sorted((k, v["image"]) for k, v in _keyed(local).items())  # each image once
+    assert len(workers) == 2
+
+
+def test_read_bandwidth_throttles_every_reader(dataset):
+    size = sum(r.prefix_ends[-1] for r in pcr_format.read_index(str(dataset)).records)
+    before = tfliquid.io.read_stats()["bytes_read"]
+    rate = size / 0.5  # the whole dataset in 0.5 s
+    start = time.perf_counter()
+    try:
+        _ = list(tfliquid.PCRDataset(str(dataset), decode=False, read_bandwidth=rate).as_numpy_iterator())
+        elapsed = time.perf_counter() - start
+        assert tfliquid.io.read_stats()["bytes_per_second"] == pytest.approx(rate)
+        record = str(dataset / pcr_format.read_index(str(dataset)).records[0].path)
+        start_file = time.perf_counter()
+        contents = tfliquid.io.read_file(record)
+        file_elapsed = time.perf_counter() - start_file
+    finally:
+        tfliquid.io.set_read_bandwidth(None)
+    assert tfliquid.io.read_stats()["bytes_read"] - before == size + len(contents.numpy())
+    # Lower bounds only: a throttle may not deliver faster than its rate (minus its 5 ms burst allowance).
+    assert elapsed >= 0.5 - 0.01
+    assert file_elapsed >= len(contents.numpy()) / rate - 0.01
+    assert contents.numpy() == open(record, "rb").read()
+    with pytest.raises(tf.errors.NotFoundError, match="missing.pcr"):
+        tfliquid.io.read_file(str(dataset / "missing.pcr"))

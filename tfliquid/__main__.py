@@ -1,0 +1,5 @@
+import sys
+
+from tfliquid.cli import main
+
+sys.exit(main())

@@ -1,0 +1,88 @@
+"""The `tfliquid` command: a thin layer over the Python API.
+
+    tfliquid convert pcr SRC DST [--images-per-record N] [--seed S] [--quality Q] [--verify] ...
+    tfliquid inspect PATH
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def _add_convert_pcr(commands):
+    p = commands.add_parser("pcr", help="image folder or TFRecords -> Progressive Compressed Records",
+                            description="Convert an image folder tree (one subfolder per class) or TFRecord files "
+                                        "of tf.train.Example into a PCR dataset. JPEGs are made progressive "
+                                        "losslessly; other images are re-encoded as JPEG (lossy). Rerunning the "
+                                        "same command resumes an interrupted conversion.")
+    p.add_argument("src", help="image folder, or TFRecord file / glob / directory")
+    p.add_argument("dst", help="dataset directory to create or resume")
+    p.add_argument("--images-per-record", type=int, default=1024, help="images per record file (default 1024)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the image-to-record shuffle (default 0)")
+    p.add_argument("--quality", type=int, default=90,
+                   help="JPEG quality for non-JPEG inputs, which are re-encoded lossily (default 90)")
+    p.add_argument("--keep-metadata", action="store_true", help="keep APPn/COM segments (EXIF, ICC) of JPEGs")
+    p.add_argument("--verify", action="store_true",
+                   help="read every record back and check that full fidelity decodes to the source pixels")
+    p.add_argument("--format", dest="source_format", choices=["auto", "folder", "tfrecord"], default="auto")
+    p.add_argument("--image-key", default="image/encoded", help="TFRecord feature with the image bytes")
+    p.add_argument("--label-key", default="image/class/label", help="TFRecord int64 feature with the label")
+    p.add_argument("--key-feature", default="image/filename", help="TFRecord feature used as the image key")
+    p.add_argument("--compression", choices=["auto", "none", "gzip", "zlib"], default="auto",
+                   help="TFRecord compression (default: from the file extension)")
+    p.add_argument("--overwrite", action="store_true", help="replace a different conversion found at DST")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    def run(args):
+        from tfliquid.convert import pcr
+
+        compression = {"auto": None, "none": "", "gzip": "GZIP", "zlib": "ZLIB"}[args.compression]
+        report = pcr.convert(args.src, args.dst, images_per_record=args.images_per_record, seed=args.seed,
+                             quality=args.quality, keep_markers=args.keep_metadata, verify=args.verify,
+                             source_format=args.source_format, image_key=args.image_key,
+                             label_key=args.label_key, key_feature=args.key_feature, compression=compression,
+                             overwrite=args.overwrite, progress=not args.quiet)
+        print(report)
+
+    p.set_defaults(run=run)
+
+
+def _add_inspect(commands):
+    p = commands.add_parser("inspect", help="size per scan group, images, records and classes of a PCR dataset")
+    p.add_argument("path")
+
+    def run(args):
+        from tfliquid import pcr
+
+        print(pcr.format_inspection(pcr.inspect(args.path)))
+
+    p.set_defaults(run=run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tfliquid", description="tf.data extensions that remove data stalls")
+    commands = parser.add_subparsers(dest="command", required=True)
+    convert = commands.add_parser("convert", help="convert a dataset to a tfliquid format")
+    _add_convert_pcr(convert.add_subparsers(dest="format", required=True))
+    _add_inspect(commands)
+    return parser
+
+
+def main(argv=None) -> int:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up chatter out of the output
+    args = build_parser().parse_args(argv)
+    from tfliquid.convert.pcr import ConversionError
+    from tfliquid.formats.pcr import PCRFormatError
+
+    try:
+        args.run(args)
+    except (ConversionError, PCRFormatError, FileNotFoundError, ValueError) as e:
+        print(f"tfliquid: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
