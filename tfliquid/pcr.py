@@ -21,7 +21,7 @@ def inspect(path: str) -> dict:
         groups.append({"scan_group": g, "bytes_per_image": payload / images,
                        "percent_of_full": 100.0 * payload / full_payload, "read_bytes": read})
     return {"path": path, "images": images, "records": len(index.records),
-            "classes": len(index.class_names), "class_names": list(index.class_names),
+            "classes": index.num_classes, "class_names": list(index.class_names),
             "scan_groups": groups, "lossy_images": index.conversion.lossy_images,
             "source": index.conversion.source}
 

@@ -147,7 +147,13 @@ class PCRDataset(tf.data.Dataset):
 
     @property
     def class_names(self) -> list[str]:
+        """Folder names of an image-folder source; empty for TFRecord sources."""
         return list(self._index.class_names)
+
+    @property
+    def num_classes(self) -> int:
+        """Number of classes: class folders, or the largest label + 1 for TFRecord sources."""
+        return self._index.num_classes
 
     @property
     def scan_group(self):
