@@ -21,6 +21,12 @@ REGISTER_OP("Liquid>SetReadBandwidth")
     .SetShapeFn(tensorflow::shape_inference::NoOutputs)
     .Doc("Sets the process-wide read bandwidth of every tfliquid reader; <= 0 removes the limit.");
 
+REGISTER_OP("Liquid>DrawReadBandwidth")
+    .Input("num_bytes: int64")
+    .SetIsStateful()
+    .SetShapeFn(tensorflow::shape_inference::NoOutputs)
+    .Doc("Blocks until the read throttle grants num_bytes: puts a reader outside tfliquid on the same budget.");
+
 REGISTER_OP("Liquid>ReadStats")
     .Output("bytes_read: int64")
     .Output("bytes_per_second: float64")
@@ -46,10 +52,13 @@ REGISTER_OP("Liquid>PCRRecordDataset")
     .Input("read_bandwidth: float64")
     .Output("handle: variant")
     .Attr("shuffle: bool = false")
+    .Attr("with_keys: bool = false")
     .SetIsStateful()  // source datasets are stateful so that constant folding leaves them alone
     .SetShapeFn(ScalarShape)
     .Doc(R"doc(
-Images of one PCR record at a scan group, as progressive JPEG bytes with label and key.
+Images of one PCR record at a scan group: (image, key, label) with_keys, else (image, label). That is the order in
+which tf.nest flattens {"image", "key", "label"}, so Python declares a dict element_spec with no map.
+The image is the progressive JPEG cut at the scan group.
 prefix_ends: the record's index entry; scan_group: 1-based, above the record's count means full fidelity.
 read_bandwidth: >= 0 sets the process-wide read bandwidth (0 = unlimited) when the record is read; < 0 leaves it.
 )doc");

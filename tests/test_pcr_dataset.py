@@ -211,9 +211,9 @@ def test_read_bandwidth_throttles_every_reader(dataset):
     finally:
         tfliquid.io.set_read_bandwidth(None)
     assert tfliquid.io.read_stats()["bytes_read"] - before == size + len(contents.numpy())
-    # Lower bounds only: a throttle may not deliver faster than its rate (minus its 5 ms burst allowance).
-    assert elapsed >= 0.5 - 0.01
-    assert file_elapsed >= len(contents.numpy()) / rate - 0.01
+    # Lower bounds only: a throttle may not deliver faster than its rate (minus its 50 ms burst allowance).
+    assert elapsed >= 0.5 - 0.05
+    assert file_elapsed >= len(contents.numpy()) / rate - 0.05
     assert contents.numpy() == open(record, "rb").read()
     with pytest.raises(tf.errors.NotFoundError, match="missing.pcr"):
         tfliquid.io.read_file(str(dataset / "missing.pcr"))

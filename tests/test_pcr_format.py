@@ -82,8 +82,8 @@ def _write_record(path, header_bytes: bytes, groups: list[bytes]) -> pcr_pb2.Rec
 
 
 def _read_cpp(path, entry, scan_group):
-    ds = _PCRRecordDataset(str(path), list(entry.prefix_ends), scan_group, 0, -1.0, False)
-    return [(bytes(j), int(l), bytes(k)) for j, l, k in ds.as_numpy_iterator()]
+    ds = _PCRRecordDataset(str(path), list(entry.prefix_ends), scan_group, 0, -1.0, False, with_keys=True)
+    return [(bytes(x["image"]), int(x["label"]), bytes(x["key"])) for x in ds.as_numpy_iterator()]
 
 
 def test_cpp_header_decoder_skips_unknown_fields_and_reads_unpacked_fields(zoo, tmp_path):

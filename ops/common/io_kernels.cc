@@ -1,4 +1,5 @@
-// Kernels of the throttled I/O ops: Liquid>ReadFile, Liquid>SetReadBandwidth, Liquid>ReadStats, Liquid>Crc32c.
+// Kernels of the throttled I/O ops: Liquid>ReadFile, Liquid>SetReadBandwidth, Liquid>DrawReadBandwidth,
+// Liquid>ReadStats, Liquid>Crc32c.
 #include "common/crc32c.h"
 #include "common/throttle.h"
 #include "common/throttled_read.h"
@@ -40,6 +41,17 @@ class SetReadBandwidthOp : public OpKernel {
   }
 };
 
+class DrawReadBandwidthOp : public OpKernel {
+ public:
+  explicit DrawReadBandwidthOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const int64_t bytes = ctx->input(0).scalar<int64_t>()();
+    OP_REQUIRES(ctx, bytes >= 0, tensorflow::errors::InvalidArgument("num_bytes must be >= 0, got ", bytes));
+    ReadThrottle::Global().Acquire(static_cast<uint64_t>(bytes));
+  }
+};
+
 class ReadStatsOp : public OpKernel {
  public:
   explicit ReadStatsOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
@@ -68,6 +80,7 @@ class Crc32cOp : public OpKernel {
 
 REGISTER_KERNEL_BUILDER(Name("Liquid>ReadFile").Device(tensorflow::DEVICE_CPU), ReadFileOp);
 REGISTER_KERNEL_BUILDER(Name("Liquid>SetReadBandwidth").Device(tensorflow::DEVICE_CPU), SetReadBandwidthOp);
+REGISTER_KERNEL_BUILDER(Name("Liquid>DrawReadBandwidth").Device(tensorflow::DEVICE_CPU), DrawReadBandwidthOp);
 REGISTER_KERNEL_BUILDER(Name("Liquid>ReadStats").Device(tensorflow::DEVICE_CPU), ReadStatsOp);
 REGISTER_KERNEL_BUILDER(Name("Liquid>Crc32c").Device(tensorflow::DEVICE_CPU), Crc32cOp);
 

@@ -19,15 +19,16 @@ class ReadThrottle {
 
   // Blocks until `bytes` may be transferred. Concurrent callers share the bandwidth: each reservation occupies
   // the link for bytes / rate seconds after the previous one ends, and the caller returns when its transfer
-  // would have completed. Idle time is not banked beyond `kBurstSeconds`, so a burst cannot exceed the rate
-  // for long.
+  // would have completed. Up to `kBurstSeconds` of idle link time is banked: a reader whose thread woke late
+  // from its previous sleep (a loaded machine oversleeps by milliseconds) catches up instead of losing that
+  // time on every small read, while over any interval T at most rate x (T + kBurstSeconds) bytes pass.
   void Acquire(uint64_t bytes);
 
   // Bytes granted since the process started (throttled or not): what the readers transferred.
   uint64_t bytes_granted() const;
 
  private:
-  static constexpr double kBurstSeconds = 0.005;
+  static constexpr double kBurstSeconds = 0.05;
   mutable std::mutex mu_;
   double rate_ = 0;            // bytes per second; 0 = unlimited
   double link_free_at_ = 0;    // seconds on the steady clock when the emulated link becomes idle

@@ -1,6 +1,6 @@
 // Liquid>PCRRecordDataset: a source dataset over ONE record file. It reads the record's prefix up to the
 // requested scan group with one read, validates it (ops/pcr/record.h) and emits every image as a progressive
-// JPEG cut at that scan group, with its label and key. Python interleaves one of these per record
+// JPEG cut at that scan group, with its (key and) label. Python interleaves one of these per record
 // (tfliquid/data/pcr_dataset.py); the scan group is an input so that a tf.Variable read in the interleave
 // function applies from the next record opened.
 #include <memory>
@@ -64,6 +64,7 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
  public:
   explicit PCRRecordDatasetOp(OpKernelConstruction* ctx) : DatasetOpKernel(ctx) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("shuffle", &shuffle_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("with_keys", &with_keys_));
   }
 
   void MakeDataset(OpKernelContext* ctx, DatasetBase** output) override {
@@ -77,37 +78,34 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
     std::vector<int64_t> ends(prefix_ends.vec<int64_t>().data(),
                               prefix_ends.vec<int64_t>().data() + prefix_ends.NumElements());
     *output = new Dataset(ctx, std::string(filename.scalar<tstring>()()), std::move(ends), scan_group,
-                          ctx->input(3).scalar<int64_t>()(), ctx->input(4).scalar<double>()(), shuffle_);
+                          ctx->input(3).scalar<int64_t>()(), ctx->input(4).scalar<double>()(), shuffle_,
+                          with_keys_);
   }
 
  private:
   class Dataset : public DatasetBase {
    public:
     Dataset(OpKernelContext* ctx, std::string filename, std::vector<int64_t> prefix_ends, int64_t scan_group,
-            int64_t seed, double read_bandwidth, bool shuffle)
+            int64_t seed, double read_bandwidth, bool shuffle, bool with_keys)
         : DatasetBase(DatasetContext(ctx)),
           filename_(std::move(filename)),
           prefix_ends_(std::move(prefix_ends)),
           scan_group_(scan_group),
           seed_(seed),
           read_bandwidth_(read_bandwidth),
-          shuffle_(shuffle) {}
+          shuffle_(shuffle),
+          with_keys_(with_keys),
+          dtypes_(with_keys ? DataTypeVector{tensorflow::DT_STRING, tensorflow::DT_STRING, tensorflow::DT_INT64}
+                            : DataTypeVector{tensorflow::DT_STRING, tensorflow::DT_INT64}),
+          shapes_(dtypes_.size(), PartialTensorShape({})) {}
 
     std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
       return std::make_unique<Iterator>(Iterator::Params{this, tensorflow::data::name_utils::IteratorPrefix(
                                                                    kDatasetType, prefix)});
     }
 
-    const DataTypeVector& output_dtypes() const override {
-      static const DataTypeVector* dtypes =
-          new DataTypeVector({tensorflow::DT_STRING, tensorflow::DT_INT64, tensorflow::DT_STRING});
-      return *dtypes;
-    }
-
-    const std::vector<PartialTensorShape>& output_shapes() const override {
-      static const auto* shapes = new std::vector<PartialTensorShape>({{}, {}, {}});
-      return *shapes;
-    }
+    const DataTypeVector& output_dtypes() const override { return dtypes_; }
+    const std::vector<PartialTensorShape>& output_shapes() const override { return shapes_; }
 
     std::string DebugString() const override { return "PCRRecordDatasetOp::Dataset(" + filename_ + ")"; }
 
@@ -129,10 +127,11 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
       TF_RETURN_IF_ERROR(b->AddScalar(scan_group_, &scan_group));
       TF_RETURN_IF_ERROR(b->AddScalar(seed_, &seed));
       TF_RETURN_IF_ERROR(b->AddScalar(read_bandwidth_, &bandwidth));
-      tensorflow::AttrValue shuffle;
+      tensorflow::AttrValue shuffle, with_keys;
       b->BuildAttrValue(shuffle_, &shuffle);
-      return b->AddDataset(this, {filename, prefix_ends, scan_group, seed, bandwidth}, {{"shuffle", shuffle}},
-                           output);
+      b->BuildAttrValue(with_keys_, &with_keys);
+      return b->AddDataset(this, {filename, prefix_ends, scan_group, seed, bandwidth},
+                           {{"shuffle", shuffle}, {"with_keys", with_keys}}, output);
     }
 
    private:
@@ -155,13 +154,15 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
         tstring& bytes = jpeg.scalar<tstring>()();
         bytes.resize_uninitialized(prefix_.ImageSize(i));
         prefix_.AssembleImage(buffer_.get(), i, bytes.data());
+        out_tensors->push_back(std::move(jpeg));
+        if (dataset()->with_keys_) {
+          Tensor key(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
+          if (!header.keys.empty()) key.scalar<tstring>()() = tstring(header.keys[i].data(), header.keys[i].size());
+          out_tensors->push_back(std::move(key));
+        }
         Tensor label(ctx->allocator({}), tensorflow::DT_INT64, TensorShape({}));
         label.scalar<int64_t>()() = header.labels[i];
-        Tensor key(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
-        if (!header.keys.empty()) key.scalar<tstring>()() = tstring(header.keys[i].data(), header.keys[i].size());
-        out_tensors->push_back(std::move(jpeg));
         out_tensors->push_back(std::move(label));
-        out_tensors->push_back(std::move(key));
         *end_of_sequence = false;
         return absl::OkStatus();
       }
@@ -240,9 +241,13 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
     const int64_t seed_;
     const double read_bandwidth_;
     const bool shuffle_;
+    const bool with_keys_;
+    const DataTypeVector dtypes_;
+    const std::vector<PartialTensorShape> shapes_;
   };
 
   bool shuffle_;
+  bool with_keys_;
 };
 
 REGISTER_KERNEL_BUILDER(Name("Liquid>PCRRecordDataset").Device(tensorflow::DEVICE_CPU), PCRRecordDatasetOp);

@@ -147,7 +147,7 @@ def _verify_record(path: str, entry: pcr_pb2.RecordEntry, expected_sources: list
     pairs = tf.data.Dataset.zip(written, tf.data.Dataset.from_tensor_slices(expected_sources))
 
     def same_pixels(record_element, source):
-        decoded, expected = tf.io.decode_jpeg(record_element[0]), tf.io.decode_jpeg(source)
+        decoded, expected = tf.io.decode_jpeg(record_element["image"]), tf.io.decode_jpeg(source)
         same_shape = tf.reduce_all(tf.equal(tf.shape(decoded), tf.shape(expected)))
         return tf.cond(same_shape, lambda: tf.reduce_all(tf.equal(decoded, expected)), lambda: False)
 

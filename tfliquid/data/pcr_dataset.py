@@ -21,20 +21,25 @@ from tfliquid.formats import pcr as pcr_format
 
 AUTOTUNE = tf.data.AUTOTUNE
 
-_RECORD_SPEC = (tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.int64), tf.TensorSpec([], tf.string))
-
-
 class _PCRRecordDataset(tf.data.Dataset):
-    """The images of one record at one scan group: (jpeg bytes, label, key). Holds one op's variant."""
+    """The images of one record at one scan group: {"image": progressive JPEG bytes, "label" [, "key"]}.
 
-    def __init__(self, filename, prefix_ends, scan_group, seed, read_bandwidth, shuffle: bool):
+    Holds one op's variant. The op emits its tensors in the order tf.nest flattens this dict, so no map is
+    needed to build it: that map would cost more per image than reading the image does.
+    """
+
+    def __init__(self, filename, prefix_ends, scan_group, seed, read_bandwidth, shuffle: bool,
+                 with_keys: bool = False):
         variant = _ops().liquid_pcr_record_dataset(
-            filename, prefix_ends, scan_group, seed, read_bandwidth, shuffle=shuffle)
+            filename, prefix_ends, scan_group, seed, read_bandwidth, shuffle=shuffle, with_keys=with_keys)
+        self._spec = {"image": tf.TensorSpec([], tf.string), "label": tf.TensorSpec([], tf.int64)}
+        if with_keys:
+            self._spec["key"] = tf.TensorSpec([], tf.string)
         super().__init__(variant)
 
     @property
     def element_spec(self):
-        return _RECORD_SPEC
+        return self._spec
 
     def _inputs(self):
         return []
@@ -115,19 +120,18 @@ class PCRDataset(tf.data.Dataset):
         def open_record(i, record_seed):
             group = scan_group.read_value() if isinstance(scan_group, tf.Variable) else scan_group
             return _PCRRecordDataset(tf.gather(filenames, i), tf.gather(prefix_ends, i),
-                                     tf.cast(group, tf.int64), record_seed, bandwidth, shuffle)
+                                     tf.cast(group, tf.int64), record_seed, bandwidth, shuffle, with_keys)
 
-        images = records.interleave(open_record, cycle_length=num_parallel_reads,
-                                    num_parallel_calls=num_parallel_reads)
-
-        def to_features(jpeg, label, key):
-            features = {"image": tf.io.decode_jpeg(jpeg, channels=3) if decode else jpeg, "label": label}
-            if with_keys:
-                features["key"] = key
-            return features
-
+        if num_parallel_reads == 1:  # a plain interleave: no thread hand-off per image
+            images = records.interleave(open_record, cycle_length=1)
+        else:
+            images = records.interleave(open_record, cycle_length=num_parallel_reads,
+                                        num_parallel_calls=num_parallel_reads)
+        if decode:
+            images = images.map(lambda x: {**x, "image": tf.io.decode_jpeg(x["image"], channels=3)},
+                                num_parallel_calls=AUTOTUNE)
         # No assert_cardinality: under tf.data service's dynamic sharding each worker sees a part of the images.
-        return images.map(to_features, num_parallel_calls=AUTOTUNE if decode else None)
+        return images
 
     @property
     def element_spec(self):

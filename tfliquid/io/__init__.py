@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from tfliquid._lib import ops as _ops
 
-__all__ = ["read_file", "set_read_bandwidth", "read_stats", "crc32c", "jpeg_to_progressive", "jpeg_scan_ends"]
+__all__ = ["read_file", "set_read_bandwidth", "draw_read_bandwidth", "read_stats", "crc32c", "jpeg_to_progressive", "jpeg_scan_ends"]
 
 
 def read_file(filename, name=None):
@@ -28,6 +28,18 @@ def set_read_bandwidth(bytes_per_second: float | None) -> None:
     if rate < 0:
         raise ValueError(f"bytes_per_second must be positive or None, got {bytes_per_second}")
     _ops().liquid_set_read_bandwidth(tf.constant(rate, tf.float64))
+
+
+def draw_read_bandwidth(num_bytes, payload):
+    """Returns `payload` once the read throttle has granted `num_bytes`: puts a reader outside tfliquid (e.g.
+    `tf.data.TFRecordDataset`) on the same bandwidth budget, for fair comparisons.
+
+    >>> records = tf.data.TFRecordDataset(files).map(
+    ...     lambda r: tfliquid.io.draw_read_bandwidth(tf.strings.length(r), r))
+    """
+    draw = _ops().liquid_draw_read_bandwidth(tf.cast(num_bytes, tf.int64))
+    with tf.control_dependencies([draw]):
+        return tf.identity(payload)
 
 
 def read_stats() -> dict:
