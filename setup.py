@@ -84,8 +84,7 @@ def _op_sources():
 
 
 if __name__ == "__main__":
-    if not os.path.exists(os.path.join(HERE, "tfliquid", "_proto", "pcr_pb2.py")):
-        generate_protos()  # editable installs skip build_py
+    generate_protos()  # here too: editable installs skip build_py
     setup(
         ext_modules=[Extension(LIB_NAME, sources=_op_sources(), include_dirs=["ops"], language="c++")],
         cmdclass={"build_ext": BuildTensorFlowOps, "build_py": BuildPyWithProtos},

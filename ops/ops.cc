@@ -15,6 +15,14 @@ REGISTER_OP("Liquid>ReadFile")
     .SetShapeFn(ScalarShape)
     .Doc("Reads a whole file like tf.io.read_file, drawing from the process-wide read throttle.");
 
+REGISTER_OP("Liquid>ReadFileRange")
+    .Input("filename: string")
+    .Input("offset: int64")
+    .Input("length: int64")
+    .Output("contents: string")
+    .SetShapeFn(ScalarShape)
+    .Doc("Reads `length` bytes at `offset` (length < 0: to the end), drawing from the read throttle.");
+
 REGISTER_OP("Liquid>SetReadBandwidth")
     .Input("bytes_per_second: float64")
     .SetIsStateful()

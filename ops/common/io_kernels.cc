@@ -1,5 +1,7 @@
-// Kernels of the throttled I/O ops: Liquid>ReadFile, Liquid>SetReadBandwidth, Liquid>DrawReadBandwidth,
+// Kernels of the throttled I/O ops: Liquid>ReadFile(Range), Liquid>SetReadBandwidth, Liquid>DrawReadBandwidth,
 // Liquid>ReadStats, Liquid>Crc32c.
+#include <algorithm>
+
 #include "common/crc32c.h"
 #include "common/throttle.h"
 #include "common/throttled_read.h"
@@ -16,19 +18,29 @@ using tensorflow::Tensor;
 using tensorflow::TensorShape;
 using tensorflow::tstring;
 
+// Inputs: filename, and for Liquid>ReadFileRange also offset and length (length < 0: to the end of the file).
 class ReadFileOp : public OpKernel {
  public:
   explicit ReadFileOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
 
   void Compute(OpKernelContext* ctx) override {
     const std::string path(ctx->input(0).scalar<tstring>()());
+    const bool ranged = ctx->num_inputs() == 3;
+    const int64_t offset = ranged ? ctx->input(1).scalar<int64_t>()() : 0;
+    int64_t length = ranged ? ctx->input(2).scalar<int64_t>()() : -1;
+    OP_REQUIRES(ctx, offset >= 0, tensorflow::errors::InvalidArgument(path, ": negative offset ", offset));
     uint64_t size;
     OP_REQUIRES_OK(ctx, FileSize(ctx->env(), path, &size));
+    if (length < 0) length = std::max<int64_t>(0, static_cast<int64_t>(size) - offset);
+    // Checked before allocating: a bad range must not ask for more memory than the file holds.
+    OP_REQUIRES(ctx, static_cast<uint64_t>(offset) + static_cast<uint64_t>(length) <= size,
+                tensorflow::errors::OutOfRange(path, ": offset ", offset, ": range of ", length,
+                                               " bytes runs past the end of the ", size, "-byte file"));
     Tensor* output;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &output));
     tstring& contents = output->scalar<tstring>()();
-    contents.resize_uninitialized(size);
-    OP_REQUIRES_OK(ctx, ReadPrefix(ctx->env(), path, size, contents.data()));
+    contents.resize_uninitialized(length);
+    OP_REQUIRES_OK(ctx, ReadRange(ctx->env(), path, offset, length, contents.data()));
   }
 };
 
@@ -79,6 +91,7 @@ class Crc32cOp : public OpKernel {
 };
 
 REGISTER_KERNEL_BUILDER(Name("Liquid>ReadFile").Device(tensorflow::DEVICE_CPU), ReadFileOp);
+REGISTER_KERNEL_BUILDER(Name("Liquid>ReadFileRange").Device(tensorflow::DEVICE_CPU), ReadFileOp);
 REGISTER_KERNEL_BUILDER(Name("Liquid>SetReadBandwidth").Device(tensorflow::DEVICE_CPU), SetReadBandwidthOp);
 REGISTER_KERNEL_BUILDER(Name("Liquid>DrawReadBandwidth").Device(tensorflow::DEVICE_CPU), DrawReadBandwidthOp);
 REGISTER_KERNEL_BUILDER(Name("Liquid>ReadStats").Device(tensorflow::DEVICE_CPU), ReadStatsOp);

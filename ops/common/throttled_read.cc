@@ -16,7 +16,8 @@ absl::Status FileSize(tensorflow::Env* env, const std::string& path, uint64_t* s
   return absl::OkStatus();
 }
 
-absl::Status ReadPrefix(tensorflow::Env* env, const std::string& path, uint64_t length, char* buffer) {
+absl::Status ReadRange(tensorflow::Env* env, const std::string& path, uint64_t offset, uint64_t length,
+                       char* buffer) {
   std::unique_ptr<tensorflow::RandomAccessFile> file;
   TF_RETURN_IF_ERROR(env->NewRandomAccessFile(path, &file));
   uint64_t done = 0;
@@ -24,14 +25,13 @@ absl::Status ReadPrefix(tensorflow::Env* env, const std::string& path, uint64_t 
     const uint64_t chunk = std::min<uint64_t>(kThrottleChunkBytes, length - done);
     ReadThrottle::Global().Acquire(chunk);
     absl::string_view result;
-    absl::Status status = file->Read(done, chunk, &result, buffer + done);
+    absl::Status status = file->Read(offset + done, chunk, &result, buffer + done);
     // OutOfRange with a short result is how TF file systems report end of file.
     if (!status.ok() && !absl::IsOutOfRange(status)) return status;
     if (result.data() != buffer + done) std::memcpy(buffer + done, result.data(), result.size());
     if (result.size() < chunk) {
-      return tensorflow::errors::DataLoss(path, ": offset ", done + result.size(), ": file ends after ",
-                                          done + result.size(), " bytes but ", length,
-                                          " were expected (truncated file?)");
+      return tensorflow::errors::DataLoss(path, ": offset ", offset + done + result.size(), ": file ends there but ",
+                                          offset + length, " bytes were expected (truncated file?)");
     }
     done += chunk;
   }

@@ -11,9 +11,10 @@
 
 namespace tfliquid {
 
-// Reads bytes [0, length) of `path` into buffer[0, length) with one logical read issued in throttle-sized
-// chunks. A file shorter than `length` is a DataLoss error naming the file, its size and the expected size.
-absl::Status ReadPrefix(tensorflow::Env* env, const std::string& path, uint64_t length, char* buffer);
+// Reads bytes [offset, offset + length) of `path` into buffer[0, length) with one logical read issued in
+// throttle-sized chunks. A file that ends early is a DataLoss error naming the file and the offset.
+absl::Status ReadRange(tensorflow::Env* env, const std::string& path, uint64_t offset, uint64_t length,
+                       char* buffer);
 
 // Size of `path` in bytes.
 absl::Status FileSize(tensorflow::Env* env, const std::string& path, uint64_t* size);

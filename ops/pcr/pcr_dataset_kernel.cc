@@ -204,7 +204,7 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
                                               " ends at ", length, " (truncated record or stale index?)");
         }
         buffer_.reset(new char[length]);
-        TF_RETURN_IF_ERROR(ReadPrefix(ctx->env(), d.filename_, length, buffer_.get()));
+        TF_RETURN_IF_ERROR(ReadRange(ctx->env(), d.filename_, 0, length, buffer_.get()));
         std::string error;
         if (!pcr::ParseRecordPrefix(buffer_.get(), length, static_cast<uint32_t>(std::min<int64_t>(
                                                                  d.scan_group_, pcr::kMaxScanGroups)),

@@ -104,8 +104,8 @@ class _State:
         pcr_format.write_atomically(self.path, json.dumps(state).encode())
 
 
-def _prepare_images(quality: int, keep_markers: bool):
-    """(image bytes, label, key) -> (progressive JPEG, scan ends, label, key, lossy, source bytes)."""
+def _prepare_images(quality: int, keep_markers: bool, verify: bool):
+    """(image bytes, label, key) -> (progressive JPEG, scan ends, label, key, lossy, source bytes if verify)."""
 
     def encode_other(contents):
         image = tf.io.decode_image(contents, expand_animations=False)
@@ -117,7 +117,7 @@ def _prepare_images(quality: int, keep_markers: bool):
         is_jpeg = tf.io.is_jpeg(contents)
         jpeg = tf.cond(is_jpeg, lambda: contents, lambda: encode_other(contents))
         progressive, scan_ends = tfl_io.jpeg_to_progressive(jpeg, key, keep_markers=keep_markers)
-        return progressive, scan_ends, label, key, tf.logical_not(is_jpeg), contents
+        return progressive, scan_ends, label, key, tf.logical_not(is_jpeg), contents if verify else ""
 
     return prepare
 
@@ -196,24 +196,28 @@ def convert(src: str, dst: str, *, images_per_record: int = 1024, seed: int = 0,
 
     order = np.random.default_rng(seed).permutation(source.num_items)
     num_records = -(-source.num_items // images_per_record)
-    prepare = _prepare_images(quality, keep_markers)
+    record_items = [order[r * images_per_record:(r + 1) * images_per_record] for r in range(num_records)]
+    relatives = [os.path.join(RECORDS_DIR, f"pcr-{r:05d}.pcr") for r in range(num_records)]
+    entries = [None if overwrite else _record_entry(os.path.join(dst, rel), rel) for rel in relatives]
+    pending = [r for r in range(num_records) if entries[r] is None or entries[r].num_images != len(record_items[r])]
+
     bar = keras.utils.Progbar(source.num_items, unit_name="image") if progress else None
-    entries, written, verified = [], 0, 0
-    done_images = 0
-    for r in range(num_records):
-        record_items = order[r * images_per_record:(r + 1) * images_per_record]
-        relative = os.path.join(RECORDS_DIR, f"pcr-{r:05d}.pcr")
-        path = os.path.join(dst, relative)
-        entry = None if overwrite else _record_entry(path, relative)
-        if entry is None or entry.num_images != len(record_items):
-            entry, lossy = _write_record(source, record_items, prepare, path, relative, verify, bar, done_images)
-            state.record_done(relative, lossy)
-            written += 1
-            verified += len(record_items) if verify else 0
-        done_images += len(record_items)
-        if bar:
-            bar.update(done_images)
-        entries.append(entry)
+    done_images = source.num_items - sum(len(record_items[r]) for r in pending)
+    if bar:
+        bar.update(done_images)
+    if pending:
+        # One pipeline for every pending record: images of the next record transcode while this one is written.
+        images = _prepared_images(source, np.concatenate([record_items[r] for r in pending]),
+                                  _prepare_images(quality, keep_markers, verify))
+        for r in pending:
+            path = os.path.join(dst, relatives[r])
+            entries[r], lossy = _write_record(images, len(record_items[r]), path, relatives[r], verify)
+            state.record_done(relatives[r], lossy)
+            done_images += len(record_items[r])
+            if bar:
+                bar.update(done_images)
+    written = len(pending)
+    verified = sum(len(record_items[r]) for r in pending) if verify else 0
 
     lossy_total = sum(state.lossy.get(e.path, 0) for e in entries)
     index = pcr_pb2.DatasetIndex(
@@ -236,20 +240,34 @@ def convert(src: str, dst: str, *, images_per_record: int = 1024, seed: int = 0,
                             verified, time.perf_counter() - start)
 
 
-def _write_record(source, record_items, prepare, path, relative, verify, bar, done_images):
-    images = source.read(record_items).map(prepare, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+_BATCH = 32
+
+
+def _prepared_images(source, items, prepare):
+    """Yields (progressive, scan ends, label, key, lossy, source bytes) per item, in order.
+
+    Batched through the iterator: per-element iterator calls would cost more Python time than assembling."""
+    batches = (source.read(items).map(prepare, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+               .padded_batch(_BATCH, padding_values=(b"", np.int64(-1), np.int64(0), b"", False, b""))
+               .prefetch(2))
+    for progressive, scan_ends, label, key, lossy, contents in batches.as_numpy_iterator():
+        for i in range(len(label)):
+            ends = scan_ends[i]
+            yield progressive[i], ends[ends >= 0].tolist(), int(label[i]), key[i], bool(lossy[i]), contents[i]
+
+
+def _write_record(images, count, path, relative, verify):
+    """Takes `count` images from the `images` stream and writes them as one record, atomically."""
     partials, labels, keys, lossy, source_bytes = [], [], [], 0, []
     try:
-        for i, (progressive, scan_ends, label, key, is_lossy, contents) in enumerate(images.as_numpy_iterator()):
-            cuts = [0, *scan_ends.tolist()]
-            partials.append([progressive[a:b] for a, b in zip(cuts, cuts[1:])])
-            labels.append(int(label))
+        for _ in range(count):
+            progressive, ends, label, key, is_lossy, contents = next(images)
+            partials.append([progressive[a:b] for a, b in zip([0, *ends], ends)])
+            labels.append(label)
             keys.append(key)
-            lossy += int(is_lossy)
+            lossy += is_lossy
             if verify:
                 source_bytes.append(progressive if is_lossy else contents)
-            if bar and i % 64 == 63:
-                bar.update(done_images + i + 1)
     except tf.errors.OpError as e:
         raise ConversionError(f"converting record {relative}: {e.message}") from None
     if any(len(p) > pcr_format.MAX_SCAN_GROUPS for p in partials):

@@ -132,17 +132,18 @@ def spool_tfrecords(src: str, spool_path: str, image_key: str = "image/encoded",
 
 
 def spooled_source(description, spool_path, offsets, sizes, labels, keys) -> Source:
-    offsets = np.asarray(offsets, np.int64)
-    sizes = np.asarray(sizes, np.int64)
+    from tfliquid import io as tfl_io
+
     labels = np.asarray(labels, np.int64)
+    offset_tensor, size_tensor = tf.constant(offsets, tf.int64), tf.constant(sizes, tf.int64)
+    label_tensor, key_tensor = tf.constant(labels), tf.constant(keys)
 
     def read(order: np.ndarray) -> tf.data.Dataset:
-        order = np.asarray(order, np.int64)
-        images = []
-        with open(spool_path, "rb") as spool:
-            for i in order:
-                spool.seek(offsets[i])
-                images.append(spool.read(sizes[i]))
-        return tf.data.Dataset.from_tensor_slices((images, labels[order], [keys[i] for i in order]))
+        def load(i):
+            contents = tfl_io.read_file(spool_path, tf.gather(offset_tensor, i), tf.gather(size_tensor, i))
+            return contents, tf.gather(label_tensor, i), tf.gather(key_tensor, i)
+
+        return tf.data.Dataset.from_tensor_slices(np.asarray(order, np.int64)).map(
+            load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
     return Source(description, labels, keys, [], read)

@@ -17,9 +17,16 @@ from tfliquid._lib import ops as _ops
 __all__ = ["read_file", "set_read_bandwidth", "draw_read_bandwidth", "read_stats", "crc32c", "jpeg_to_progressive", "jpeg_scan_ends"]
 
 
-def read_file(filename, name=None):
-    """Reads a whole file into a scalar string tensor, like `tf.io.read_file`, through the read throttle."""
-    return _ops().liquid_read_file(filename, name=name)
+def read_file(filename, offset=None, length=None, name=None):
+    """Reads a file into a scalar string tensor, like `tf.io.read_file`, through the read throttle.
+
+    With `offset` (and `length`, default: to the end), reads that byte range only.
+    """
+    if offset is None and length is None:
+        return _ops().liquid_read_file(filename, name=name)
+    offset = tf.constant(0, tf.int64) if offset is None else tf.cast(offset, tf.int64)
+    length = tf.constant(-1, tf.int64) if length is None else tf.cast(length, tf.int64)
+    return _ops().liquid_read_file_range(filename, offset, length, name=name)
 
 
 def set_read_bandwidth(bytes_per_second: float | None) -> None:
