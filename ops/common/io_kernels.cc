@@ -3,20 +3,12 @@
 #include <algorithm>
 
 #include "common/crc32c.h"
+#include "common/kernel.h"
 #include "common/throttle.h"
 #include "common/throttled_read.h"
-#include "tensorflow/core/framework/op_kernel.h"
-#include "tensorflow/core/framework/tensor.h"
 
 namespace tfliquid {
 namespace {
-
-using tensorflow::OpKernel;
-using tensorflow::OpKernelConstruction;
-using tensorflow::OpKernelContext;
-using tensorflow::Tensor;
-using tensorflow::TensorShape;
-using tensorflow::tstring;
 
 // Inputs: filename, and for Liquid>ReadFileRange also offset and length (length < 0: to the end of the file).
 class ReadFileOp : public OpKernel {

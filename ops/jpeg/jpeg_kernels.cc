@@ -1,20 +1,12 @@
 // Kernels of Liquid>JpegToProgressive and Liquid>JpegScanEnds over the pure C++ layers scan_split and transcode.
 #include <string>
 
+#include "common/kernel.h"
 #include "jpeg/scan_split.h"
 #include "jpeg/transcode.h"
-#include "tensorflow/core/framework/op_kernel.h"
-#include "tensorflow/core/framework/tensor.h"
 
 namespace tfliquid {
 namespace {
-
-using tensorflow::OpKernel;
-using tensorflow::OpKernelConstruction;
-using tensorflow::OpKernelContext;
-using tensorflow::Tensor;
-using tensorflow::TensorShape;
-using tensorflow::tstring;
 
 const uint8_t* Bytes(const tstring& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
 
