@@ -192,7 +192,7 @@ def test_runs_under_tf_data_service_with_two_workers(dataset):
         processing_mode=tf.data.experimental.service.ShardingPolicy.DYNAMIC, service=dispatcher.target))
     got = [(bytes(x["key"]), bytes(x["image"])) for x in distributed.as_numpy_iterator()]
     assert sorted(got) == sorted((k, v["image"]) for k, v in _keyed(local).items())  # each image once
-    assert len(workers) == 2
+    assert dispatcher._num_workers() == len(workers) == 2  # both registered and shared the splits
 
 
 def test_read_bandwidth_throttles_every_reader(dataset):

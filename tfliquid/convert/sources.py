@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import glob
 import os
+from typing import Callable
 
 import numpy as np
 import tensorflow as tf
@@ -25,7 +26,7 @@ class Source:
     labels: np.ndarray  # int64, one per item
     keys: list[bytes]
     class_names: list[str]
-    read: callable
+    read: Callable[[np.ndarray], tf.data.Dataset]
 
     @property
     def num_items(self) -> int:
