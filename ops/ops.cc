@@ -96,4 +96,21 @@ REGISTER_OP("Liquid>JpegScanEnds")
     })
     .Doc("Where each scan's entropy-coded data ends in a JPEG (the PCR scan split).");
 
+REGISTER_OP("Liquid>DecodeL3")
+    .Input("contents: string")
+    .Output("image: uint8")
+    .SetShapeFn([](InferenceContext* c) {
+      c->set_output(0, c->MakeShape({InferenceContext::kUnknownDim, InferenceContext::kUnknownDim,
+                                     InferenceContext::kUnknownDim}));
+      return absl::OkStatus();
+    })
+    .Doc("Decodes an L3 image (docs/formats/l3.md) to uint8 [H, W, C].");
+
+REGISTER_OP("Liquid>EncodeL3")
+    .Input("image: uint8")
+    .Output("contents: string")
+    .Attr("profile: string = 'default'")
+    .SetShapeFn(ScalarShape)
+    .Doc("Encodes uint8 [H, W, C] (C = 1, 3, 4) as L3 with the 'default' or 'paper' profile.");
+
 }  // namespace tfliquid

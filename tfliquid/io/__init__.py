@@ -14,7 +14,8 @@ import tensorflow as tf
 
 from tfliquid._lib import ops as _ops
 
-__all__ = ["read_file", "set_read_bandwidth", "draw_read_bandwidth", "read_stats", "crc32c", "jpeg_to_progressive", "jpeg_scan_ends"]
+__all__ = ["read_file", "set_read_bandwidth", "draw_read_bandwidth", "read_stats", "crc32c", "jpeg_to_progressive",
+           "jpeg_scan_ends", "decode_l3", "encode_l3"]
 
 
 def read_file(filename, offset=None, length=None, name=None):
@@ -76,3 +77,16 @@ def jpeg_to_progressive(contents, source="", keep_markers: bool = False):
 def jpeg_scan_ends(contents):
     """Where each scan's entropy-coded data ends in a JPEG (docs/formats/pcr.md, "Scan splitting")."""
     return _ops().liquid_jpeg_scan_ends(contents)
+
+
+def decode_l3(contents, name=None):
+    """Decodes an L3 image (docs/formats/l3.md) to uint8 [H, W, C] on the CPU; usable in `Dataset.map`."""
+    return _ops().liquid_decode_l3(contents, name=name)
+
+
+def encode_l3(image, profile: str = "default", name=None):
+    """Encodes uint8 [H, W, C] (C = 1, 3, 4) as L3; profile "default" or "paper" (docs/formats/l3.md)."""
+    image = tf.convert_to_tensor(image, tf.uint8)
+    if image.shape.rank == 2:
+        image = image[..., tf.newaxis]
+    return _ops().liquid_encode_l3(image, profile=profile, name=name)
