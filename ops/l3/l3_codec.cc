@@ -71,34 +71,29 @@ class BitWriter {
   int n_ = 0;
 };
 
+// Reads MSB-first bit fields through a small look-ahead word instead of bit by bit.
 class BitReader {
  public:
   BitReader(const uint8_t* data, size_t pos, size_t end) : data_(data), pos_(pos), end_(end) {}
   bool Get(int bits, uint32_t* value) {
-    uint32_t v = 0;
-    for (int i = 0; i < bits; ++i) {
-      if (bit_ == 0 && pos_ >= end_) return false;
-      v = v << 1 | ((data_[pos_] >> (7 - bit_)) & 1);
-      if (++bit_ == 8) {
-        bit_ = 0;
-        ++pos_;
-      }
+    while (avail_ < bits && pos_ < end_) {
+      word_ = word_ << 8 | data_[pos_++];
+      avail_ += 8;
     }
-    *value = v;
+    if (avail_ < bits) return false;
+    avail_ -= bits;
+    *value = static_cast<uint32_t>(word_ >> avail_) & ((1u << bits) - 1);
     return true;
   }
-  void Align() {
-    if (bit_) {
-      bit_ = 0;
-      ++pos_;
-    }
-  }
-  size_t pos() const { return pos_; }
+  void Align() { avail_ -= avail_ % 8; }
+  // The next unread byte (the look-ahead holds whole bytes once aligned).
+  size_t pos() const { return pos_ - avail_ / 8; }
 
  private:
   const uint8_t* data_;
   size_t pos_, end_;
-  int bit_ = 0;
+  uint64_t word_ = 0;
+  int avail_ = 0;  // unread bits at the bottom of word_
 };
 
 void EncodeRow(const uint8_t* residuals, uint32_t w, const Params& params, std::string* out) {
