@@ -34,7 +34,7 @@ FEATURES = {"image/encoded": tf.io.FixedLenFeature([], tf.string),
             "image/class/label": tf.io.FixedLenFeature([], tf.int64)}
 
 
-def tfrecord_pipeline(path: str, throttled: bool, decode: bool = True) -> tf.data.Dataset:
+def tfrecord_pipeline(path: str, throttled: bool) -> tf.data.Dataset:
     records = tf.data.TFRecordDataset(path, buffer_size=1 << 20)
     if throttled:
         # Drawn per 32 records (about TFRecordDataset's 1 MiB read buffer), as PCR draws per 1 MiB chunk: one
@@ -46,13 +46,13 @@ def tfrecord_pipeline(path: str, throttled: bool, decode: bool = True) -> tf.dat
     def parse(record):
         example = tf.io.parse_single_example(record, FEATURES)
         image = example["image/encoded"]
-        return tf.io.decode_jpeg(image, channels=3) if decode else image
+        return tf.io.decode_jpeg(image, channels=3)
 
     return records.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
 
 
-def pcr_pipeline(path: str, scan_group, decode: bool = True) -> tf.data.Dataset:
-    return tfliquid.PCRDataset(path, scan_group=scan_group, decode=decode, seed=0)
+def pcr_pipeline(path: str, scan_group) -> tf.data.Dataset:
+    return tfliquid.PCRDataset(path, scan_group=scan_group, seed=0)
 
 
 def drain_seconds(ds: tf.data.Dataset, epochs: int) -> float:

@@ -8,6 +8,7 @@ import pytest
 from PIL import Image
 
 import jpeg_samples
+from tfliquid.sample_data import photo_path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -42,7 +43,7 @@ def photo_folder(tmp_path_factory, zoo_paths) -> pathlib.Path:
         for name in names:
             shutil.copy(zoo_paths[name], root / class_name / f"{name}.jpg")
     for name in ("coffee.png", "rocket.jpg"):
-        img = Image.open(os.path.join(jpeg_samples.skimage_data_dir(), name))
+        img = Image.open(photo_path("skimage", name))
         img.thumbnail((160, 160))
         img.save(root / "things" / (pathlib.Path(name).stem + ".png"))
     return root

@@ -4,12 +4,13 @@ The sources are photographs shipped with scikit-image and scikit-learn, so no do
 shrunk to at most 256 px a side before encoding (except sklearn's shipped JPEGs) to keep the tests fast.
 """
 
-import os
 import pathlib
 import shutil
 import subprocess
 
 from PIL import Image, ImageCms
+
+from tfliquid.sample_data import photo_path
 
 MAX_SIDE = 256
 
@@ -25,22 +26,10 @@ SIX_SCAN_SCRIPT = """\
 """
 
 
-def skimage_data_dir() -> str:
-    import skimage
-
-    return os.path.join(os.path.dirname(skimage.__file__), "data")
-
-
 def _skimage_image(name: str) -> Image.Image:
-    img = Image.open(os.path.join(skimage_data_dir(), name))
+    img = Image.open(photo_path("skimage", name))
     img.thumbnail((MAX_SIDE, MAX_SIDE))
     return img.convert("L" if img.mode in ("L", "I;16") else "RGB")
-
-
-def _sklearn_jpeg(name: str) -> pathlib.Path:
-    import sklearn
-
-    return pathlib.Path(sklearn.__file__).parent / "datasets" / "images" / name
 
 
 def _run(*args) -> None:
@@ -92,8 +81,8 @@ def make_jpeg_zoo(tmpdir) -> dict[str, pathlib.Path]:
         "restart_blocks": _cjpeg(coffee, out / "restart_blocks.jpg", "-restart", "2B"),
         "odd_size": _cjpeg(astronaut.crop((100, 40, 137, 93)), out / "odd_size.jpg"),
         "metadata": _with_metadata(chelsea, out / "metadata.jpg"),
-        "china": pathlib.Path(shutil.copy(_sklearn_jpeg("china.jpg"), out / "china.jpg")),
-        "flower": pathlib.Path(shutil.copy(_sklearn_jpeg("flower.jpg"), out / "flower.jpg")),
+        "china": pathlib.Path(shutil.copy(photo_path("sklearn", "china.jpg"), out / "china.jpg")),
+        "flower": pathlib.Path(shutil.copy(photo_path("sklearn", "flower.jpg"), out / "flower.jpg")),
     }
     script = out / "six_scans.txt"
     script.write_text(SIX_SCAN_SCRIPT)
