@@ -152,7 +152,7 @@ bool DecodeRow(BitReader* bits, uint32_t w, const Params& params, uint8_t* resid
 bool ProfileParams(const std::string& profile, uint32_t height, uint32_t width, int channels, Params* params,
                    std::string* error) {
   if (profile == "default") {
-    *params = {channels, channels >= 3, true, 16, 64};
+    *params = {channels, channels >= 3, true, 8, 128};
   } else if (profile == "paper") {
     const uint64_t pixels = static_cast<uint64_t>(height) * width;
     *params = {channels, false, false, 0, pixels <= 1080 * 720 ? 32 : pixels <= 1920 * 1080 ? 64 : 128};

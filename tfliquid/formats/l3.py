@@ -45,7 +45,7 @@ class Params:
 
 def profile_params(profile: str, height: int, width: int, channels: int) -> Params:
     if profile == "default":
-        return Params(channels, channels >= 3, True, 16, 64)
+        return Params(channels, channels >= 3, True, 8, 128)
     if profile == "paper":
         pixels = height * width
         patch = 32 if pixels <= 1080 * 720 else 64 if pixels <= 1920 * 1080 else 128
