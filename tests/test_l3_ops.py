@@ -15,7 +15,7 @@ from tfliquid.formats import l3
 def _test_images():
     rng = np.random.default_rng(1)
     images = [rng.integers(0, 256, shape, dtype=np.uint8) for shape in
-              [(1, 1, 1), (1, 77, 3), (77, 1, 4), (65, 65, 3), (130, 67, 1)]]
+              [(1, 1, 1), (1, 77, 3), (77, 1, 4), (65, 65, 3), (130, 67, 1), (129, 131, 3), (133, 257, 4)]]
     images.append(np.full((40, 33, 3), 200, np.uint8))
     for _, photo in sample_data.load_photos()[:2]:
         photo.thumbnail((160, 160))

@@ -26,6 +26,7 @@ def _images():
         "1xN": rng.integers(0, 256, (1, 200, 3), dtype=np.uint8),
         "Nx1": rng.integers(0, 256, (200, 1, 1), dtype=np.uint8),
         "N+1": rng.integers(0, 256, (65, 65, 4), dtype=np.uint8),
+        "default N+1": rng.integers(0, 256, (129, 130, 3), dtype=np.uint8),
     }
 
 

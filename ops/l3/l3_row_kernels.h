@@ -1,0 +1,304 @@
+// The per-pixel loops of the L3 decoder, with SSE2/SSSE3 versions on x86 (the scalar loops finish each row
+// and are the whole implementation elsewhere). GCC does not vectorize the scalar Paeth loop well: it widens to
+// 32-bit lanes, and it interleaves three planes byte by byte. Internal to ops/l3.
+#ifndef TFLIQUID_OPS_L3_L3_ROW_KERNELS_H_
+#define TFLIQUID_OPS_L3_L3_ROW_KERNELS_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "l3/l3_layout.h"
+
+// TFLIQUID_L3_SCALAR builds the scalar loops only, so that the tests can check them on x86 too.
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(TFLIQUID_L3_SCALAR)
+#include <immintrin.h>
+#define TFLIQUID_L3_X86 1
+#endif
+
+namespace tfliquid::l3 {
+
+// How far past the coded row UnpackSegment may read, and past the segment's n values it may write.
+inline constexpr size_t kUnpackReadsPast = 16;
+inline constexpr size_t kUnpackWritesPast = 7;
+
+inline uint64_t LoadBigEndian64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return __builtin_bswap64(v);
+}
+
+// The 64 bits that start `bit` bits into p, most significant first.
+inline uint64_t BitsAt(const uint8_t* p, uint64_t bit) {
+  const uint8_t* q = p + (bit >> 3);
+  const unsigned shift = bit & 7;
+  const uint64_t word = LoadBigEndian64(q);
+  return shift ? word << shift | q[8] >> (8 - shift) : word;
+}
+
+// A row's coded values: segment k has `step` values (the last one the rest of the row's w), each `widths[k]`
+// bits, MSB first, plus `bases[k]`; segment 0 starts `bit` bits into `row`.
+struct CodedRow {
+  const uint8_t* row;
+  uint64_t bit;
+  const uint8_t* widths;
+  const uint8_t* bases;
+  uint32_t step, w;
+};
+
+// Unpacks eight values per step with no branch on the width, which changes unpredictably from segment to
+// segment. out receives w values (and up to kUnpackWritesPast more).
+inline void UnpackRowScalar(const CodedRow& coded, uint8_t* out) {
+  uint64_t bit = coded.bit;
+  for (uint32_t k = 0, x = 0; x < coded.w; ++k, x += coded.step) {
+    const unsigned width = coded.widths[k];
+    const uint32_t end = std::min(coded.w, x + coded.step);
+    for (uint32_t i = x; i < end; i += 8) {
+      const uint64_t word = BitsAt(coded.row, bit + static_cast<uint64_t>(i - x) * width);
+      // The two-step shift keeps width 0 defined (a 64-bit shift would not be).
+      for (unsigned j = 0; j < 8; ++j)
+        out[i + j] = static_cast<uint8_t>((word << (width * j) >> (63 - width) >> 1) + coded.bases[k]);
+    }
+    bit += static_cast<uint64_t>(end - x) * width;
+  }
+}
+
+#ifdef TFLIQUID_L3_X86
+// SSSE3: pshufb gathers, for each of 8 values, the two bytes holding it into a 16-bit lane (big-endian), a
+// multiply by 2^(its bit offset in the first byte) moves it to the top of the lane, and one shift by 16 - width
+// brings it down. The shuffles and multipliers depend on the width and the segment's starting bit offset.
+struct UnpackTables {
+  struct Entry {
+    __m128i shuffle, multiplier, down;
+  };
+  Entry entry[9][8];  // [width][bit offset of the first value in its byte]
+  UnpackTables() {
+    for (int width = 0; width <= 8; ++width) {
+      for (int start = 0; start < 8; ++start) {
+        alignas(16) int8_t shuffle[16];
+        alignas(16) int16_t multiplier[8];
+        for (int j = 0; j < 8; ++j) {
+          const int bit = start + width * j;
+          shuffle[2 * j] = static_cast<int8_t>((bit >> 3) + 1);
+          shuffle[2 * j + 1] = static_cast<int8_t>(bit >> 3);
+          multiplier[j] = static_cast<int16_t>(1 << (bit & 7));
+        }
+        entry[width][start] = {_mm_load_si128(reinterpret_cast<const __m128i*>(shuffle)),
+                               _mm_load_si128(reinterpret_cast<const __m128i*>(multiplier)),
+                               _mm_cvtsi32_si128(16 - width)};
+      }
+    }
+  }
+};
+inline const UnpackTables kUnpackTables;
+
+// Eight values of the given width from the 16 bytes at q.
+__attribute__((target("ssse3"))) inline __m128i UnpackEight(const uint8_t* q, const UnpackTables::Entry& table) {
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+  const __m128i lanes = _mm_srl_epi16(_mm_mullo_epi16(_mm_shuffle_epi8(bytes, table.shuffle), table.multiplier),
+                                      table.down);
+  return _mm_packus_epi16(lanes, lanes);
+}
+
+__attribute__((target("ssse3"))) inline void UnpackRowSsse3(const CodedRow& coded, uint8_t* out) {
+  // Locals, not coded's fields: the byte stores to `out` may alias them as far as the compiler knows.
+  const uint8_t* const row = coded.row;
+  const uint8_t* const widths = coded.widths;
+  const uint8_t* const bases = coded.bases;
+  const uint32_t step = coded.step, w = coded.w;
+  uint64_t bit = coded.bit;
+  uint32_t k = 0, x = 0;
+  if (step == 8) {  // the default profile: one step per segment
+    for (; x + 8 <= w; ++k, x += 8) {
+      const unsigned width = widths[k];
+      const __m128i values = UnpackEight(row + (bit >> 3), kUnpackTables.entry[width][bit & 7]);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + x),
+                       _mm_add_epi8(values, _mm_set1_epi8(static_cast<char>(bases[k]))));
+      bit += 8 * width;
+    }
+  }
+  for (; x < w; ++k, x += step) {
+    const unsigned width = widths[k];
+    const UnpackTables::Entry& table = kUnpackTables.entry[width][bit & 7];
+    const __m128i base = _mm_set1_epi8(static_cast<char>(bases[k]));
+    const uint32_t end = std::min(w, x + step);
+    const uint8_t* q = row + (bit >> 3);
+    for (uint32_t i = x; i < end; i += 8, q += width)  // 8 values of `width` bits are `width` bytes
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i), _mm_add_epi8(UnpackEight(q, table), base));
+    bit += static_cast<uint64_t>(end - x) * width;
+  }
+}
+#endif
+
+using UnpackRowFunction = void (*)(const CodedRow& coded, uint8_t* out);
+
+inline UnpackRowFunction SelectUnpackRow() {
+#ifdef TFLIQUID_L3_X86
+  if (__builtin_cpu_supports("ssse3")) return UnpackRowSsse3;
+#endif
+  return UnpackRowScalar;
+}
+
+// out[k] = the k-th 4-bit field of `bytes`, high nibble first, k < count (reads up to 8 bytes past them).
+inline void SplitNibbles(const uint8_t* bytes, uint32_t count, uint8_t* out) {
+  uint32_t k = 0;
+#ifdef TFLIQUID_L3_X86
+  const __m128i low_nibbles = _mm_set1_epi8(15);
+  for (; k + 16 <= count; k += 16) {
+    const __m128i packed = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(bytes + k / 2));
+    const __m128i high = _mm_and_si128(_mm_srli_epi16(packed, 4), low_nibbles);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + k),
+                     _mm_unpacklo_epi8(high, _mm_and_si128(packed, low_nibbles)));
+  }
+#endif
+  for (; k < count; ++k) out[k] = k & 1 ? bytes[k >> 1] & 15 : bytes[k >> 1] >> 4;
+}
+
+inline uint8_t Unzigzag(uint8_t v) { return static_cast<uint8_t>((v >> 1) ^ (0u - (v & 1u))); }
+
+// row[x] = residual(coded[x]) + Paeth(prev[x-1], prev[x], prev[x+1]) for x in [from, w); prev[-1] and prev[w]
+// hold the replicated edge pixels.
+template <bool kZigzag>
+void ReconstructScalar(const uint8_t* prev, const uint8_t* coded, uint32_t from, uint32_t w, uint8_t* row) {
+  for (uint32_t x = from; x < w; ++x) {
+    const uint8_t residual = kZigzag ? Unzigzag(coded[x]) : coded[x];
+    row[x] = static_cast<uint8_t>(residual + PaethOfPrevious(prev[static_cast<int64_t>(x) - 1], prev[x], prev[x + 1]));
+  }
+}
+
+#ifdef TFLIQUID_L3_X86
+// GCC warns that returning __m256i has another ABI without AVX; this helper only ever inlines into AVX2 code.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+__attribute__((target("avx2"))) inline __m256i WidenBytes(const uint8_t* p) {
+  return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+#pragma GCC diagnostic pop
+
+// 16 pixels per step in 16-bit AVX2 lanes, where the Paeth distances fit.
+template <bool kZigzag>
+__attribute__((target("avx2"))) void ReconstructAvx2(const uint8_t* prev, const uint8_t* coded, uint32_t w,
+                                                     uint8_t* row) {
+  uint32_t x = 0;
+  for (; x + 16 <= w; x += 16) {
+    const __m256i a = WidenBytes(prev + x - 1), b = WidenBytes(prev + x), c = WidenBytes(prev + x + 1);
+    const __m256i da = _mm256_abs_epi16(_mm256_sub_epi16(c, b));
+    const __m256i db = _mm256_abs_epi16(_mm256_sub_epi16(_mm256_add_epi16(a, c), _mm256_add_epi16(b, b)));
+    const __m256i dc = _mm256_abs_epi16(_mm256_sub_epi16(a, b));
+    const __m256i not_a = _mm256_or_si256(_mm256_cmpgt_epi16(da, db), _mm256_cmpgt_epi16(da, dc));
+    const __m256i b_or_c = _mm256_blendv_epi8(b, c, _mm256_cmpgt_epi16(db, dc));
+    const __m256i predicted = _mm256_blendv_epi8(a, b_or_c, not_a);
+    // Back to bytes: packus works per 128-bit half, so take the halves explicitly.
+    const __m128i predicted_bytes =
+        _mm_packus_epi16(_mm256_castsi256_si128(predicted), _mm256_extracti128_si256(predicted, 1));
+    __m128i residual = _mm_loadu_si128(reinterpret_cast<const __m128i*>(coded + x));
+    if (kZigzag) {
+      // (v >> 1) ^ -(v & 1), bytewise: the 16-bit shift brings in a neighbour's bit, masked off.
+      const __m128i odd = _mm_cmpeq_epi8(_mm_and_si128(residual, _mm_set1_epi8(1)), _mm_set1_epi8(1));
+      residual = _mm_xor_si128(_mm_and_si128(_mm_srli_epi16(residual, 1), _mm_set1_epi8(0x7f)), odd);
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(row + x), _mm_add_epi8(residual, predicted_bytes));
+  }
+  ReconstructScalar<kZigzag>(prev, coded, x, w, row);
+}
+#endif
+
+using ReconstructFunction = void (*)(const uint8_t* prev, const uint8_t* coded, uint32_t w, uint8_t* row);
+
+template <bool kZigzag>
+void ReconstructPortable(const uint8_t* prev, const uint8_t* coded, uint32_t w, uint8_t* row) {
+  ReconstructScalar<kZigzag>(prev, coded, 0, w, row);
+}
+
+inline ReconstructFunction SelectReconstruct(bool zigzag) {
+#ifdef TFLIQUID_L3_X86
+  if (__builtin_cpu_supports("avx2")) return zigzag ? ReconstructAvx2<true> : ReconstructAvx2<false>;
+#endif
+  return zigzag ? ReconstructPortable<true> : ReconstructPortable<false>;
+}
+
+// out[x * C + c] = plane[c][x] (+ plane[1][x] for c = 0 and 2 under subtract-green), x in [from, n).
+template <int kChannels, bool kSubtractGreen>
+void InterleaveScalar(const uint8_t* const* plane, uint32_t from, uint32_t n, uint8_t* out) {
+  for (uint32_t x = from; x < n; ++x) {
+    for (int c = 0; c < kChannels; ++c) {
+      const bool shifted = kSubtractGreen && (c == 0 || c == 2);
+      out[x * kChannels + c] = static_cast<uint8_t>(plane[c][x] + (shifted ? plane[1][x] : 0));
+    }
+  }
+}
+
+#ifdef TFLIQUID_L3_X86
+// 16 pixels of three planes to 48 interleaved bytes with byte shuffles (SSSE3).
+__attribute__((target("ssse3"))) inline void InterleaveRgbSsse3(const uint8_t* const* plane, uint32_t n,
+                                                                  uint8_t* out, bool subtract_green, uint32_t* done) {
+  // Output byte i of each 16-byte block takes plane (i % 3)'s pixel (i / 3); -1 leaves a zero to OR into.
+  alignas(16) static const int8_t kShuffle[3][3][16] = {
+      {{0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1, -1, 5},
+       {-1, 0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1, -1},
+       {-1, -1, 0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1}},
+      {{-1, -1, 6, -1, -1, 7, -1, -1, 8, -1, -1, 9, -1, -1, 10, -1},
+       {5, -1, -1, 6, -1, -1, 7, -1, -1, 8, -1, -1, 9, -1, -1, 10},
+       {-1, 5, -1, -1, 6, -1, -1, 7, -1, -1, 8, -1, -1, 9, -1, -1}},
+      {{-1, 11, -1, -1, 12, -1, -1, 13, -1, -1, 14, -1, -1, 15, -1, -1},
+       {-1, -1, 11, -1, -1, 12, -1, -1, 13, -1, -1, 14, -1, -1, 15, -1},
+       {10, -1, -1, 11, -1, -1, 12, -1, -1, 13, -1, -1, 14, -1, -1, 15}}};
+  uint32_t x = 0;
+  for (; x + 16 <= n; x += 16) {
+    __m128i r = _mm_loadu_si128(reinterpret_cast<const __m128i*>(plane[0] + x));
+    const __m128i g = _mm_loadu_si128(reinterpret_cast<const __m128i*>(plane[1] + x));
+    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(plane[2] + x));
+    if (subtract_green) {
+      r = _mm_add_epi8(r, g);
+      b = _mm_add_epi8(b, g);
+    }
+    for (int k = 0; k < 3; ++k) {
+      const __m128i* mask = reinterpret_cast<const __m128i*>(kShuffle[k]);
+      const __m128i block = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(r, _mm_load_si128(mask)),
+                                                      _mm_shuffle_epi8(g, _mm_load_si128(mask + 1))),
+                                         _mm_shuffle_epi8(b, _mm_load_si128(mask + 2)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * x + 16 * k), block);
+    }
+  }
+  *done = x;
+}
+
+// 16 pixels of four planes to 64 interleaved bytes (SSE2 unpacks).
+inline void InterleaveRgbaSse2(const uint8_t* const* plane, uint32_t n, uint8_t* out, bool subtract_green,
+                               uint32_t* done) {
+  uint32_t x = 0;
+  for (; x + 16 <= n; x += 16) {
+    __m128i r = _mm_loadu_si128(reinterpret_cast<const __m128i*>(plane[0] + x));
+    const __m128i g = _mm_loadu_si128(reinterpret_cast<const __m128i*>(plane[1] + x));
+    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(plane[2] + x));
+    const __m128i alpha = _mm_loadu_si128(reinterpret_cast<const __m128i*>(plane[3] + x));
+    if (subtract_green) {
+      r = _mm_add_epi8(r, g);
+      b = _mm_add_epi8(b, g);
+    }
+    const __m128i rg_low = _mm_unpacklo_epi8(r, g), rg_high = _mm_unpackhi_epi8(r, g);
+    const __m128i ba_low = _mm_unpacklo_epi8(b, alpha), ba_high = _mm_unpackhi_epi8(b, alpha);
+    __m128i* dst = reinterpret_cast<__m128i*>(out + 4 * x);
+    _mm_storeu_si128(dst, _mm_unpacklo_epi16(rg_low, ba_low));
+    _mm_storeu_si128(dst + 1, _mm_unpackhi_epi16(rg_low, ba_low));
+    _mm_storeu_si128(dst + 2, _mm_unpacklo_epi16(rg_high, ba_high));
+    _mm_storeu_si128(dst + 3, _mm_unpackhi_epi16(rg_high, ba_high));
+  }
+  *done = x;
+}
+#endif
+
+template <int kChannels, bool kSubtractGreen>
+void InterleaveRow(const uint8_t* const* plane, uint32_t n, uint8_t* out) {
+  uint32_t done = 0;
+#ifdef TFLIQUID_L3_X86
+  static const bool ssse3 = __builtin_cpu_supports("ssse3");
+  if (kChannels == 3 && ssse3) InterleaveRgbSsse3(plane, n, out, kSubtractGreen, &done);
+  if (kChannels == 4) InterleaveRgbaSse2(plane, n, out, kSubtractGreen, &done);
+#endif
+  InterleaveScalar<kChannels, kSubtractGreen>(plane, done, n, out);
+}
+
+}  // namespace tfliquid::l3
+
+#endif  // TFLIQUID_OPS_L3_L3_ROW_KERNELS_H_
