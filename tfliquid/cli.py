@@ -1,6 +1,7 @@
 """The `tfliquid` command: a thin layer over the Python API.
 
     tfliquid convert pcr SRC DST [--images-per-record N] [--seed S] [--quality Q] [--verify] ...
+    tfliquid convert l3 SRC DST [--profile {default,paper}] [--workers N] [--verify] [--overwrite] ...
     tfliquid inspect PATH
 """
 
@@ -49,6 +50,39 @@ def _add_convert_pcr(commands):
     p.set_defaults(run=run)
 
 
+def _add_convert_l3(commands):
+    p = commands.add_parser("l3", help="image folder tree -> the same tree of lossless L3 files",
+                            description="Convert every image under SRC (PNG, BMP, GIF, TIFF, PPM/PGM, WebP, JPEG) "
+                                        "into an .l3 file at the same relative path under DST, without loss of "
+                                        "the decoded pixels. Rerunning skips the files already converted. Exits "
+                                        "with status 1 if any image failed; the others are converted.")
+    p.add_argument("src", help="image folder (searched recursively) or a single image")
+    p.add_argument("dst", help="destination folder (for a single image: a folder or a .l3 file)")
+    p.add_argument("--profile", choices=["default", "paper"], default="default",
+                   help="encoder settings: 'default' (smaller) or 'paper' (as published) (default: default)")
+    p.add_argument("--workers", type=int, default=None, help="images converted at once (default: one per CPU)")
+    p.add_argument("--verify", action="store_true",
+                   help="decode every written file and check that it holds exactly the source pixels")
+    p.add_argument("--overwrite", action="store_true", help="convert again the files already converted")
+    p.add_argument("--reduce-16bit", action="store_true",
+                   help="store 16-bit images by their high byte (lossy) instead of refusing them")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    def run(args):
+        from tfliquid.convert import l3
+
+        report = l3.convert(args.src, args.dst, profile=args.profile, workers=args.workers, verify=args.verify,
+                            overwrite=args.overwrite, progress=not args.quiet, reduce_16bit=args.reduce_16bit)
+        print(report)
+        if report.failures:
+            print(f"tfliquid: error: {len(report.failures)} images could not be converted (listed above)",
+                  file=sys.stderr)
+            return 1
+        return 0
+
+    p.set_defaults(run=run)
+
+
 def _add_inspect(commands):
     p = commands.add_parser("inspect", help="size per scan group, images, records and classes of a PCR dataset")
     p.add_argument("path")
@@ -65,7 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tfliquid", description="tf.data extensions that remove data stalls")
     commands = parser.add_subparsers(dest="command", required=True)
     convert = commands.add_parser("convert", help="convert a dataset to a tfliquid format")
-    _add_convert_pcr(convert.add_subparsers(dest="format", required=True))
+    formats = convert.add_subparsers(dest="format", required=True)
+    _add_convert_pcr(formats)
+    _add_convert_l3(formats)
     _add_inspect(commands)
     return parser
 
@@ -73,15 +109,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up chatter out of the output
     args = build_parser().parse_args(argv)
-    from tfliquid.convert.pcr import ConversionError
+    from tfliquid.convert.common import ConversionError
     from tfliquid.formats.pcr import PCRFormatError
 
     try:
-        args.run(args)
+        return args.run(args) or 0  # a command returns 1 when some of its items failed, or nothing
     except (ConversionError, PCRFormatError, FileNotFoundError, ValueError) as e:
         print(f"tfliquid: error: {e}", file=sys.stderr)
         return 1
-    return 0
 
 
 if __name__ == "__main__":

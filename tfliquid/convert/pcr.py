@@ -19,23 +19,19 @@ import json
 import os
 import time
 
-import keras
 import numpy as np
 import tensorflow as tf
 
 from tfliquid import io as tfl_io
 from tfliquid._proto import pcr_pb2
 from tfliquid._version import __version__
-from tfliquid.convert import sources
+from tfliquid.convert import common, sources
+from tfliquid.convert.common import ConversionError
 from tfliquid.formats import jpeg as jpeg_format
 from tfliquid.formats import pcr as pcr_format
 
 STATE_FILENAME = "convert_state.json"
 RECORDS_DIR = "records"
-
-
-class ConversionError(RuntimeError):
-    """A conversion could not complete; the records written so far are kept and a rerun resumes."""
 
 
 @dataclasses.dataclass
@@ -101,7 +97,7 @@ class _State:
 
     def save(self) -> None:
         state = {"plan": self.fingerprint, "lossy": self.lossy}
-        pcr_format.write_atomically(self.path, json.dumps(state).encode())
+        common.write_atomically(self.path, json.dumps(state).encode())
 
 
 def _prepare_images(quality: int, keep_markers: bool, verify: bool):
@@ -201,10 +197,9 @@ def convert(src: str, dst: str, *, images_per_record: int = 1024, seed: int = 0,
     entries = [None if overwrite else _record_entry(os.path.join(dst, rel), rel) for rel in relatives]
     pending = [r for r in range(num_records) if entries[r] is None or entries[r].num_images != len(record_items[r])]
 
-    bar = keras.utils.Progbar(source.num_items, unit_name="image") if progress else None
+    bar = common.progress_bar(source.num_items, "image", progress)
     done_images = source.num_items - sum(len(record_items[r]) for r in pending)
-    if bar:
-        bar.update(done_images)
+    bar.update(done_images)
     if pending:
         # One pipeline for every pending record: images of the next record transcode while this one is written.
         images = _prepared_images(source, np.concatenate([record_items[r] for r in pending]),
@@ -214,8 +209,7 @@ def convert(src: str, dst: str, *, images_per_record: int = 1024, seed: int = 0,
             entries[r], lossy = _write_record(images, len(record_items[r]), path, relatives[r], verify)
             state.record_done(relatives[r], lossy)
             done_images += len(record_items[r])
-            if bar:
-                bar.update(done_images)
+            bar.update(done_images)
     written = len(pending)
     verified = sum(len(record_items[r]) for r in pending) if verify else 0
 
@@ -275,16 +269,6 @@ def _write_record(images, count, path, relative, verify):
     record = pcr_format.encode_record(partials, labels, keys, crc=_fast_crc)
     entry = pcr_pb2.RecordEntry(path=relative, num_images=record.num_images, payload_offset=record.payload_offset,
                                 prefix_ends=record.prefix_ends)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(record.data)
-        f.flush()
-        os.fsync(f.fileno())
-    try:
-        if verify:
-            _verify_record(tmp, entry, source_bytes, keys)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    check = (lambda tmp: _verify_record(tmp, entry, source_bytes, keys)) if verify else None
+    common.write_atomically(path, record.data, check)
     return entry, lossy

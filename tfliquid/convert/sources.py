@@ -15,6 +15,8 @@ from typing import Callable
 import numpy as np
 import tensorflow as tf
 
+from tfliquid.convert import common
+
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
 
 
@@ -40,13 +42,9 @@ def image_folder(root: str) -> Source:
         raise ValueError(f"{root}: expected one subfolder per class (root/CLASS/IMAGE), found none")
     paths, labels = [], []
     for label, name in enumerate(class_names):
-        class_dir = os.path.join(root, name)
-        for dirpath, dirnames, filenames in os.walk(class_dir):
-            dirnames.sort()
-            for filename in sorted(filenames):
-                if filename.lower().endswith(IMAGE_EXTENSIONS):
-                    paths.append(os.path.join(dirpath, filename))
-                    labels.append(label)
+        class_paths = common.image_files(os.path.join(root, name), IMAGE_EXTENSIONS)
+        paths.extend(class_paths)
+        labels.extend([label] * len(class_paths))
     if not paths:
         raise ValueError(f"{root}: no images ({', '.join(IMAGE_EXTENSIONS)}) in its class subfolders")
     keys = [os.path.relpath(p, root).encode() for p in paths]
