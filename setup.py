@@ -88,5 +88,5 @@ if __name__ == "__main__":
     setup(
         ext_modules=[Extension(LIB_NAME, sources=_op_sources(), include_dirs=["ops"], language="c++")],
         cmdclass={"build_ext": BuildTensorFlowOps, "build_py": BuildPyWithProtos},
-        package_data={"tfliquid._lib": ["*.so"], "tfliquid._proto": ["*.py"]},
+        package_data={"tfliquid._lib": ["*.so"], "tfliquid._proto": ["*.py"], "tfliquid.l3": ["kernels/*.cu"]},
     )

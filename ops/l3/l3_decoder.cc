@@ -107,7 +107,7 @@ class TileDecoder {
 
   const uint32_t step_;  // pixels per segment (0 in the header: a whole patch row)
   const bool zigzag_;
-  const UnpackRowFunction unpack_row_ = SelectUnpackRow();
+  const UnpackRowFunction unpack_row_ = SelectUnpackRow(zigzag_);
   const ReconstructFunction reconstruct_ = SelectReconstruct(zigzag_);
   std::vector<uint8_t> coded_;
   std::vector<uint8_t> widths_, bases_;

@@ -100,7 +100,8 @@ __attribute__((target("ssse3"))) inline __m128i UnpackEight(const uint8_t* q, co
   return _mm_packus_epi16(lanes, lanes);
 }
 
-__attribute__((target("ssse3"))) inline void UnpackRowSsse3(const CodedRow& coded, uint8_t* out) {
+template <bool kBases>  // false: every base is 0 (zigzag mode), so skip adding them
+__attribute__((target("ssse3"))) void UnpackRowSsse3(const CodedRow& coded, uint8_t* out) {
   // Locals, not coded's fields: the byte stores to `out` may alias them as far as the compiler knows.
   const uint8_t* const row = coded.row;
   const uint8_t* const widths = coded.widths;
@@ -111,9 +112,9 @@ __attribute__((target("ssse3"))) inline void UnpackRowSsse3(const CodedRow& code
   if (step == 8) {  // the default profile: one step per segment
     for (; x + 8 <= w; ++k, x += 8) {
       const unsigned width = widths[k];
-      const __m128i values = UnpackEight(row + (bit >> 3), kUnpackTables.entry[width][bit & 7]);
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + x),
-                       _mm_add_epi8(values, _mm_set1_epi8(static_cast<char>(bases[k]))));
+      __m128i values = UnpackEight(row + (bit >> 3), kUnpackTables.entry[width][bit & 7]);
+      if (kBases) values = _mm_add_epi8(values, _mm_set1_epi8(static_cast<char>(bases[k])));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + x), values);
       bit += 8 * width;
     }
   }
@@ -132,9 +133,9 @@ __attribute__((target("ssse3"))) inline void UnpackRowSsse3(const CodedRow& code
 
 using UnpackRowFunction = void (*)(const CodedRow& coded, uint8_t* out);
 
-inline UnpackRowFunction SelectUnpackRow() {
+inline UnpackRowFunction SelectUnpackRow([[maybe_unused]] bool zigzag) {
 #ifdef TFLIQUID_L3_X86
-  if (__builtin_cpu_supports("ssse3")) return UnpackRowSsse3;
+  if (__builtin_cpu_supports("ssse3")) return zigzag ? UnpackRowSsse3<false> : UnpackRowSsse3<true>;
 #endif
   return UnpackRowScalar;
 }

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Builds the L3 decoder's fuzz target (ops/tests/l3_fuzz.cc) under ASan/UBSan and runs its mutation loop for
+# SECONDS on seed L3 files, after replaying the saved crashes of ops/tests/l3_crashes (regressions). Two builds
+# share the time: the decoder as it runs here (SIMD row loops on x86; two thirds) and its scalar loops alone
+# (-DTFLIQUID_L3_SCALAR, the code other CPUs run; one third).
+# A new finding is saved in ops/tests/l3_crashes as crash-HASH and fails the run.
+#
+# Usage: ops/tests/l3_fuzz.sh SECONDS [SEED_DIR]
+#   SEED_DIR: *.l3 seeds already written by tests/l3_fuzz_seeds.py (default: written now, which imports tfliquid)
+#   L3_FUZZ_SEED: the random seed, to repeat a run (default: the clock; printed either way)
+#   PYTHON overrides the venv's python.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+python="${PYTHON:-$root/.venv/bin/python}"
+seconds="${1:?usage: l3_fuzz.sh SECONDS [SEED_DIR]}"
+seed_dir="${2:-}"
+crash_dir="$root/ops/tests/l3_crashes"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# Writing the seeds (a TensorFlow import) overlaps the build.
+if [[ -z "$seed_dir" ]]; then
+  seed_dir="$work/seeds"
+  "$python" "$root/tests/l3_fuzz_seeds.py" "$seed_dir" > /dev/null 2> "$work/seeds.log" &
+  seeds_pid=$!
+fi
+# The codec core: every ops/l3 source but the TensorFlow kernels.
+codec=()
+for source in "$root"/ops/l3/*.cc; do
+  [[ "$source" == *_kernels.cc ]] || codec+=("$source")
+done
+flags=(-std=c++17 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+  -Wall -Wextra -Werror -I"$root/ops")
+compiles=()
+for variant in simd scalar; do
+  mkdir -p "$work/$variant"
+  defines=()
+  [[ "$variant" == scalar ]] && defines=(-DTFLIQUID_L3_SCALAR)
+  for source in "${codec[@]}" "$root/ops/tests/l3_fuzz.cc"; do  # one compiler per file, as setup.py does
+    g++ "${flags[@]}" "${defines[@]}" -c "$source" -o "$work/$variant/$(basename "$source").o" &
+    compiles+=($!)
+  done
+done
+for pid in "${compiles[@]}"; do wait "$pid"; done
+for variant in simd scalar; do
+  g++ "${flags[@]}" "$work/$variant"/*.o -o "$work/l3_fuzz_$variant"
+done
+if [[ -n "${seeds_pid:-}" ]] && ! wait "$seeds_pid"; then
+  cat "$work/seeds.log" >&2
+  exit 2
+fi
+
+shopt -s nullglob
+crashes=("$crash_dir"/crash-*)
+if (( ${#crashes[@]} )); then
+  "$work/l3_fuzz_simd" --replay "${crashes[@]}"
+  "$work/l3_fuzz_scalar" --replay "${crashes[@]}"
+fi
+mkdir -p "$crash_dir"
+seed_args=()
+[[ -n "${L3_FUZZ_SEED:-}" ]] && seed_args=(--seed "$L3_FUZZ_SEED")
+status=0
+echo "SIMD row loops:"
+"$work/l3_fuzz_simd" --seconds $(( seconds * 2 / 3 )) "${seed_args[@]}" --crash-dir "$crash_dir" "$seed_dir"/*.l3 ||
+  status=$?
+echo "scalar row loops:"
+"$work/l3_fuzz_scalar" --seconds $(( (seconds + 2) / 3 )) "${seed_args[@]}" --crash-dir "$crash_dir" \
+  "$seed_dir"/*.l3 || status=$?
+rmdir "$crash_dir" 2> /dev/null || true  # left only when it holds a crash
+exit "$status"
