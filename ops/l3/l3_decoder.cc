@@ -1,12 +1,12 @@
 // The L3 decoder (docs/formats/l3.md), written for speed on one CPU core.
 //
-// A patch is decoded channel by channel into planar tiles, row by row: the row's segment headers give every
-// segment's bit offset and the row's length (checked against the patch stream before any value is read), each
-// segment is unpacked eight values per 64-bit load with its bit width as a compile-time constant, and the
-// residuals are added to the prediction in one loop over the row that reads only the previous row, so the
-// compiler vectorizes it. Tiles keep one replicated pixel either side of each row, which is exactly the
-// format's edge rule, so that loop has no edge cases. The tiles are then interleaved into the HWC image, where
-// the subtract-green transform is undone.
+// A patch is decoded row by row, all its channels in step, so that everything it touches stays in L1: the
+// prediction reads only the previous row, so each channel needs just two row buffers. For a row, the segment
+// headers give every segment's bit offset and the row's length (checked against the patch stream before any
+// value is read); the values are unpacked eight per load (l3_row_kernels.h), and the residuals added to the
+// prediction in one vectorized loop over the row. Row buffers keep one replicated pixel either side, which is
+// exactly the format's edge rule, so that loop has no edge cases. The channels' rows are then interleaved into
+// the HWC image, where the subtract-green transform is undone.
 #include <cstring>
 
 #include "l3/l3_codec.h"
@@ -23,35 +23,47 @@ constexpr size_t kReadSlack = 16;
 constexpr size_t kWriteSlack = 8;
 static_assert(kReadSlack >= kUnpackReadsPast && kWriteSlack >= kUnpackWritesPast);
 
-// Decodes the channel streams of one patch into planar tiles.
-class TileDecoder {
+// One channel stream of one patch: stream[0, length) is readable for kReadSlack more bytes; `at` is its offset in
+// the input, for errors.
+struct ChannelStream {
+  const uint8_t* stream;
+  size_t length;
+  uint64_t at;
+  size_t pos = 0;
+};
+
+// Decodes the rows of patch channel streams.
+class RowDecoder {
  public:
-  explicit TileDecoder(const Params& params, uint32_t width)
+  explicit RowDecoder(const Params& params, uint32_t width)
       : step_(params.segment ? params.segment : std::min<uint32_t>(params.patch, width)),
         zigzag_(params.zigzag),
         coded_(params.patch + kWriteSlack),
         widths_(params.patch),
         bases_(params.patch) {}  // all 0 in zigzag mode
 
-  // Decodes stream[0, length) -- readable for kReadSlack more bytes -- as an h x w patch into `tile` (rows
-  // `stride` apart, one spare byte either side). `at` is the stream's offset in the input, for errors.
-  bool Decode(const uint8_t* stream, size_t length, uint64_t at, uint32_t h, uint32_t w, uint8_t* tile,
-              size_t stride, std::string* error) {
-    if (length < w) return Fail(error, at, "patch data ends inside its first row");
-    std::memcpy(tile, stream, w);
-    Pad(tile, w);
-    size_t pos = w;
-    for (uint32_t y = 1; y < h; ++y) {
-      uint8_t* row = tile + y * stride;
-      size_t row_bytes = 0;
-      if (!DecodeRow(stream + pos, length - pos, at + pos, w, &row_bytes, error)) return false;
-      reconstruct_(row - stride, coded_.data(), w, row);
-      Pad(row, w);
-      pos += row_bytes;
-    }
-    if (pos != length)
-      return Fail(error, at + pos, std::to_string(length - pos) + " bytes left over after the patch");
+  // Row 0: w raw bytes. `row` has one spare byte either side.
+  bool FirstRow(ChannelStream* s, uint32_t w, uint8_t* row, std::string* error) {
+    if (s->length < w) return Fail(error, s->at, "patch data ends inside its first row");
+    std::memcpy(row, s->stream, w);
+    Pad(row, w);
+    s->pos = w;
     return true;
+  }
+
+  // A later row, predicted from `previous`.
+  bool NextRow(ChannelStream* s, uint32_t w, const uint8_t* previous, uint8_t* row, std::string* error) {
+    size_t row_bytes = 0;
+    if (!DecodeRow(s->stream + s->pos, s->length - s->pos, s->at + s->pos, w, &row_bytes, error)) return false;
+    reconstruct_(previous, coded_.data(), w, row);
+    Pad(row, w);
+    s->pos += row_bytes;
+    return true;
+  }
+
+  static bool Finish(const ChannelStream& s, std::string* error) {
+    if (s.pos == s.length) return true;
+    return Fail(error, s.at + s.pos, std::to_string(s.length - s.pos) + " bytes left over after the patch");
   }
 
  private:
@@ -69,26 +81,23 @@ class TileDecoder {
       return Fail(error, at, "patch data ends inside a row's segment headers");
     uint8_t* __restrict widths = widths_.data();
     uint8_t* __restrict bases = bases_.data();
+    WidthSummary summary;
     if (zigzag_) {
-      SplitNibbles(row, segments, widths);
+      summary = SplitNibbles(row, segments, widths);
     } else {
       for (uint32_t k = 0; k < segments; ++k) {
         // 12 bits at 12k: both bytes exist since the headers fit (BitsAt may read further, into the slack).
         const uint64_t field = BitsAt(row, 12ull * k) >> 52;
         widths[k] = field >> 8;
         bases[k] = static_cast<uint8_t>(field);
+        summary.widest = std::max<unsigned>(summary.widest, widths[k]);
+        summary.sum += widths[k];
       }
     }
-    uint8_t widest = 0;
-    unsigned width_sum = 0;
-    for (uint32_t k = 0; k < segments; ++k) {
-      widest = std::max(widest, widths[k]);
-      width_sum += widths[k];
-    }
-    if (widest > 8) return Fail(error, at, "segment width " + std::to_string(widest) + " > 8");
+    if (summary.widest > 8) return Fail(error, at, "segment width " + std::to_string(summary.widest) + " > 8");
     // Every segment has step_ values but the last, which has `last`.
     const uint32_t last = w - (segments - 1) * step_;
-    return static_cast<uint64_t>(segments) * header_bits + static_cast<uint64_t>(width_sum) * step_ -
+    return static_cast<uint64_t>(segments) * header_bits + static_cast<uint64_t>(summary.sum) * step_ -
            static_cast<uint64_t>(step_ - last) * widths[segments - 1];
   }
 
@@ -113,26 +122,15 @@ class TileDecoder {
   std::vector<uint8_t> widths_, bases_;
 };
 
-// Writes the tiles of one patch into the HWC image, undoing subtract-green (R = R' + G, B = B' + G).
-template <int kChannels, bool kSubtractGreen>
-void Interleave(const uint8_t* tiles, size_t tile_size, size_t stride, const Patch& patch, uint32_t width,
-                uint8_t* pixels) {
-  for (uint32_t y = 0; y < patch.h; ++y) {
-    const uint8_t* plane[kChannels];
-    for (int c = 0; c < kChannels; ++c) plane[c] = tiles + c * tile_size + y * stride;
-    InterleaveRow<kChannels, kSubtractGreen>(
-        plane, patch.w, pixels + (static_cast<uint64_t>(patch.y0 + y) * width + patch.x0) * kChannels);
-  }
-}
+using InterleaveFunction = void (*)(const uint8_t* const* plane, uint32_t n, uint8_t* out);
 
-void InterleavePatch(const Params& params, const uint8_t* tiles, size_t tile_size, size_t stride,
-                     const Patch& patch, uint32_t width, uint8_t* pixels) {
+InterleaveFunction SelectInterleave(const Params& params) {
   switch (params.channels * 2 + params.subtract_green) {
-    case 2: Interleave<1, false>(tiles, tile_size, stride, patch, width, pixels); break;
-    case 6: Interleave<3, false>(tiles, tile_size, stride, patch, width, pixels); break;
-    case 7: Interleave<3, true>(tiles, tile_size, stride, patch, width, pixels); break;
-    case 8: Interleave<4, false>(tiles, tile_size, stride, patch, width, pixels); break;
-    default: Interleave<4, true>(tiles, tile_size, stride, patch, width, pixels); break;
+    case 2: return InterleaveRow<1, false>;
+    case 6: return InterleaveRow<3, false>;
+    case 7: return InterleaveRow<3, true>;
+    case 8: return InterleaveRow<4, false>;
+    default: return InterleaveRow<4, true>;
   }
 }
 
@@ -140,30 +138,46 @@ void InterleavePatch(const Params& params, const uint8_t* tiles, size_t tile_siz
 
 bool Decode(const uint8_t* data, size_t size, const Header& header, uint8_t* pixels, std::string* error) {
   const Params& params = header.params;
+  const int channels = params.channels;
   const std::vector<Patch> grid = PatchGrid(header.height, header.width, params.patch);
-  // Tile rows: one spare byte on the left, the patch, one spare on the right.
-  const size_t stride = params.patch + 2;
-  const size_t tile_size = stride * std::min<uint32_t>(params.patch, header.height);
-  std::vector<uint8_t> tiles(tile_size * params.channels);
-  std::vector<uint8_t> padded;  // streams too close to the end of `data` for the unpacker's look-ahead
-  TileDecoder decoder(params, header.width);
+  // Two rows per channel (previous and current), each with a spare byte either side and room for the SIMD loops
+  // to run past the end.
+  const size_t row_size = params.patch + 2 + 32;
+  std::vector<uint8_t> rows(row_size * 2 * channels);
+  auto row_of = [&](int c, uint32_t y) { return rows.data() + (2 * c + (y & 1)) * row_size + 1; };
+  std::vector<std::vector<uint8_t>> padded(channels);  // streams too close to the end of `data` for look-ahead
+  std::vector<ChannelStream> streams(channels);
+  RowDecoder decoder(params, header.width);
+  const InterleaveFunction interleave = SelectInterleave(params);
+  auto fail = [&](int c, size_t i) {
+    *error += " (channel " + std::to_string(c) + ", patch " + std::to_string(i) + ")";
+    return false;
+  };
   for (size_t i = 0; i < grid.size(); ++i) {
-    for (int c = 0; c < params.channels; ++c) {
+    const Patch& patch = grid[i];
+    for (int c = 0; c < channels; ++c) {
       const size_t start = header.payload + header.offsets[c * grid.size() + i];
       const size_t end = header.payload + header.offsets[c * grid.size() + i + 1];
-      const uint8_t* stream = data + start;
+      streams[c] = {data + start, end - start, start};
       if (size - end < kReadSlack) {
-        padded.assign(end - start + kReadSlack, 0);
-        std::memcpy(padded.data(), stream, end - start);
-        stream = padded.data();
-      }
-      if (!decoder.Decode(stream, end - start, start, grid[i].h, grid[i].w, tiles.data() + c * tile_size + 1,
-                          stride, error)) {
-        *error += " (channel " + std::to_string(c) + ", patch " + std::to_string(i) + ")";
-        return false;
+        padded[c].assign(end - start + kReadSlack, 0);
+        std::memcpy(padded[c].data(), data + start, end - start);
+        streams[c].stream = padded[c].data();
       }
     }
-    InterleavePatch(params, tiles.data() + 1, tile_size, stride, grid[i], header.width, pixels);
+    for (uint32_t y = 0; y < patch.h; ++y) {
+      const uint8_t* plane[4];
+      for (int c = 0; c < channels; ++c) {
+        uint8_t* row = row_of(c, y);
+        const bool ok = y == 0 ? decoder.FirstRow(&streams[c], patch.w, row, error)
+                               : decoder.NextRow(&streams[c], patch.w, row_of(c, y - 1), row, error);
+        if (!ok) return fail(c, i);
+        plane[c] = row;
+      }
+      interleave(plane, patch.w, pixels + (static_cast<uint64_t>(patch.y0 + y) * header.width + patch.x0) * channels);
+    }
+    for (int c = 0; c < channels; ++c)
+      if (!RowDecoder::Finish(streams[c], error)) return fail(c, i);
   }
   return true;
 }

@@ -140,19 +140,37 @@ inline UnpackRowFunction SelectUnpackRow([[maybe_unused]] bool zigzag) {
   return UnpackRowScalar;
 }
 
-// out[k] = the k-th 4-bit field of `bytes`, high nibble first, k < count (reads up to 8 bytes past them).
-inline void SplitNibbles(const uint8_t* bytes, uint32_t count, uint8_t* out) {
+// The widths of a row's segments: their largest and their sum.
+struct WidthSummary {
+  unsigned widest = 0, sum = 0;
+};
+
+// out[k] = the k-th 4-bit field of `bytes`, high nibble first, k < count.
+inline WidthSummary SplitNibbles(const uint8_t* bytes, uint32_t count, uint8_t* out) {
+  WidthSummary summary;
   uint32_t k = 0;
 #ifdef TFLIQUID_L3_X86
   const __m128i low_nibbles = _mm_set1_epi8(15);
+  __m128i widest = _mm_setzero_si128(), sums = _mm_setzero_si128();
   for (; k + 16 <= count; k += 16) {
     const __m128i packed = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(bytes + k / 2));
     const __m128i high = _mm_and_si128(_mm_srli_epi16(packed, 4), low_nibbles);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + k),
-                     _mm_unpacklo_epi8(high, _mm_and_si128(packed, low_nibbles)));
+    const __m128i widths = _mm_unpacklo_epi8(high, _mm_and_si128(packed, low_nibbles));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + k), widths);
+    widest = _mm_max_epu8(widest, widths);
+    sums = _mm_add_epi64(sums, _mm_sad_epu8(widths, _mm_setzero_si128()));
   }
+  alignas(16) uint8_t lanes[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), widest);
+  for (uint8_t lane : lanes) summary.widest = std::max<unsigned>(summary.widest, lane);
+  summary.sum = static_cast<unsigned>(_mm_cvtsi128_si32(sums) + _mm_extract_epi16(sums, 4));
 #endif
-  for (; k < count; ++k) out[k] = k & 1 ? bytes[k >> 1] & 15 : bytes[k >> 1] >> 4;
+  for (; k < count; ++k) {
+    out[k] = k & 1 ? bytes[k >> 1] & 15 : bytes[k >> 1] >> 4;
+    summary.widest = std::max<unsigned>(summary.widest, out[k]);
+    summary.sum += out[k];
+  }
+  return summary;
 }
 
 inline uint8_t Unzigzag(uint8_t v) { return static_cast<uint8_t>((v >> 1) ^ (0u - (v & 1u))); }
@@ -168,37 +186,48 @@ void ReconstructScalar(const uint8_t* prev, const uint8_t* coded, uint32_t from,
 }
 
 #ifdef TFLIQUID_L3_X86
-// GCC warns that returning __m256i has another ABI without AVX; this helper only ever inlines into AVX2 code.
+// The Paeth choice of 32 pixels in unsigned bytes, no widening. With s1 = a - b and s2 = c - b, the distances are
+// |p-a| = |s2| = da, |p-c| = |s1| = dc and |p-b| = |s1 + s2|, which is da + dc when s1 and s2 have the same sign
+// (then a wins when da <= dc, and b never does, since da + dc <= dc would need da = 0 <= dc) and |da - dc| when
+// they do not (at most 255: it fits a byte). A zero s1 or s2 fits both cases.
+// (GCC warns that passing __m256i has another ABI without AVX; these helpers only ever inline into AVX2 code.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
-__attribute__((target("avx2"))) inline __m256i WidenBytes(const uint8_t* p) {
-  return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+__attribute__((target("avx2"))) inline __m256i AtMost(__m256i x, __m256i y) {  // unsigned x <= y, bytewise
+  return _mm256_cmpeq_epi8(_mm256_min_epu8(x, y), x);
+}
+
+__attribute__((target("avx2"))) inline __m256i Load32(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+__attribute__((target("avx2"))) inline __m256i Paeth32(__m256i a, __m256i b, __m256i c) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i a_over_b = _mm256_subs_epu8(a, b), b_over_a = _mm256_subs_epu8(b, a);
+  const __m256i c_over_b = _mm256_subs_epu8(c, b), b_over_c = _mm256_subs_epu8(b, c);
+  const __m256i da = _mm256_or_si256(c_over_b, b_over_c), dc = _mm256_or_si256(a_over_b, b_over_a);
+  const __m256i same_sign = _mm256_cmpeq_epi8(_mm256_cmpeq_epi8(a_over_b, zero), _mm256_cmpeq_epi8(c_over_b, zero));
+  const __m256i db_opposite = _mm256_or_si256(_mm256_subs_epu8(da, dc), _mm256_subs_epu8(dc, da));
+  const __m256i pick_a = _mm256_and_si256(AtMost(da, dc), _mm256_or_si256(same_sign, AtMost(da, db_opposite)));
+  const __m256i pick_b = _mm256_andnot_si256(same_sign, AtMost(db_opposite, dc));
+  return _mm256_blendv_epi8(_mm256_blendv_epi8(c, b, pick_b), a, pick_a);
 }
 #pragma GCC diagnostic pop
 
-// 16 pixels per step in 16-bit AVX2 lanes, where the Paeth distances fit.
 template <bool kZigzag>
 __attribute__((target("avx2"))) void ReconstructAvx2(const uint8_t* prev, const uint8_t* coded, uint32_t w,
                                                      uint8_t* row) {
   uint32_t x = 0;
-  for (; x + 16 <= w; x += 16) {
-    const __m256i a = WidenBytes(prev + x - 1), b = WidenBytes(prev + x), c = WidenBytes(prev + x + 1);
-    const __m256i da = _mm256_abs_epi16(_mm256_sub_epi16(c, b));
-    const __m256i db = _mm256_abs_epi16(_mm256_sub_epi16(_mm256_add_epi16(a, c), _mm256_add_epi16(b, b)));
-    const __m256i dc = _mm256_abs_epi16(_mm256_sub_epi16(a, b));
-    const __m256i not_a = _mm256_or_si256(_mm256_cmpgt_epi16(da, db), _mm256_cmpgt_epi16(da, dc));
-    const __m256i b_or_c = _mm256_blendv_epi8(b, c, _mm256_cmpgt_epi16(db, dc));
-    const __m256i predicted = _mm256_blendv_epi8(a, b_or_c, not_a);
-    // Back to bytes: packus works per 128-bit half, so take the halves explicitly.
-    const __m128i predicted_bytes =
-        _mm_packus_epi16(_mm256_castsi256_si128(predicted), _mm256_extracti128_si256(predicted, 1));
-    __m128i residual = _mm_loadu_si128(reinterpret_cast<const __m128i*>(coded + x));
+  for (; x + 32 <= w; x += 32) {
+    __m256i residual = Load32(coded + x);
     if (kZigzag) {
       // (v >> 1) ^ -(v & 1), bytewise: the 16-bit shift brings in a neighbour's bit, masked off.
-      const __m128i odd = _mm_cmpeq_epi8(_mm_and_si128(residual, _mm_set1_epi8(1)), _mm_set1_epi8(1));
-      residual = _mm_xor_si128(_mm_and_si128(_mm_srli_epi16(residual, 1), _mm_set1_epi8(0x7f)), odd);
+      const __m256i one = _mm256_set1_epi8(1);
+      const __m256i odd = _mm256_cmpeq_epi8(_mm256_and_si256(residual, one), one);
+      residual = _mm256_xor_si256(_mm256_and_si256(_mm256_srli_epi16(residual, 1), _mm256_set1_epi8(0x7f)), odd);
     }
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(row + x), _mm_add_epi8(residual, predicted_bytes));
+    const __m256i predicted = Paeth32(Load32(prev + x - 1), Load32(prev + x), Load32(prev + x + 1));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + x), _mm256_add_epi8(residual, predicted));
   }
   ReconstructScalar<kZigzag>(prev, coded, x, w, row);
 }
