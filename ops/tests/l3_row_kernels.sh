@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds and runs ops/tests/l3_row_kernels_test.cc (the L3 decoder's SIMD row loops against the scalar ones),
+# optimised and under ASan/UBSan.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+flags=(-std=c++17 -Wall -Wextra -Werror -I"$root/ops")
+g++ -O2 "${flags[@]}" "$root/ops/tests/l3_row_kernels_test.cc" -o "$work/test" &
+optimised=$!
+g++ -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer "${flags[@]}" \
+  "$root/ops/tests/l3_row_kernels_test.cc" -o "$work/test_asan"
+wait "$optimised"
+"$work/test"
+echo "under ASan/UBSan:"
+"$work/test_asan"

@@ -1,0 +1,134 @@
+// The SIMD row loops of the L3 decoder (ops/l3/l3_row_kernels.h) against their scalar versions, which are the
+// format's definition written out (and which the fuzz target and the op tests check against the reference).
+// The Paeth choice is checked on all 2^24 neighbourhoods; the rest on random rows of every width, segment
+// length, bit width and starting bit offset. No TensorFlow. Exits 1 on the first difference.
+//
+// Usage: ops/tests/l3_row_kernels.sh
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "l3/l3_row_kernels.h"
+
+namespace tfliquid::l3 {
+namespace {
+
+int failures = 0;
+
+void Check(bool ok, const char* what, int detail) {
+  if (!ok && failures++ < 10) std::printf("MISMATCH %s (%d)\n", what, detail);
+}
+
+std::vector<uint8_t> RandomBytes(std::mt19937* rng, size_t n) {
+  std::vector<uint8_t> bytes(n);
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>((*rng)());
+  return bytes;
+}
+
+#ifdef TFLIQUID_L3_X86
+__attribute__((target("avx2"))) void Paeth32Of(const uint8_t* a, const uint8_t* b, const uint8_t* c, uint8_t* out) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), Paeth32(Load32(a), Load32(b), Load32(c)));
+}
+
+void CheckPaethOnAllNeighbourhoods() {
+  if (!__builtin_cpu_supports("avx2")) return;
+  uint8_t a[32], b[32], c[32], chosen[32];
+  for (int top = 0; top < 256; ++top) {
+    for (int right = 0; right < 256; ++right) {
+      for (int left0 = 0; left0 < 256; left0 += 32) {
+        for (int i = 0; i < 32; ++i) a[i] = static_cast<uint8_t>(left0 + i), b[i] = top, c[i] = right;
+        Paeth32Of(a, b, c, chosen);
+        for (int i = 0; i < 32; ++i) Check(chosen[i] == PaethOfPrevious(a[i], top, right), "Paeth32", a[i]);
+      }
+    }
+  }
+}
+#endif
+
+template <bool kZigzag>
+void CheckReconstruct(std::mt19937* rng) {
+  for (uint32_t w = 1; w <= 300; ++w) {
+    std::vector<uint8_t> prev = RandomBytes(rng, w + 2 + 32), coded = RandomBytes(rng, w + 32);
+    prev[0] = prev[1], prev[w + 1] = prev[w];  // the replicated edges
+    std::vector<uint8_t> fast(w + 32), slow(w + 32);
+    SelectReconstruct(kZigzag)(prev.data() + 1, coded.data(), w, fast.data());
+    ReconstructScalar<kZigzag>(prev.data() + 1, coded.data(), 0, w, slow.data());
+    Check(std::equal(slow.begin(), slow.begin() + w, fast.begin()), "Reconstruct", static_cast<int>(w));
+  }
+}
+
+void CheckUnpack(std::mt19937* rng, bool zigzag) {
+  for (int trial = 0; trial < 3000; ++trial) {
+    const uint32_t w = 1 + (*rng)() % 200;
+    const uint32_t step = trial % 3 == 0 ? 8 : trial % 3 == 1 ? w : 1 + (*rng)() % 40;
+    const uint32_t segments = (w + step - 1) / step;
+    std::vector<uint8_t> widths(segments), bases(segments, 0);
+    for (uint32_t k = 0; k < segments; ++k) {
+      widths[k] = static_cast<uint8_t>((*rng)() % 9);
+      if (!zigzag) bases[k] = static_cast<uint8_t>((*rng)());
+    }
+    const std::vector<uint8_t> row = RandomBytes(rng, w + 64 + kUnpackReadsPast);
+    const CodedRow coded{row.data(), (*rng)() % 64, widths.data(), bases.data(), step, w};
+    std::vector<uint8_t> fast(w + kUnpackWritesPast), slow(w + kUnpackWritesPast);
+    SelectUnpackRow(zigzag)(coded, fast.data());
+    UnpackRowScalar(coded, slow.data());
+    Check(std::equal(slow.begin(), slow.begin() + w, fast.begin()), "UnpackRow", trial);
+  }
+}
+
+void CheckSplitNibbles(std::mt19937* rng) {
+  for (uint32_t count = 1; count <= 100; ++count) {
+    const std::vector<uint8_t> bytes = RandomBytes(rng, count);
+    std::vector<uint8_t> widths(count);
+    const WidthSummary summary = SplitNibbles(bytes.data(), count, widths.data());
+    unsigned widest = 0, sum = 0;
+    for (uint32_t k = 0; k < count; ++k) {
+      const unsigned expected = k & 1 ? bytes[k / 2] & 15 : bytes[k / 2] >> 4;
+      Check(widths[k] == expected, "SplitNibbles", static_cast<int>(count));
+      widest = std::max(widest, expected);
+      sum += expected;
+    }
+    Check(summary.widest == widest && summary.sum == sum, "SplitNibbles summary", static_cast<int>(count));
+  }
+}
+
+template <int kChannels, bool kSubtractGreen>
+void CheckInterleave(std::mt19937* rng) {
+  for (uint32_t n = 1; n <= 150; ++n) {
+    std::vector<std::vector<uint8_t>> planes;
+    const uint8_t* plane[kChannels];
+    for (int c = 0; c < kChannels; ++c) planes.push_back(RandomBytes(rng, n)), plane[c] = planes.back().data();
+    std::vector<uint8_t> fast(n * kChannels), slow(n * kChannels);
+    InterleaveRow<kChannels, kSubtractGreen>(plane, n, fast.data());
+    InterleaveScalar<kChannels, kSubtractGreen>(plane, 0, n, slow.data());
+    Check(fast == slow, "Interleave", kChannels * 1000 + static_cast<int>(n));
+  }
+}
+
+}  // namespace
+}  // namespace tfliquid::l3
+
+int main() {
+  using namespace tfliquid::l3;
+  std::mt19937 rng(7);
+#ifdef TFLIQUID_L3_X86
+  CheckPaethOnAllNeighbourhoods();
+#endif
+  CheckReconstruct<true>(&rng);
+  CheckReconstruct<false>(&rng);
+  CheckUnpack(&rng, true);
+  CheckUnpack(&rng, false);
+  CheckSplitNibbles(&rng);
+  CheckInterleave<1, false>(&rng);
+  CheckInterleave<3, false>(&rng);
+  CheckInterleave<3, true>(&rng);
+  CheckInterleave<4, false>(&rng);
+  CheckInterleave<4, true>(&rng);
+  if (failures) {
+    std::printf("%d mismatches\n", failures);
+    return 1;
+  }
+  std::printf("l3 row kernels: SIMD and scalar agree\n");
+  return 0;
+}
