@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "l3/l3_layout.h"
+#include "l3/l3_row_kernels.h"
 
 namespace tfliquid::l3 {
 namespace {
@@ -16,58 +17,84 @@ void StoreLe(std::string* out, uint64_t value, int bytes) {
 
 int BitLength(unsigned value) { return value == 0 ? 0 : 32 - __builtin_clz(value); }
 
+// Writes MSB-first bit fields of up to 32 bits through a 64-bit accumulator into a buffer large enough.
 class BitWriter {
  public:
-  explicit BitWriter(std::string* out) : out_(out) {}
-  void Put(uint32_t value, int bits) {  // most significant first
-    for (int i = bits - 1; i >= 0; --i) {
-      acc_ = static_cast<uint8_t>(acc_ << 1 | ((value >> i) & 1));
-      if (++n_ == 8) Flush();
-    }
+  explicit BitWriter(uint8_t* out) : out_(out) {}
+  void Put(uint32_t value, int bits) {
+    acc_ = acc_ << bits | value;
+    for (n_ += bits; n_ >= 8; n_ -= 8) out_[size_++] = static_cast<uint8_t>(acc_ >> (n_ - 8));
   }
   void Align() {
-    if (n_) {
-      acc_ = static_cast<uint8_t>(acc_ << (8 - n_));
-      Flush();
-    }
+    if (n_) Put(0, 8 - n_);
   }
+  size_t size() const { return size_; }
 
  private:
-  void Flush() {
-    out_->push_back(static_cast<char>(acc_));
-    acc_ = 0;
-    n_ = 0;
-  }
-  std::string* out_;
-  uint8_t acc_ = 0;
+  uint8_t* out_;
+  size_t size_ = 0;
+  uint64_t acc_ = 0;  // the low n_ bits are pending
   int n_ = 0;
 };
 
-void EncodeRow(const uint8_t* residuals, uint32_t w, const Params& params, std::string* out) {
-  const uint32_t step = params.segment ? params.segment : w;
-  std::vector<uint8_t> coded(w);
-  std::vector<int> widths;
-  BitWriter bits(out);
-  for (uint32_t x0 = 0; x0 < w; x0 += step) {
-    const uint32_t x1 = std::min(w, x0 + step);
-    int base = 0;
-    if (!params.zigzag) {
-      base = 127;
-      for (uint32_t x = x0; x < x1; ++x) base = std::min(base, static_cast<int>(static_cast<int8_t>(residuals[x])));
+// Packs one row of residuals: all segment headers, then every segment's values, then zero padding.
+class RowEncoder {
+ public:
+  RowEncoder(const Params& params, uint32_t max_width)
+      : params_(params), coded_(max_width), widths_(max_width), packed_((20 * max_width + 7) / 8 + 8) {}
+
+  void Encode(const uint8_t* residuals, uint32_t w, std::string* out) {
+    const uint32_t step = params_.segment ? params_.segment : w;
+    BitWriter bits(packed_.data());  // at most 12 header bits (1-pixel segments) and 8 value bits a pixel
+    for (uint32_t x0 = 0, k = 0; x0 < w; x0 += step, ++k) {
+      const uint32_t x1 = std::min(w, x0 + step);
+      int base = 0;
+      if (!params_.zigzag) {
+        base = 127;
+        for (uint32_t x = x0; x < x1; ++x) base = std::min<int>(base, static_cast<int8_t>(residuals[x]));
+      }
+      unsigned largest = 0;
+      for (uint32_t x = x0; x < x1; ++x) {
+        const int s = static_cast<int8_t>(residuals[x]);
+        coded_[x] = params_.zigzag ? static_cast<uint8_t>((static_cast<unsigned>(s) << 1) ^ (s >> 7))
+                                   : static_cast<uint8_t>(s - base);
+        largest |= coded_[x];  // the OR has the bit length of the largest value
+      }
+      widths_[k] = static_cast<uint8_t>(BitLength(largest));
+      if (params_.zigzag)
+        bits.Put(widths_[k], 4);
+      else
+        bits.Put(widths_[k] << 8 | static_cast<uint8_t>(base), 12);
     }
-    unsigned largest = 0;
-    for (uint32_t x = x0; x < x1; ++x) {
-      const int s = static_cast<int8_t>(residuals[x]);
-      coded[x] = params.zigzag ? static_cast<uint8_t>((static_cast<unsigned>(s) << 1) ^ (s >> 7)) : static_cast<uint8_t>(s - base);
-      largest = std::max<unsigned>(largest, coded[x]);
+    for (uint32_t x0 = 0, k = 0; x0 < w; x0 += step, ++k) {
+      const uint32_t x1 = std::min(w, x0 + step);
+      const int width = widths_[k];
+      uint32_t x = x0;
+      for (; x + 4 <= x1; x += 4)  // four values per write: at most 32 bits
+        bits.Put(((coded_[x] << width | coded_[x + 1]) << width | coded_[x + 2]) << width | coded_[x + 3],
+                 4 * width);
+      for (; x < x1; ++x) bits.Put(coded_[x], width);
     }
-    widths.push_back(BitLength(largest));
-    bits.Put(widths.back(), 4);
-    if (!params.zigzag) bits.Put(static_cast<uint8_t>(base), 8);
+    bits.Align();
+    out->append(reinterpret_cast<const char*>(packed_.data()), bits.size());
   }
-  for (uint32_t x0 = 0, k = 0; x0 < w; x0 += step, ++k)
-    for (uint32_t x = x0; x < std::min(w, x0 + step); ++x) bits.Put(coded[x], widths[k]);
-  bits.Align();
+
+ private:
+  const Params& params_;
+  std::vector<uint8_t> coded_, widths_, packed_;
+};
+
+// The image as channel planes, R and B minus G under subtract-green.
+std::vector<uint8_t> Planes(const uint8_t* pixels, uint64_t count, const Params& params) {
+  const int channels = params.channels;
+  std::vector<uint8_t> planes(count * channels);
+  for (int c = 0; c < channels; ++c) {
+    uint8_t* plane = planes.data() + c * count;
+    const bool minus_green = params.subtract_green && (c == 0 || c == 2);
+    for (uint64_t i = 0; i < count; ++i)
+      plane[i] = static_cast<uint8_t>(pixels[i * channels + c] - (minus_green ? pixels[i * channels + 1] : 0));
+  }
+  return planes;
 }
 
 }  // namespace
@@ -93,25 +120,31 @@ bool Encode(const uint8_t* pixels, uint32_t height, uint32_t width, const Params
   if (height < 1 || width < 1 || height > kMaxSide || width > kMaxSide ||
       static_cast<uint64_t>(height) * width * channels > kMaxBytes)
     return Fail(error, 0, "image outside the format's limits");
-  auto value = [&](int c, uint32_t y, uint32_t x) {
-    const uint8_t* px = pixels + (static_cast<uint64_t>(y) * width + x) * channels;
-    return static_cast<uint8_t>(params.subtract_green && (c == 0 || c == 2) ? px[c] - px[1] : px[c]);
-  };
+  const uint64_t count = static_cast<uint64_t>(height) * width;
+  const std::vector<uint8_t> planes = Planes(pixels, count, params);
   const std::vector<Patch> grid = PatchGrid(height, width, params.patch);
   std::string payload;
+  payload.reserve(count * channels / 2);
   std::vector<uint32_t> offsets{0};
-  std::vector<uint8_t> residuals;
+  const uint32_t max_width = std::min<uint32_t>(params.patch, width);
+  std::vector<uint8_t> residuals(max_width), above(max_width + 2), predicted(max_width);
+  // The decoder's reconstruction of zero residuals is the prediction itself: the encoder reuses its SIMD loop.
+  const std::vector<uint8_t> zeros(max_width, 0);
+  const ReconstructFunction predict = SelectReconstruct(/*zigzag=*/false);
+  RowEncoder row_encoder(params, max_width);
   for (int c = 0; c < channels; ++c) {
     for (const Patch& p : grid) {
-      for (uint32_t x = 0; x < p.w; ++x) payload.push_back(static_cast<char>(value(c, p.y0, p.x0 + x)));
-      residuals.resize(p.w);
+      const uint8_t* patch = planes.data() + c * count + static_cast<uint64_t>(p.y0) * width + p.x0;
+      payload.append(reinterpret_cast<const char*>(patch), p.w);
       for (uint32_t y = 1; y < p.h; ++y) {
-        auto prev = [&](uint32_t x) { return value(c, p.y0 + y - 1, p.x0 + x); };
-        for (uint32_t x = 0; x < p.w; ++x) {
-          const uint8_t predicted = PaethOfPrevious(prev(x > 0 ? x - 1 : x), prev(x), prev(x + 1 < p.w ? x + 1 : x));
-          residuals[x] = static_cast<uint8_t>(value(c, p.y0 + y, p.x0 + x) - predicted);
-        }
-        EncodeRow(residuals.data(), p.w, params, &payload);
+        // The previous row with its edge pixels replicated, as the prediction's edge rule reads it.
+        std::memcpy(above.data() + 1, patch + static_cast<uint64_t>(y - 1) * width, p.w);
+        above[0] = above[1];
+        above[p.w + 1] = above[p.w];
+        predict(above.data() + 1, zeros.data(), p.w, predicted.data());
+        const uint8_t* row = patch + static_cast<uint64_t>(y) * width;
+        for (uint32_t x = 0; x < p.w; ++x) residuals[x] = static_cast<uint8_t>(row[x] - predicted[x]);
+        row_encoder.Encode(residuals.data(), p.w, &payload);
       }
       if (payload.size() > UINT32_MAX) return Fail(error, 0, "payload exceeds 4 GiB");
       offsets.push_back(static_cast<uint32_t>(payload.size()));
