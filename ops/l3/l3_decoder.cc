@@ -179,6 +179,9 @@ bool Decode(const uint8_t* data, size_t size, const Header& header, uint8_t* pix
     for (int c = 0; c < channels; ++c)
       if (!RowDecoder::Finish(streams[c], error)) return fail(c, i);
   }
+#ifdef TFLIQUID_L3_X86
+  _mm_sfence();  // the interleave's streaming stores are visible before the image is handed on
+#endif
   return true;
 }
 

@@ -99,10 +99,14 @@ void CheckInterleave(std::mt19937* rng) {
     std::vector<std::vector<uint8_t>> planes;
     const uint8_t* plane[kChannels];
     for (int c = 0; c < kChannels; ++c) planes.push_back(RandomBytes(rng, n)), plane[c] = planes.back().data();
-    std::vector<uint8_t> fast(n * kChannels), slow(n * kChannels);
-    InterleaveRow<kChannels, kSubtractGreen>(plane, n, fast.data());
-    InterleaveScalar<kChannels, kSubtractGreen>(plane, 0, n, slow.data());
-    Check(fast == slow, "Interleave", kChannels * 1000 + static_cast<int>(n));
+    // Output rows both aligned to 16 bytes (streaming stores) and not.
+    for (size_t misalign : {0, 1}) {
+      std::vector<uint8_t> fast(n * kChannels + misalign), slow(n * kChannels);
+      InterleaveRow<kChannels, kSubtractGreen>(plane, n, fast.data() + misalign);
+      InterleaveScalar<kChannels, kSubtractGreen>(plane, 0, n, slow.data());
+      Check(std::equal(slow.begin(), slow.end(), fast.begin() + misalign), "Interleave",
+            kChannels * 1000 + static_cast<int>(n));
+    }
   }
 }
 
