@@ -23,6 +23,7 @@ install: $(INSTALLED)
 bench: $(INSTALLED)
 	$(PY) -m benchmarks.pcr_read
 	$(PY) -m benchmarks.convert
+	$(PY) -m benchmarks.l3_decode
 
 # jpegtran/cjpeg (tests, fixtures) and the libjpeg headers (the lossless transcoder links libjpeg).
 system-deps:
