@@ -100,7 +100,7 @@ void CheckInterleave(std::mt19937* rng) {
     const uint8_t* plane[kChannels];
     for (int c = 0; c < kChannels; ++c) planes.push_back(RandomBytes(rng, n)), plane[c] = planes.back().data();
     // Output rows both aligned to 16 bytes (streaming stores) and not.
-    for (size_t misalign : {0, 1}) {
+    for (size_t misalign = 0; misalign < 16; ++misalign) {
       std::vector<uint8_t> fast(n * kChannels + misalign), slow(n * kChannels);
       InterleaveRow<kChannels, kSubtractGreen>(plane, n, fast.data() + misalign);
       InterleaveScalar<kChannels, kSubtractGreen>(plane, 0, n, slow.data());
