@@ -17,7 +17,6 @@ import concurrent.futures
 import dataclasses
 import functools
 import os
-import struct
 import time
 
 import numpy as np
@@ -248,17 +247,10 @@ def _is_up_to_date(job: _Job, profile: str) -> bool:
         if os.stat(job.target).st_mtime_ns < os.stat(job.source).st_mtime_ns:
             return False
         with open(job.target, "rb") as f:
-            header = f.read(l3_format.HEADER.size)
-    except FileNotFoundError:
+            written, height, width = l3_format.parse_params(f.read(l3_format.HEADER.size))
+    except (FileNotFoundError, l3_format.L3Error):
         return False
-    try:
-        magic, version, channels, flags, segment, width, height, patch, _ = l3_format.HEADER.unpack(header)
-    except struct.error:
-        return False
-    written = l3_format.Params(channels, bool(flags & l3_format.FLAG_SUBTRACT_GREEN),
-                               bool(flags & l3_format.FLAG_ZIGZAG), segment, patch)
-    return (magic, version) == (l3_format.MAGIC, l3_format.VERSION) and \
-        written == l3_format.profile_params(profile, height, width, channels)
+    return written == l3_format.profile_params(profile, height, width, written.channels)
 
 
 def _pixels(image: Image.Image, reduce_16bit: bool) -> tuple[np.ndarray, bool]:

@@ -195,8 +195,9 @@ def decode_patch(reader: _Reader, height: int, width: int, params: Params) -> np
     return patch
 
 
-def parse_header(data: bytes):
-    """Validates header and offsets; returns (params, height, width, offsets, payload start)."""
+def parse_params(data: bytes):
+    """Validates the 24-byte header at the start of `data` (the rest may be absent); returns (params, height,
+    width)."""
     if len(data) < HEADER.size:
         raise L3Error(f"offset {len(data)}: data ends inside the 24-byte header")
     magic, version, channels, flags, segment, width, height, patch, reserved = HEADER.unpack_from(data)
@@ -212,8 +213,14 @@ def parse_header(data: bytes):
         raise L3Error(f"offset 12: image {width}x{height}x{channels} outside the format's limits")
     if not 1 <= patch <= 4096 or reserved:
         raise L3Error(f"offset 20: patch size {patch} outside 1..4096 or reserved field set")
-    params = Params(channels, bool(flags & FLAG_SUBTRACT_GREEN), bool(flags & FLAG_ZIGZAG), segment, patch)
-    count = channels * len(_patch_grid(height, width, patch)) + 1
+    return Params(channels, bool(flags & FLAG_SUBTRACT_GREEN), bool(flags & FLAG_ZIGZAG), segment, patch), \
+        height, width
+
+
+def parse_header(data: bytes):
+    """Validates header and offsets; returns (params, height, width, offsets, payload start)."""
+    params, height, width = parse_params(data)
+    count = params.channels * len(_patch_grid(height, width, params.patch)) + 1
     payload = HEADER.size + 4 * count
     if payload > len(data):
         raise L3Error(f"offset {len(data)}: data ends inside the {count} patch offsets")
