@@ -38,6 +38,7 @@ class RowDecoder {
   explicit RowDecoder(const Params& params, uint32_t width)
       : step_(params.segment ? params.segment : std::min<uint32_t>(params.patch, width)),
         zigzag_(params.zigzag),
+        header_bits_(params.zigzag ? 4 : 12),
         coded_(params.patch + kWriteSlack),
         widths_(params.patch),
         bases_(params.patch) {}  // all 0 in zigzag mode
@@ -72,12 +73,11 @@ class RowDecoder {
     row[w] = row[w - 1];
   }
 
-  // Reads one row's segment headers into widths_ and bases_; returns the row's length in bits (header and
-  // values), or 0 after an error.
-  uint64_t ReadHeaders(const uint8_t* row, size_t available, uint64_t at, uint32_t w, std::string* error) {
-    const uint32_t segments = (w + step_ - 1) / step_;
-    const unsigned header_bits = zigzag_ ? 4 : 12;
-    if ((static_cast<uint64_t>(segments) * header_bits + 7) / 8 > available)
+  // Reads the headers of one row's `segments` segments into widths_ and bases_; returns the row's length in bits
+  // (header and values), or 0 after an error.
+  uint64_t ReadHeaders(const uint8_t* row, size_t available, uint64_t at, uint32_t w, uint32_t segments,
+                       std::string* error) {
+    if ((static_cast<uint64_t>(segments) * header_bits_ + 7) / 8 > available)
       return Fail(error, at, "patch data ends inside a row's segment headers");
     uint8_t* __restrict widths = widths_.data();
     uint8_t* __restrict bases = bases_.data();
@@ -97,25 +97,26 @@ class RowDecoder {
     if (summary.widest > 8) return Fail(error, at, "segment width " + std::to_string(summary.widest) + " > 8");
     // Every segment has step_ values but the last, which has `last`.
     const uint32_t last = w - (segments - 1) * step_;
-    return static_cast<uint64_t>(segments) * header_bits + static_cast<uint64_t>(summary.sum) * step_ -
+    return static_cast<uint64_t>(segments) * header_bits_ + static_cast<uint64_t>(summary.sum) * step_ -
            static_cast<uint64_t>(step_ - last) * widths[segments - 1];
   }
 
   // Unpacks one row's coded values into coded_ (residuals plus base in base mode, zigzag codes otherwise).
   bool DecodeRow(const uint8_t* row, size_t available, uint64_t at, uint32_t w, size_t* row_bytes,
                  std::string* error) {
-    const uint64_t row_bits = ReadHeaders(row, available, at, w, error);
+    const uint32_t segments = (w + step_ - 1) / step_;
+    const uint64_t row_bits = ReadHeaders(row, available, at, w, segments, error);
     if (row_bits == 0) return false;
     *row_bytes = (row_bits + 7) / 8;
     if (*row_bytes > available) return Fail(error, at, "patch data ends inside a row");
-    const uint32_t segments = (w + step_ - 1) / step_;
-    unpack_row_({row, static_cast<uint64_t>(segments) * (zigzag_ ? 4 : 12), widths_.data(), bases_.data(), step_, w},
+    unpack_row_({row, static_cast<uint64_t>(segments) * header_bits_, widths_.data(), bases_.data(), step_, w},
                 coded_.data());
     return true;
   }
 
   const uint32_t step_;  // pixels per segment (0 in the header: a whole patch row)
   const bool zigzag_;
+  const unsigned header_bits_;  // per segment: a 4-bit width, plus an 8-bit base without zigzag
   const UnpackRowFunction unpack_row_ = SelectUnpackRow(zigzag_);
   const ReconstructFunction reconstruct_ = SelectReconstruct(zigzag_);
   std::vector<uint8_t> coded_;

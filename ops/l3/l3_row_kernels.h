@@ -1,5 +1,5 @@
-// The per-pixel loops of the L3 decoder, with SSE2/SSSE3 versions on x86 (the scalar loops finish each row
-// and are the whole implementation elsewhere). GCC does not vectorize the scalar Paeth loop well: it widens to
+// The per-pixel loops of the L3 decoder, with SSE2/SSSE3/AVX2 versions on x86 picked at run time (the scalar
+// loops finish each row and are the whole implementation elsewhere). GCC does not vectorize the scalar Paeth loop well: it widens to
 // 32-bit lanes, and it interleaves three planes byte by byte. Internal to ops/l3.
 #ifndef TFLIQUID_OPS_L3_L3_ROW_KERNELS_H_
 #define TFLIQUID_OPS_L3_L3_ROW_KERNELS_H_
@@ -18,7 +18,7 @@
 
 namespace tfliquid::l3 {
 
-// How far past the coded row UnpackSegment may read, and past the segment's n values it may write.
+// How far past the coded row the unpackers may read, and past the row's values they may write.
 inline constexpr size_t kUnpackReadsPast = 16;
 inline constexpr size_t kUnpackWritesPast = 7;
 
