@@ -9,6 +9,13 @@ namespace tfliquid {
 using tensorflow::shape_inference::InferenceContext;
 using tensorflow::shape_inference::ScalarShape;
 
+// The attributes that name a MinIO cache (ops/cache/cache.h, Config); an empty cache_name means none.
+#define LIQUID_CACHE_ATTRS                          \
+  Attr("cache_name: string = ''")                   \
+      .Attr("cache_capacity_bytes: int = 0")        \
+      .Attr("cache_directory: string = ''")         \
+      .Attr("cache_policy: string = 'minio'")
+
 REGISTER_OP("Liquid>ReadFile")
     .Input("filename: string")
     .Output("contents: string")
@@ -58,9 +65,11 @@ REGISTER_OP("Liquid>PCRRecordDataset")
     .Input("scan_group: int64")
     .Input("seed: int64")
     .Input("read_bandwidth: float64")
+    .Input("cache_pass: int64")
     .Output("handle: variant")
     .Attr("shuffle: bool = false")
     .Attr("with_keys: bool = false")
+    .LIQUID_CACHE_ATTRS
     .SetIsStateful()  // source datasets are stateful so that constant folding leaves them alone
     .SetShapeFn(ScalarShape)
     .Doc(R"doc(
@@ -69,6 +78,7 @@ which tf.nest flattens {"image", "key", "label"}, so Python declares a dict elem
 The image is the progressive JPEG cut at the scan group.
 prefix_ends: the record's index entry; scan_group: 1-based, above the record's count means full fidelity.
 read_bandwidth: >= 0 sets the process-wide read bandwidth (0 = unlimited) when the record is read; < 0 leaves it.
+cache_*: a MinIO cache of record prefixes, keyed by file, scan group and length; cache_pass counts its lookups.
 )doc");
 
 REGISTER_OP("Liquid>JpegToProgressive")
@@ -112,5 +122,51 @@ REGISTER_OP("Liquid>EncodeL3")
     .Attr("profile: string = 'default'")
     .SetShapeFn(ScalarShape)
     .Doc("Encodes uint8 [H, W, C] (C = 1, 3, 4) as L3 with the 'default' or 'paper' profile.");
+
+REGISTER_OP("Liquid>CacheBeginPass")
+    .Output("pass: int64")
+    .LIQUID_CACHE_ATTRS
+    .SetIsStateful()
+    .SetShapeFn(ScalarShape)
+    .Doc("Starts a pass (an epoch) over a MinIO cache's keys; its id tags the pass's lookups in the stats.");
+
+REGISTER_OP("Liquid>CacheLookup")
+    .Input("key: string")
+    .Input("pass: int64")
+    .Output("hit: bool")
+    .Output("values: dtypes")
+    .Attr("dtypes: list(type) >= 1")
+    .LIQUID_CACHE_ATTRS
+    .SetIsStateful()
+    .SetShapeFn([](InferenceContext* c) {
+      c->set_output(0, c->Scalar());
+      for (int i = 1; i < c->num_outputs(); ++i) c->set_output(i, c->UnknownShape());
+      return absl::OkStatus();
+    })
+    .Doc("The item cached under key (hit), or empty placeholders of the dtypes (miss).");
+
+REGISTER_OP("Liquid>CacheInsert")
+    .Input("key: string")
+    .Input("pass: int64")
+    .Input("values: T")
+    .Output("admitted: bool")
+    .Attr("T: list(type) >= 1")
+    .LIQUID_CACHE_ATTRS
+    .SetIsStateful()
+    .SetShapeFn(ScalarShape)
+    .Doc("Offers an item to the cache; MinIO admits it while it fits in the budget and never evicts.");
+
+REGISTER_OP("Liquid>CacheStats")
+    .Output("json: string")
+    .LIQUID_CACHE_ATTRS
+    .SetIsStateful()
+    .SetShapeFn(ScalarShape)
+    .Doc("Opens the cache (if this process has not yet) and returns its totals and per-pass counts as JSON.");
+
+REGISTER_OP("Liquid>CacheRelease")
+    .Attr("cache_name: string")
+    .SetIsStateful()
+    .SetShapeFn(tensorflow::shape_inference::NoOutputs)
+    .Doc("Forgets the named cache in this process (its memory is freed when no iterator uses it).");
 
 }  // namespace tfliquid

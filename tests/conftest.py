@@ -47,3 +47,24 @@ def photo_folder(tmp_path_factory, zoo_paths) -> pathlib.Path:
         img.thumbnail((160, 160))
         img.save(root / "things" / (pathlib.Path(name).stem + ".png"))
     return root
+
+
+@pytest.fixture(scope="session")
+def jpeg_files(tmp_path_factory) -> list[str]:
+    """400 real JPEGs, crops of the shipped photos at several sizes (3-12 KB): the items of the cache tests."""
+    import numpy as np
+
+    from tfliquid.sample_data import load_photos
+
+    root = tmp_path_factory.mktemp("jpeg_files")
+    photos = [photo.convert("RGB") for _, photo in load_photos()]
+    rng = np.random.default_rng(0)
+    paths = []
+    for i in range(400):
+        photo = photos[i % len(photos)]
+        side = int(rng.integers(48, 112))
+        x, y = int(rng.integers(0, photo.width - side)), int(rng.integers(0, photo.height - side))
+        path = root / f"{i:03d}.jpg"
+        photo.crop((x, y, x + side, y + side)).save(path, quality=90)
+        paths.append(str(path))
+    return paths

@@ -2,12 +2,14 @@
 // requested scan group with one read, validates it (ops/pcr/record.h) and emits every image as a progressive
 // JPEG cut at that scan group, with its (key and) label. Python interleaves one of these per record
 // (tfliquid/data/pcr_dataset.py); the scan group is an input so that a tf.Variable read in the interleave
-// function applies from the next record opened.
+// function applies from the next record opened. With a MinIO cache (cache_* attributes), the prefix is looked up
+// there first and offered to it after a read.
 #include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "cache/cache.h"
 #include "common/throttle.h"
 #include "common/throttled_read.h"
 #include "pcr/record.h"
@@ -65,6 +67,8 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
   explicit PCRRecordDatasetOp(OpKernelConstruction* ctx) : DatasetOpKernel(ctx) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("shuffle", &shuffle_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("with_keys", &with_keys_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("cache_name", &cache_config_.name));
+    if (!cache_config_.name.empty()) OP_REQUIRES_OK(ctx, cache::Config::FromAttrs(ctx, &cache_config_));
   }
 
   void MakeDataset(OpKernelContext* ctx, DatasetBase** output) override {
@@ -79,14 +83,15 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
                               prefix_ends.vec<int64_t>().data() + prefix_ends.NumElements());
     *output = new Dataset(ctx, std::string(filename.scalar<tstring>()()), std::move(ends), scan_group,
                           ctx->input(3).scalar<int64_t>()(), ctx->input(4).scalar<double>()(), shuffle_,
-                          with_keys_);
+                          with_keys_, cache_config_, ctx->input(5).scalar<int64_t>()());
   }
 
  private:
   class Dataset : public DatasetBase {
    public:
     Dataset(OpKernelContext* ctx, std::string filename, std::vector<int64_t> prefix_ends, int64_t scan_group,
-            int64_t seed, double read_bandwidth, bool shuffle, bool with_keys)
+            int64_t seed, double read_bandwidth, bool shuffle, bool with_keys, cache::Config cache_config,
+            int64_t cache_pass)
         : DatasetBase(DatasetContext(ctx)),
           filename_(std::move(filename)),
           prefix_ends_(std::move(prefix_ends)),
@@ -95,6 +100,8 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
           read_bandwidth_(read_bandwidth),
           shuffle_(shuffle),
           with_keys_(with_keys),
+          cache_config_(std::move(cache_config)),
+          cache_pass_(cache_pass),
           dtypes_(with_keys ? DataTypeVector{tensorflow::DT_STRING, tensorflow::DT_STRING, tensorflow::DT_INT64}
                             : DataTypeVector{tensorflow::DT_STRING, tensorflow::DT_INT64}),
           shapes_(dtypes_.size(), PartialTensorShape({})) {}
@@ -121,17 +128,28 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
    protected:
     absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
                                     Node** output) const override {
-      Node *filename, *prefix_ends, *scan_group, *seed, *bandwidth;
+      Node *filename, *prefix_ends, *scan_group, *seed, *bandwidth, *cache_pass;
       TF_RETURN_IF_ERROR(b->AddScalar(tstring(filename_), &filename));
       TF_RETURN_IF_ERROR(b->AddVector(prefix_ends_, &prefix_ends));
       TF_RETURN_IF_ERROR(b->AddScalar(scan_group_, &scan_group));
       TF_RETURN_IF_ERROR(b->AddScalar(seed_, &seed));
       TF_RETURN_IF_ERROR(b->AddScalar(read_bandwidth_, &bandwidth));
-      tensorflow::AttrValue shuffle, with_keys;
+      TF_RETURN_IF_ERROR(b->AddScalar(cache_pass_, &cache_pass));
+      tensorflow::AttrValue shuffle, with_keys, cache_name, cache_capacity, cache_directory, cache_policy;
       b->BuildAttrValue(shuffle_, &shuffle);
       b->BuildAttrValue(with_keys_, &with_keys);
-      return b->AddDataset(this, {filename, prefix_ends, scan_group, seed, bandwidth},
-                           {{"shuffle", shuffle}, {"with_keys", with_keys}}, output);
+      b->BuildAttrValue(cache_config_.name, &cache_name);
+      b->BuildAttrValue(cache_config_.capacity_bytes, &cache_capacity);
+      b->BuildAttrValue(cache_config_.directory, &cache_directory);
+      b->BuildAttrValue(cache_config_.policy, &cache_policy);
+      return b->AddDataset(this, {filename, prefix_ends, scan_group, seed, bandwidth, cache_pass},
+                           {{"shuffle", shuffle},
+                            {"with_keys", with_keys},
+                            {"cache_name", cache_name},
+                            {"cache_capacity_bytes", cache_capacity},
+                            {"cache_directory", cache_directory},
+                            {"cache_policy", cache_policy}},
+                           output);
     }
 
    private:
@@ -153,7 +171,7 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
         Tensor jpeg(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
         tstring& bytes = jpeg.scalar<tstring>()();
         bytes.resize_uninitialized(prefix_.ImageSize(i));
-        prefix_.AssembleImage(buffer_.get(), i, bytes.data());
+        prefix_.AssembleImage(buffer_.scalar<tstring>()().data(), i, bytes.data());
         out_tensors->push_back(std::move(jpeg));
         if (dataset()->with_keys_) {
           Tensor key(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
@@ -194,6 +212,33 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
      private:
       absl::Status Load(IteratorContext* ctx) TF_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         const Dataset& d = *dataset();
+        const uint32_t scan_group = static_cast<uint32_t>(std::min<int64_t>(d.scan_group_, pcr::kMaxScanGroups));
+        std::shared_ptr<cache::Cache> cache;
+        std::string cache_key;
+        if (!d.cache_config_.name.empty()) {
+          TF_RETURN_IF_ERROR(cache::Cache::Get(d.cache_config_, &cache));
+          cache_key = d.filename_ + "#group=" + std::to_string(scan_group) + "#bytes=" +
+                      std::to_string(d.PrefixLength());
+          std::vector<Tensor> cached;
+          bool hit;
+          TF_RETURN_IF_ERROR(cache->Lookup(cache_key, d.cache_pass_, &cached, &hit));
+          // A cached prefix went through ParsePrefix before it was admitted; parsing it again is cheap.
+          if (hit && cached.size() == 1 && cached[0].dtype() == tensorflow::DT_STRING && cached[0].dims() == 0 &&
+              ParsePrefix(cached[0], scan_group).ok()) {
+            return absl::OkStatus();
+          }
+        }
+        TF_RETURN_IF_ERROR(ReadPrefix(ctx));
+        TF_RETURN_IF_ERROR(ParsePrefix(buffer_, scan_group));
+        if (cache) {
+          bool admitted;
+          TF_RETURN_IF_ERROR(cache->Insert(cache_key, d.cache_pass_, {buffer_}, &admitted));
+        }
+        return absl::OkStatus();
+      }
+
+      absl::Status ReadPrefix(IteratorContext* ctx) TF_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        const Dataset& d = *dataset();
         if (d.read_bandwidth_ >= 0) ReadThrottle::Global().SetRate(d.read_bandwidth_);
         const uint64_t length = d.PrefixLength();
         uint64_t file_size;
@@ -203,12 +248,18 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
                                               " bytes but the index says scan group ", d.scan_group_,
                                               " ends at ", length, " (truncated record or stale index?)");
         }
-        buffer_.reset(new char[length]);
-        TF_RETURN_IF_ERROR(ReadRange(ctx->env(), d.filename_, 0, length, buffer_.get()));
+        buffer_ = Tensor(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
+        tstring& bytes = buffer_.scalar<tstring>()();
+        bytes.resize_uninitialized(length);
+        return ReadRange(ctx->env(), d.filename_, 0, length, bytes.data());
+      }
+
+      // Validates `prefix` (a scalar string) and makes it the record being emitted.
+      absl::Status ParsePrefix(const Tensor& prefix, uint32_t scan_group) TF_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        const Dataset& d = *dataset();
+        const tstring& bytes = prefix.scalar<tstring>()();
         std::string error;
-        if (!pcr::ParseRecordPrefix(buffer_.get(), length, static_cast<uint32_t>(std::min<int64_t>(
-                                                                 d.scan_group_, pcr::kMaxScanGroups)),
-                                    &prefix_, &error)) {
+        if (!pcr::ParseRecordPrefix(bytes.data(), bytes.size(), scan_group, &prefix_, &error)) {
           Release();
           return tensorflow::errors::DataLoss(d.filename_, ": ", error);
         }
@@ -217,20 +268,21 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
           return tensorflow::errors::DataLoss(d.filename_, ": checkpoint position ", next_, " is past the ",
                                               prefix_.num_images(), " images of the record");
         }
+        buffer_ = prefix;
         order_ = Permutation(prefix_.num_images(), d.shuffle_, d.seed_);
         loaded_ = true;
         return absl::OkStatus();
       }
 
       void Release() TF_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        buffer_.reset();
+        buffer_ = Tensor();
         prefix_ = pcr::RecordPrefix();
       }
 
       mutex mu_;
       bool loaded_ TF_GUARDED_BY(mu_) = false;
       size_t next_ TF_GUARDED_BY(mu_) = 0;
-      std::unique_ptr<char[]> buffer_ TF_GUARDED_BY(mu_);
+      Tensor buffer_ TF_GUARDED_BY(mu_);  // the prefix: a scalar string, shared with the cache when cached
       pcr::RecordPrefix prefix_ TF_GUARDED_BY(mu_);
       std::vector<uint32_t> order_ TF_GUARDED_BY(mu_);
     };
@@ -242,12 +294,15 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
     const double read_bandwidth_;
     const bool shuffle_;
     const bool with_keys_;
+    const cache::Config cache_config_;
+    const int64_t cache_pass_;
     const DataTypeVector dtypes_;
     const std::vector<PartialTensorShape> shapes_;
   };
 
   bool shuffle_;
   bool with_keys_;
+  cache::Config cache_config_;
 };
 
 REGISTER_KERNEL_BUILDER(Name("Liquid>PCRRecordDataset").Device(tensorflow::DEVICE_CPU), PCRRecordDatasetOp);

@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfliquid._lib import ops as _ops
+from tfliquid.cache.minio_cache import MinIOCache, each_pass
 from tfliquid.formats import pcr as pcr_format
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -29,9 +30,11 @@ class _PCRRecordDataset(tf.data.Dataset):
     """
 
     def __init__(self, filename, prefix_ends, scan_group, seed, read_bandwidth, shuffle: bool,
-                 with_keys: bool = False):
+                 with_keys: bool = False, cache: MinIOCache | None = None, cache_pass=-1):
+        cache_attrs = cache.op_attrs if cache is not None else {}
         variant = _ops().liquid_pcr_record_dataset(
-            filename, prefix_ends, scan_group, seed, read_bandwidth, shuffle=shuffle, with_keys=with_keys)
+            filename, prefix_ends, scan_group, seed, read_bandwidth, cache_pass, shuffle=shuffle,
+            with_keys=with_keys, **cache_attrs)
         self._spec = {"image": tf.TensorSpec([], tf.string), "label": tf.TensorSpec([], tf.int64)}
         if with_keys:
             self._spec["key"] = tf.TensorSpec([], tf.string)
@@ -76,6 +79,8 @@ class PCRDataset(tf.data.Dataset):
       read_bandwidth: bytes/s for every tfliquid reader in this process (emulates slow storage); None leaves
         the process-wide setting (`tfliquid.io.set_read_bandwidth`) as it is.
       with_keys: also yield "key", the image's key (its source file name) when the dataset stored keys.
+      cache: a `tfliquid.MinIOCache` for the record prefixes read (keyed by record file, scan group and length):
+        later epochs read the cached records from memory (or its directory) instead of storage.
 
     Elements: {"image": uint8 [H, W, 3] (or string), "label": int64 [, "key": string]}.
 
@@ -84,7 +89,8 @@ class PCRDataset(tf.data.Dataset):
     """
 
     def __init__(self, path, scan_group=None, decode: bool = True, shuffle: bool = True, seed: int | None = None,
-                 num_parallel_reads=AUTOTUNE, read_bandwidth: float | None = None, with_keys: bool = False):
+                 num_parallel_reads=AUTOTUNE, read_bandwidth: float | None = None, with_keys: bool = False,
+                 cache: MinIOCache | None = None):
         index = pcr_format.read_index(path)
         if not index.records:
             raise ValueError(f"{path}: the index lists no records")
@@ -92,8 +98,11 @@ class PCRDataset(tf.data.Dataset):
             raise ValueError(f"read_bandwidth must be > 0 bytes/s or None, got {read_bandwidth}")
         if num_parallel_reads != AUTOTUNE and (not isinstance(num_parallel_reads, int) or num_parallel_reads < 1):
             raise ValueError(f"num_parallel_reads must be a positive int or tf.data.AUTOTUNE, got {num_parallel_reads}")
+        if cache is not None and not isinstance(cache, MinIOCache):
+            raise TypeError(f"cache must be a tfliquid.MinIOCache or None, got {type(cache).__name__}")
         self._path = path
         self._index = index
+        self._cache = cache
         self._scan_group = _validate_scan_group(scan_group, index.num_scan_groups)
         self._impl = self._build(decode, shuffle, seed, num_parallel_reads, read_bandwidth, with_keys)
         super().__init__(self._impl._variant_tensor)
@@ -117,16 +126,19 @@ class PCRDataset(tf.data.Dataset):
         else:
             records = records.map(lambda i: (i, tf.constant(0, tf.int64)))
 
-        def open_record(i, record_seed):
-            group = scan_group.read_value() if isinstance(scan_group, tf.Variable) else scan_group
-            return _PCRRecordDataset(tf.gather(filenames, i), tf.gather(prefix_ends, i),
-                                     tf.cast(group, tf.int64), record_seed, bandwidth, shuffle, with_keys)
+        def images_of_pass(cache_pass):
+            def open_record(i, record_seed):
+                group = scan_group.read_value() if isinstance(scan_group, tf.Variable) else scan_group
+                return _PCRRecordDataset(tf.gather(filenames, i), tf.gather(prefix_ends, i),
+                                         tf.cast(group, tf.int64), record_seed, bandwidth, shuffle, with_keys,
+                                         self._cache, cache_pass)
 
-        if num_parallel_reads == 1:  # a plain interleave: no thread hand-off per image
-            images = records.interleave(open_record, cycle_length=1)
-        else:
-            images = records.interleave(open_record, cycle_length=num_parallel_reads,
-                                        num_parallel_calls=num_parallel_reads)
+            if num_parallel_reads == 1:  # a plain interleave: no thread hand-off per image
+                return records.interleave(open_record, cycle_length=1)
+            return records.interleave(open_record, cycle_length=num_parallel_reads,
+                                      num_parallel_calls=num_parallel_reads)
+
+        images = each_pass(self._cache, images_of_pass)
         if decode:
             images = images.map(lambda x: {**x, "image": tf.io.decode_jpeg(x["image"], channels=3)},
                                 num_parallel_calls=AUTOTUNE)

@@ -20,6 +20,7 @@ import struct
 from typing import Callable, Sequence
 
 from tfliquid._proto import pcr_pb2
+from tfliquid.formats.crc32c import crc32c
 
 RECORD_MAGIC = b"\x89PCR\r\n\x1a\n"
 INDEX_MAGIC = b"\x89PCI\r\n\x1a\n"
@@ -33,27 +34,6 @@ INDEX_FILENAME = "index.pcrindex"
 
 class PCRFormatError(ValueError):
     """A record or index violates the format; the message gives the offset."""
-
-
-def _crc_table() -> list[int]:
-    table = []
-    for byte in range(256):
-        crc = byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-        table.append(crc)
-    return table
-
-
-_CRC_TABLE = _crc_table()
-
-
-def crc32c(data: bytes) -> int:
-    """CRC32C (Castagnoli), bit by bit readable and slow (about 5 MB/s): the oracle for the C++ one."""
-    crc = 0xFFFFFFFF
-    for byte in data:
-        crc = (crc >> 8) ^ _CRC_TABLE[(crc ^ byte) & 0xFF]
-    return crc ^ 0xFFFFFFFF
 
 
 @dataclasses.dataclass

@@ -1,0 +1,149 @@
+#include "cache/cache.h"
+
+#include <map>
+#include <utility>
+
+#include "cache/item_codec.h"
+#include "tensorflow/core/platform/errors.h"
+
+namespace tfliquid {
+namespace cache {
+namespace {
+
+struct Registry {
+  tensorflow::mutex mu;
+  std::map<std::string, std::shared_ptr<Cache>> caches TF_GUARDED_BY(mu);
+};
+
+Registry& TheRegistry() {
+  static Registry* registry = new Registry;  // never destroyed: ops may run during static destruction
+  return *registry;
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string Describe(const Config& c) {
+  return "capacity_bytes=" + std::to_string(c.capacity_bytes) + ", directory='" + c.directory + "', policy=" + c.policy;
+}
+
+}  // namespace
+
+absl::Status Config::FromAttrs(tensorflow::OpKernelConstruction* ctx, Config* config) {
+  TF_RETURN_IF_ERROR(ctx->GetAttr("cache_name", &config->name));
+  TF_RETURN_IF_ERROR(ctx->GetAttr("cache_capacity_bytes", &config->capacity_bytes));
+  TF_RETURN_IF_ERROR(ctx->GetAttr("cache_directory", &config->directory));
+  TF_RETURN_IF_ERROR(ctx->GetAttr("cache_policy", &config->policy));
+  if (config->capacity_bytes < 0) {
+    return tensorflow::errors::InvalidArgument("cache capacity_bytes must be >= 0, got ", config->capacity_bytes);
+  }
+  if (config->policy != "minio" && config->policy != "lru") {
+    return tensorflow::errors::InvalidArgument("cache policy must be 'minio' or 'lru', got '", config->policy, "'");
+  }
+  if (config->policy == "lru" && !config->directory.empty()) {
+    return tensorflow::errors::InvalidArgument("the 'lru' policy is in-memory only (it is the baseline MinIO is "
+                                               "compared with); a directory cache is 'minio'");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Cache::Get(const Config& config, std::shared_ptr<Cache>* cache) {
+  Registry& registry = TheRegistry();
+  tensorflow::mutex_lock lock(registry.mu);
+  auto it = registry.caches.find(config.name);
+  if (it != registry.caches.end()) {
+    if (!(it->second->config_ == config)) {
+      return tensorflow::errors::InvalidArgument("MinIO cache '", config.name, "' exists with ",
+                                                 Describe(it->second->config_), "; asked for ", Describe(config));
+    }
+    *cache = it->second;
+    return absl::OkStatus();
+  }
+  std::unique_ptr<Store> store;
+  const auto capacity = static_cast<uint64_t>(config.capacity_bytes);
+  if (config.directory.empty()) {
+    store = NewMemoryStore(capacity, config.policy == "lru");
+  } else {
+    TF_RETURN_IF_ERROR(NewDirectoryStore(config.directory, capacity, &store));
+  }
+  cache->reset(new Cache(config, std::move(store)));
+  registry.caches.emplace(config.name, *cache);
+  return absl::OkStatus();
+}
+
+void Cache::Release(const std::string& name) {
+  Registry& registry = TheRegistry();
+  tensorflow::mutex_lock lock(registry.mu);
+  registry.caches.erase(name);
+}
+
+int64_t Cache::BeginPass() {
+  tensorflow::mutex_lock lock(mu_);
+  passes_.emplace_back();
+  return static_cast<int64_t>(passes_.size()) - 1;
+}
+
+PassStats& Cache::PassLocked(int64_t pass) {
+  // A pass id from before a Release and re-creation of the cache still counts, in a pass of its own.
+  if (pass < 0) pass = 0;
+  if (static_cast<size_t>(pass) >= passes_.size()) passes_.resize(pass + 1);
+  return passes_[pass];
+}
+
+absl::Status Cache::Lookup(const std::string& key, int64_t pass, std::vector<tensorflow::Tensor>* values, bool* hit) {
+  TF_RETURN_IF_ERROR(store_->Lookup(key, values, hit));
+  tensorflow::mutex_lock lock(mu_);
+  PassStats& stats = PassLocked(pass);
+  (*hit ? stats.hits : stats.misses) += 1;
+  return absl::OkStatus();
+}
+
+absl::Status Cache::Insert(const std::string& key, int64_t pass, const std::vector<tensorflow::Tensor>& values,
+                           bool* admitted) {
+  TF_RETURN_IF_ERROR(CheckStorable(key, values));
+  uint64_t bytes;
+  TF_RETURN_IF_ERROR(store_->Admit(key, values, &bytes));
+  *admitted = bytes > 0;
+  if (!*admitted) return absl::OkStatus();
+  tensorflow::mutex_lock lock(mu_);
+  PassStats& stats = PassLocked(pass);
+  stats.admitted_items += 1;
+  stats.admitted_bytes += bytes;
+  return absl::OkStatus();
+}
+
+absl::Status Cache::StatsJson(std::string* json) {
+  Totals totals;
+  TF_RETURN_IF_ERROR(store_->GetTotals(&totals));
+  *json = "{\"name\": " + JsonString(config_.name) + ", \"policy\": " + JsonString(config_.policy) +
+          ", \"directory\": " + JsonString(config_.directory) +
+          ", \"capacity_bytes\": " + std::to_string(config_.capacity_bytes) +
+          ", \"bytes\": " + std::to_string(totals.bytes) + ", \"items\": " + std::to_string(totals.items) +
+          ", \"passes\": [";
+  tensorflow::mutex_lock lock(mu_);
+  for (size_t i = 0; i < passes_.size(); ++i) {
+    const PassStats& p = passes_[i];
+    *json += (i ? ", " : "") + std::string("{\"hits\": ") + std::to_string(p.hits) +
+             ", \"misses\": " + std::to_string(p.misses) + ", \"admitted_items\": " + std::to_string(p.admitted_items) +
+             ", \"admitted_bytes\": " + std::to_string(p.admitted_bytes) + "}";
+  }
+  *json += "]}";
+  return absl::OkStatus();
+}
+
+}  // namespace cache
+}  // namespace tfliquid

@@ -1,0 +1,70 @@
+// A named MinIO cache: a Store plus per-pass hit and miss counts. Caches live in a process-wide registry, so
+// every dataset, iterator and op that names the same cache shares it, across the iterator re-creation Keras
+// does each epoch and across the tasks a tf.data service worker runs (each of which builds its graph anew).
+#ifndef TFLIQUID_OPS_CACHE_CACHE_H_
+#define TFLIQUID_OPS_CACHE_CACHE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cache/store.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/platform/mutex.h"
+
+namespace tfliquid {
+namespace cache {
+
+// What a cache is: every op that uses one carries these as attributes.
+struct Config {
+  std::string name;
+  int64_t capacity_bytes = 0;
+  std::string directory;  // empty: this process's memory
+  std::string policy;     // "minio" or "lru"
+
+  // From the attributes cache_name, cache_capacity_bytes, cache_directory and cache_policy.
+  static absl::Status FromAttrs(tensorflow::OpKernelConstruction* ctx, Config* config);
+  bool operator==(const Config& other) const {
+    return name == other.name && capacity_bytes == other.capacity_bytes && directory == other.directory &&
+           policy == other.policy;
+  }
+};
+
+struct PassStats {
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t admitted_items = 0;
+  uint64_t admitted_bytes = 0;
+};
+
+class Cache {
+ public:
+  // The registered cache named config.name, created on first use. Another config under the same name is an
+  // InvalidArgument error.
+  static absl::Status Get(const Config& config, std::shared_ptr<Cache>* cache);
+  // Forgets the cache: memory is freed once the iterators still using it are gone. Directories stay on disk.
+  static void Release(const std::string& name);
+
+  // A new pass over the keys (an epoch, when the keys are a dataset's): its id for Lookup and Insert.
+  int64_t BeginPass();
+  absl::Status Lookup(const std::string& key, int64_t pass, std::vector<tensorflow::Tensor>* values, bool* hit);
+  absl::Status Insert(const std::string& key, int64_t pass, const std::vector<tensorflow::Tensor>& values,
+                      bool* admitted);
+  // {"name", "policy", "directory", "capacity_bytes", "bytes", "items", "passes": [{hits, misses, ...}]}
+  absl::Status StatsJson(std::string* json);
+
+ private:
+  Cache(Config config, std::unique_ptr<Store> store) : config_(std::move(config)), store_(std::move(store)) {}
+  PassStats& PassLocked(int64_t pass) TF_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const Config config_;
+  const std::unique_ptr<Store> store_;
+  tensorflow::mutex mu_;
+  std::vector<PassStats> passes_ TF_GUARDED_BY(mu_);
+};
+
+}  // namespace cache
+}  // namespace tfliquid
+
+#endif  // TFLIQUID_OPS_CACHE_CACHE_H_

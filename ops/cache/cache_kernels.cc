@@ -1,0 +1,136 @@
+// Kernels of the MinIO cache ops. Python composes them into the minio_cache transform
+// (tfliquid/cache/transform.py): BeginPass once per pass over the keys, then per key Lookup and, on a miss,
+// fetch and Insert.
+#include <string>
+#include <vector>
+
+#include "cache/cache.h"
+#include "common/kernel.h"
+
+namespace tfliquid {
+namespace {
+
+using cache::Cache;
+using cache::Config;
+
+// A kernel bound to one cache, looked up by name on every call: after a Release, the name means a new cache.
+class CacheOpKernel : public OpKernel {
+ public:
+  explicit CacheOpKernel(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, Config::FromAttrs(ctx, &config_));
+  }
+
+ protected:
+  absl::Status GetCache(std::shared_ptr<Cache>* cache) { return Cache::Get(config_, cache); }
+
+  Config config_;
+};
+
+class CacheBeginPassOp : public CacheOpKernel {
+ public:
+  using CacheOpKernel::CacheOpKernel;
+
+  void Compute(OpKernelContext* ctx) override {
+    std::shared_ptr<Cache> cache;
+    OP_REQUIRES_OK(ctx, GetCache(&cache));
+    Tensor* pass;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &pass));
+    pass->scalar<int64_t>()() = cache->BeginPass();
+  }
+};
+
+class CacheLookupOp : public CacheOpKernel {
+ public:
+  explicit CacheLookupOp(OpKernelConstruction* ctx) : CacheOpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("dtypes", &dtypes_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    std::shared_ptr<Cache> cache;
+    OP_REQUIRES_OK(ctx, GetCache(&cache));
+    const std::string key(ctx->input(0).scalar<tstring>()());
+    std::vector<Tensor> values;
+    bool hit;
+    OP_REQUIRES_OK(ctx, cache->Lookup(key, ctx->input(1).scalar<int64_t>()(), &values, &hit));
+    Tensor* hit_out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &hit_out));
+    hit_out->scalar<bool>()() = hit;
+    if (hit) {
+      OP_REQUIRES(ctx, values.size() == dtypes_.size(),
+                  tensorflow::errors::InvalidArgument("MinIO cache '", config_.name, "': the item of key '", key,
+                                                      "' holds ", values.size(), " tensors but fetch returns ",
+                                                      dtypes_.size(), " (is the cache shared by different fetches?)"));
+    }
+    for (size_t i = 0; i < dtypes_.size(); ++i) {
+      if (!hit) {  // a miss yields empty placeholders; the transform's cond uses fetch's outputs instead
+        Tensor* empty;
+        OP_REQUIRES_OK(ctx, ctx->allocate_output(1 + i, TensorShape({0}), &empty));
+        continue;
+      }
+      OP_REQUIRES(ctx, values[i].dtype() == dtypes_[i],
+                  tensorflow::errors::InvalidArgument(
+                      "MinIO cache '", config_.name, "': the item of key '", key, "' has a ",
+                      tensorflow::DataTypeString(values[i].dtype()), " tensor where fetch returns ",
+                      tensorflow::DataTypeString(dtypes_[i]), " (is the cache shared by different fetches?)"));
+      ctx->set_output(1 + i, values[i]);
+    }
+  }
+
+ private:
+  tensorflow::DataTypeVector dtypes_;
+};
+
+class CacheInsertOp : public CacheOpKernel {
+ public:
+  using CacheOpKernel::CacheOpKernel;
+
+  void Compute(OpKernelContext* ctx) override {
+    std::shared_ptr<Cache> cache;
+    OP_REQUIRES_OK(ctx, GetCache(&cache));
+    const std::string key(ctx->input(0).scalar<tstring>()());
+    tensorflow::OpInputList inputs;
+    OP_REQUIRES_OK(ctx, ctx->input_list("values", &inputs));
+    std::vector<Tensor> values(inputs.begin(), inputs.end());
+    bool admitted;
+    OP_REQUIRES_OK(ctx, cache->Insert(key, ctx->input(1).scalar<int64_t>()(), values, &admitted));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &out));
+    out->scalar<bool>()() = admitted;
+  }
+};
+
+class CacheStatsOp : public CacheOpKernel {
+ public:
+  using CacheOpKernel::CacheOpKernel;
+
+  void Compute(OpKernelContext* ctx) override {
+    std::shared_ptr<Cache> cache;
+    OP_REQUIRES_OK(ctx, GetCache(&cache));
+    std::string json;
+    OP_REQUIRES_OK(ctx, cache->StatsJson(&json));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &out));
+    out->scalar<tstring>()() = json;
+  }
+};
+
+class CacheReleaseOp : public OpKernel {
+ public:
+  explicit CacheReleaseOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("cache_name", &name_));
+  }
+
+  void Compute(OpKernelContext*) override { Cache::Release(name_); }
+
+ private:
+  std::string name_;
+};
+
+REGISTER_KERNEL_BUILDER(Name("Liquid>CacheBeginPass").Device(tensorflow::DEVICE_CPU), CacheBeginPassOp);
+REGISTER_KERNEL_BUILDER(Name("Liquid>CacheLookup").Device(tensorflow::DEVICE_CPU), CacheLookupOp);
+REGISTER_KERNEL_BUILDER(Name("Liquid>CacheInsert").Device(tensorflow::DEVICE_CPU), CacheInsertOp);
+REGISTER_KERNEL_BUILDER(Name("Liquid>CacheStats").Device(tensorflow::DEVICE_CPU), CacheStatsOp);
+REGISTER_KERNEL_BUILDER(Name("Liquid>CacheRelease").Device(tensorflow::DEVICE_CPU), CacheReleaseOp);
+
+}  // namespace
+}  // namespace tfliquid

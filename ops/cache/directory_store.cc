@@ -1,0 +1,314 @@
+// The shared-directory backend (layout, ledger and admission protocol: docs/formats/cache.md).
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "cache/item_codec.h"
+#include "cache/store.h"
+#include "common/crc32c.h"
+#include "tensorflow/core/platform/errors.h"
+#include "tensorflow/core/platform/logging.h"
+#include "tensorflow/core/platform/mutex.h"
+
+namespace tfliquid {
+namespace cache {
+namespace {
+
+using tensorflow::Tensor;
+
+constexpr char kLedgerMagic[8] = {'L', 'Q', 'C', 'L', 'E', 'D', 'G', '1'};
+constexpr size_t kLedgerBytes = 36;
+
+absl::Status PosixError(const std::string& what, const std::string& path) {
+  return tensorflow::errors::Internal("MinIO cache: ", what, " ", path, ": ", std::strerror(errno));
+}
+
+bool ReadAll(int fd, char* data, uint64_t size) {
+  for (uint64_t done = 0; done < size;) {
+    const ssize_t n = pread(fd, data + done, size - done, static_cast<off_t>(done));
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+bool WriteAll(int fd, const char* data, uint64_t size) {
+  for (uint64_t done = 0; done < size;) {
+    const ssize_t n = pwrite(fd, data + done, size - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+absl::Status MakeDirectory(const std::string& path) {
+  if (mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return absl::OkStatus();
+  return PosixError("cannot create", path);
+}
+
+// Calls visit(name) for every entry of `directory` but "." and "..".
+template <typename Visit>
+void ForEachEntry(const std::string& directory, Visit visit) {
+  DIR* dir = opendir(directory.c_str());
+  if (dir == nullptr) return;
+  while (const dirent* entry = readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name != "." && name != "..") visit(name);
+  }
+  closedir(dir);
+}
+
+struct Ledger {
+  uint64_t capacity = 0;
+  Totals totals;
+};
+
+// tmp/HASH.PID.SEQ.BYTES.tmp -> (pid, bytes); false for any other name.
+bool ParseTmpName(const std::string& name, pid_t* pid, uint64_t* bytes) {
+  unsigned long long p, seq, b;
+  char hash[33];
+  int consumed = 0;
+  if (std::sscanf(name.c_str(), "%32[0-9a-f].%llu.%llu.%llu.tmp%n", hash, &p, &seq, &b, &consumed) != 4 ||
+      consumed != static_cast<int>(name.size())) {
+    return false;
+  }
+  *pid = static_cast<pid_t>(p);
+  *bytes = b;
+  return true;
+}
+
+bool ProcessExists(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
+
+class DirectoryStore : public Store {
+ public:
+  DirectoryStore(std::string directory, uint64_t capacity, int ledger_fd)
+      : directory_(std::move(directory)), capacity_(capacity), ledger_fd_(ledger_fd) {}
+  ~DirectoryStore() override { close(ledger_fd_); }
+
+  // Checks the ledger against this cache's capacity (creating or rebuilding it), and removes what processes
+  // that died while writing left behind.
+  absl::Status Open() {
+    LedgerLock lock(this);
+    Ledger ledger;
+    if (!ReadLedger(&ledger)) ledger = Rebuild();
+    if (ledger.capacity != capacity_) {
+      return tensorflow::errors::InvalidArgument(
+          "MinIO cache directory ", directory_, " was created with capacity_bytes=", ledger.capacity,
+          " but this cache asks for ", capacity_, ": use the same capacity, or another (or an emptied) directory");
+    }
+    ForEachEntry(TmpDir(), [&](const std::string& name) {
+      pid_t pid;
+      uint64_t bytes;
+      if (!ParseTmpName(name, &pid, &bytes) || ProcessExists(pid)) return;
+      if (unlink((TmpDir() + "/" + name).c_str()) == 0) Refund(&ledger, bytes);
+    });
+    return WriteLedger(ledger);
+  }
+
+  absl::Status Lookup(const std::string& key, std::vector<Tensor>* values, bool* found) override {
+    *found = false;
+    const std::string path = ItemPath(KeyHash(key));
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT ? absl::OkStatus() : PosixError("cannot open", path);
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+      close(fd);
+      return PosixError("cannot stat", path);
+    }
+    std::string data, error;
+    Decoded decoded = Decoded::kDamaged;
+    if (static_cast<uint64_t>(st.st_size) > capacity_) {
+      error = "larger than the cache's capacity";
+    } else if (data.resize(st.st_size); !ReadAll(fd, data.data(), data.size())) {
+      error = "shorter than its size";
+    } else {
+      decoded = DecodeItem(data.data(), data.size(), key, values, &error);
+    }
+    close(fd);
+    if (decoded == Decoded::kOk) *found = true;
+    if (decoded == Decoded::kDamaged) Discard(path, st.st_ino, static_cast<uint64_t>(st.st_size), error);
+    return absl::OkStatus();
+  }
+
+  absl::Status Admit(const std::string& key, const std::vector<Tensor>& values, uint64_t* admitted_bytes) override {
+    *admitted_bytes = 0;
+    const uint64_t size = EncodedSize(key, values);
+    if (size > capacity_) return absl::OkStatus();
+    const std::string hash = KeyHash(key);
+    const std::string path = ItemPath(hash);
+    {
+      LedgerLock lock(this);
+      Ledger ledger = ReadOrRebuildLedger();
+      if (Exists(path) || ledger.totals.bytes + size > capacity_) return absl::OkStatus();
+      ledger.totals.bytes += size;
+      ledger.totals.items += 1;
+      TF_RETURN_IF_ERROR(WriteLedger(ledger));
+    }
+    const std::string tmp = TmpDir() + "/" + hash + "." + std::to_string(getpid()) + "." +
+                            std::to_string(next_tmp_++) + "." + std::to_string(size) + ".tmp";
+    std::string encoded;
+    EncodeItem(key, values, &encoded);
+    const bool written = WriteFile(tmp, encoded);
+    LedgerLock lock(this);
+    Ledger ledger = ReadOrRebuildLedger();
+    if (!written || Exists(path) || !MakeDirectory(directory_ + "/items/" + hash.substr(0, 2)).ok() ||
+        rename(tmp.c_str(), path.c_str()) != 0) {
+      if (!written) LOG(WARNING) << "MinIO cache: cannot write " << tmp << ": " << std::strerror(errno);
+      unlink(tmp.c_str());
+      Refund(&ledger, size);
+      return WriteLedger(ledger);
+    }
+    *admitted_bytes = size;
+    return absl::OkStatus();
+  }
+
+  absl::Status GetTotals(Totals* totals) override {
+    LedgerLock lock(this);
+    *totals = ReadOrRebuildLedger().totals;
+    return absl::OkStatus();
+  }
+
+ private:
+  // The ledger's flock orders processes; the mutex orders this process's threads, which share one open file
+  // description and so one flock.
+  class LedgerLock {
+   public:
+    explicit LedgerLock(DirectoryStore* store) TF_NO_THREAD_SAFETY_ANALYSIS : store_(store) {
+      store_->mu_.lock();
+      while (flock(store_->ledger_fd_, LOCK_EX) != 0 && errno == EINTR) {
+      }
+    }
+    ~LedgerLock() TF_NO_THREAD_SAFETY_ANALYSIS {
+      flock(store_->ledger_fd_, LOCK_UN);
+      store_->mu_.unlock();
+    }
+
+   private:
+    DirectoryStore* store_;
+  };
+
+  std::string TmpDir() const { return directory_ + "/tmp"; }
+  std::string ItemPath(const std::string& hash) const {
+    return directory_ + "/items/" + hash.substr(0, 2) + "/" + hash.substr(2) + ".item";
+  }
+
+  bool WriteFile(const std::string& path, const std::string& data) {
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    const bool ok = WriteAll(fd, data.data(), data.size());
+    return close(fd) == 0 && ok;
+  }
+
+  bool ReadLedger(Ledger* ledger) {
+    char data[kLedgerBytes];
+    uint32_t crc;
+    if (!ReadAll(ledger_fd_, data, kLedgerBytes) || std::memcmp(data, kLedgerMagic, 8) != 0) return false;
+    std::memcpy(&crc, data + 32, 4);
+    if (crc != Crc32c(data, 32)) return false;
+    std::memcpy(&ledger->capacity, data + 8, 8);
+    std::memcpy(&ledger->totals.bytes, data + 16, 8);
+    std::memcpy(&ledger->totals.items, data + 24, 8);
+    return true;
+  }
+
+  Ledger ReadOrRebuildLedger() {
+    Ledger ledger;
+    if (ReadLedger(&ledger)) return ledger;
+    LOG(WARNING) << "MinIO cache: the ledger of " << directory_ << " is damaged; rebuilding it from the items";
+    ledger = Rebuild();
+    WriteLedger(ledger).IgnoreError();
+    return ledger;
+  }
+
+  absl::Status WriteLedger(const Ledger& ledger) {
+    char data[kLedgerBytes];
+    std::memcpy(data, kLedgerMagic, 8);
+    std::memcpy(data + 8, &ledger.capacity, 8);
+    std::memcpy(data + 16, &ledger.totals.bytes, 8);
+    std::memcpy(data + 24, &ledger.totals.items, 8);
+    const uint32_t crc = Crc32c(data, 32);
+    std::memcpy(data + 32, &crc, 4);
+    if (!WriteAll(ledger_fd_, data, kLedgerBytes)) return PosixError("cannot write", directory_ + "/LEDGER");
+    return absl::OkStatus();
+  }
+
+  // The ledger from what is on disk: the items, and the reservations of processes still writing.
+  Ledger Rebuild() {
+    Ledger ledger;
+    ledger.capacity = capacity_;
+    ForEachEntry(directory_ + "/items", [&](const std::string& sub) {
+      ForEachEntry(directory_ + "/items/" + sub, [&](const std::string& name) {
+        struct stat st;
+        if (stat((directory_ + "/items/" + sub + "/" + name).c_str(), &st) != 0) return;
+        ledger.totals.bytes += static_cast<uint64_t>(st.st_size);
+        ledger.totals.items += 1;
+      });
+    });
+    ForEachEntry(TmpDir(), [&](const std::string& name) {
+      pid_t pid;
+      uint64_t bytes;
+      if (ParseTmpName(name, &pid, &bytes) && ProcessExists(pid)) {
+        ledger.totals.bytes += bytes;
+        ledger.totals.items += 1;
+      }
+    });
+    return ledger;
+  }
+
+  static void Refund(Ledger* ledger, uint64_t bytes) {
+    ledger->totals.bytes -= std::min(bytes, ledger->totals.bytes);
+    ledger->totals.items -= std::min<uint64_t>(1, ledger->totals.items);
+  }
+
+  // Removes a damaged item, unless another process has already replaced it, and gives its size back.
+  void Discard(const std::string& path, ino_t inode, uint64_t size, const std::string& why) {
+    LOG(WARNING) << "MinIO cache: ignoring and removing damaged item " << path << ": " << why;
+    LedgerLock lock(this);
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0 || st.st_ino != inode || unlink(path.c_str()) != 0) return;
+    Ledger ledger = ReadOrRebuildLedger();
+    Refund(&ledger, size);
+    WriteLedger(ledger).IgnoreError();
+  }
+
+  const std::string directory_;
+  const uint64_t capacity_;
+  const int ledger_fd_;
+  std::atomic<uint64_t> next_tmp_{0};
+  tensorflow::mutex mu_;
+};
+
+}  // namespace
+
+absl::Status NewDirectoryStore(const std::string& directory, uint64_t capacity_bytes, std::unique_ptr<Store>* store) {
+  TF_RETURN_IF_ERROR(MakeDirectory(directory));
+  TF_RETURN_IF_ERROR(MakeDirectory(directory + "/items"));
+  TF_RETURN_IF_ERROR(MakeDirectory(directory + "/tmp"));
+  const std::string ledger_path = directory + "/LEDGER";
+  const int fd = open(ledger_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return PosixError("cannot open", ledger_path);
+  auto directory_store = std::make_unique<DirectoryStore>(directory, capacity_bytes, fd);
+  TF_RETURN_IF_ERROR(directory_store->Open());
+  *store = std::move(directory_store);
+  return absl::OkStatus();
+}
+
+}  // namespace cache
+}  // namespace tfliquid

@@ -1,0 +1,236 @@
+"""The minio_cache transform with the in-memory store, on real JPEG files read through tfliquid's reader: hit
+ratios under reshuffling, fetch only on misses, the budget, Keras epochs, parallel calls, the LRU baseline against
+the simulator, and parameter errors."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tfliquid
+from tfliquid.cache import simulation
+
+
+def _bytes_read():
+    return tfliquid.io.read_stats()["bytes_read"]
+
+
+def _keys(paths, seed=None):
+    return tf.data.Dataset.from_tensor_slices(paths).shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
+
+
+def _contents(paths):
+    return {p: open(p, "rb").read() for p in paths}
+
+
+@pytest.mark.parametrize("fraction", [0.25, 0.5, 0.75])
+def test_every_epoch_after_the_first_hits_the_cached_fraction(jpeg_files, fraction):
+    contents = _contents(jpeg_files)
+    total = sum(len(c) for c in contents.values())
+    # An item is (path, file bytes); its budget size (docs/formats/cache.md) is the file plus a fixed overhead,
+    # fixed because every path here has the same length.
+    key_length = len(jpeg_files[0].encode())
+    assert all(len(p.encode()) == key_length for p in jpeg_files)
+    overhead = 16 + key_length + 4 + (8 + 8 + key_length) + (8 + 8)
+    dataset_bytes = total + overhead * len(jpeg_files)
+    cache = tfliquid.MinIOCache(int(fraction * dataset_bytes))
+    with_keys = _keys(jpeg_files).apply(tfliquid.minio_cache(
+        lambda path: (path, tfliquid.io.read_file(path)), cache=cache))
+    orders = []
+    for epoch in range(4):
+        before = _bytes_read()
+        got = list(with_keys.as_numpy_iterator())
+        fetched = _bytes_read() - before
+        orders.append([path for path, _ in got])
+        assert {path.decode(): data for path, data in got} == contents  # hits serve exactly the file
+        stats = cache.stats()
+        assert stats.bytes <= cache.capacity_bytes
+        this = stats.epochs[epoch]
+        assert this.hits + this.misses == len(jpeg_files)
+        if epoch == 0:
+            assert fetched == total and this.hits == 0
+            continue
+        # Every cached item hits, every epoch; nothing more is admitted or evicted.
+        assert this.hits == stats.epochs[1].hits == stats.items and this.admitted_items == 0
+        # Byte hit ratio = capacity fraction, to within the one item that did not fit any more.
+        assert stats.bytes / dataset_bytes == pytest.approx(fraction, abs=0.01)
+        # Only the misses were fetched: every byte not cached, and no other.
+        assert fetched == total - (stats.bytes - overhead * stats.items)
+    assert len({tuple(o) for o in orders}) == 4  # the keys were reshuffled every epoch
+
+
+def test_fetch_runs_only_on_misses(jpeg_files):
+    paths = jpeg_files[:100]
+    sizes = {p: os.path.getsize(p) for p in paths}
+    cache = tfliquid.MinIOCache(sum(sizes.values()) // 3)
+    ds = _keys(paths).apply(tfliquid.minio_cache(tfliquid.io.read_file, cache=cache))
+    list(ds)
+    cached_items = cache.stats().items
+    for _ in range(2):
+        before = _bytes_read()
+        assert len(list(ds)) == len(paths)
+        epoch = cache.stats().epochs[-1]
+        assert epoch.misses == len(paths) - cached_items
+        # Exactly the misses' files were read: every cached file was served without a read.
+        missed_bytes = _bytes_read() - before
+        assert sum(sizes.values()) - missed_bytes < cache.capacity_bytes
+
+
+def test_budget_is_never_exceeded_and_counts_the_encoded_size(jpeg_files):
+    paths = jpeg_files[:50]
+    capacity = 100_000
+    cache = tfliquid.MinIOCache(capacity)
+    ds = tf.data.Dataset.from_tensor_slices(paths).apply(
+        tfliquid.minio_cache(tfliquid.io.read_file, cache=cache, num_parallel_calls=1))
+    list(ds)
+    # docs/formats/cache.md: 16 header + key + 4 CRC; per tensor 8 + 8 x rank, then a string is 8 + its length.
+    used, items = 0, 0
+    for p in paths:  # admitted in key order while each fits
+        size = 16 + len(p.encode()) + 4 + 8 + 8 + os.path.getsize(p)
+        if used + size <= capacity:
+            used, items = used + size, items + 1
+    stats = cache.stats()
+    assert (stats.bytes, stats.items) == (used, items)
+    assert stats.bytes <= capacity and items < len(paths)
+    assert stats.epochs[0].admitted_bytes == used
+
+
+def test_nested_outputs_and_decoded_images_round_trip(jpeg_files):
+    paths = jpeg_files[:20]
+
+    def fetch(path):
+        image = tf.io.decode_jpeg(tfliquid.io.read_file(path), channels=3)
+        return {"image": image, "shape": tf.shape(image), "path": path}
+
+    cache = tfliquid.MinIOCache(1 << 30)
+    ds = tf.data.Dataset.from_tensor_slices(paths).apply(tfliquid.minio_cache(fetch, cache=cache))
+    assert ds.element_spec["image"].shape.as_list() == [None, None, 3]
+    first = list(ds.as_numpy_iterator())
+    second = list(ds.as_numpy_iterator())
+    assert cache.stats().epochs[1].hits == len(paths)
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a["image"], b["image"])
+        assert a["image"].dtype == np.uint8 and list(a["shape"]) == list(a["image"].shape)
+
+
+def test_integer_keys(jpeg_files):
+    paths = tf.constant(jpeg_files[:10])
+    cache = tfliquid.MinIOCache(1 << 20)
+    ds = tf.data.Dataset.range(10).apply(
+        tfliquid.minio_cache(lambda i: tfliquid.io.read_file(tf.gather(paths, i)), cache=cache))
+    assert list(ds.as_numpy_iterator()) == list(ds.as_numpy_iterator())
+    assert cache.stats().epochs[1].hits == 10
+
+
+def test_parallel_calls_with_repeated_keys(jpeg_files):
+    paths = jpeg_files[:40]
+    contents = _contents(paths)
+    keys = tf.data.Dataset.from_tensor_slices(paths * 5).shuffle(200, seed=3)
+    cache = tfliquid.MinIOCache(sum(len(c) for c in contents.values()) // 2)
+    ds = keys.apply(tfliquid.minio_cache(lambda p: (p, tfliquid.io.read_file(p)), cache=cache,
+                                         num_parallel_calls=8, deterministic=False))
+    for _ in range(3):
+        got = list(ds.as_numpy_iterator())
+        assert len(got) == 200 and all(contents[p.decode()] == data for p, data in got)
+    stats = cache.stats()
+    assert stats.bytes <= cache.capacity_bytes
+    assert sum(e.admitted_items for e in stats.epochs) == stats.items  # each item admitted once
+
+
+def test_survives_keras_epochs_and_partial_epochs(jpeg_files):
+    paths = jpeg_files[:64]
+    labels = {p: i % 2 for i, p in enumerate(paths)}
+    label_table = tf.constant([labels[p] for p in paths])
+    path_table = tf.constant(paths)
+    cache = tfliquid.MinIOCache(sum(os.path.getsize(p) for p in paths) // 2)
+
+    def fetch(i):
+        return tfliquid.io.read_file(tf.gather(path_table, i)), tf.gather(label_table, i)
+
+    def prepare(data, label):  # augmentation after the cache, as it should be
+        image = tf.image.resize(tf.io.decode_jpeg(data, channels=3), [32, 32]) / 255.0
+        return tf.image.random_flip_left_right(image), label
+
+    ds = (tf.data.Dataset.range(len(paths)).shuffle(len(paths)).apply(tfliquid.minio_cache(fetch, cache=cache))
+          .map(prepare).batch(16))
+    model = tf.keras.Sequential([tf.keras.Input((32, 32, 3)), tf.keras.layers.Flatten(), tf.keras.layers.Dense(2)])
+    model.compile("sgd", tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(ds, epochs=3, verbose=0, shuffle=False)
+    model.fit(ds.take(2), epochs=1, verbose=0, shuffle=False)  # a partial epoch
+    epochs = cache.stats().epochs
+    assert len(epochs) == 4
+    cached = cache.stats().items
+    assert [e.hits for e in epochs[:3]] == [0, cached, cached]
+    assert epochs[3].hits + epochs[3].misses >= 32  # the partial pass counted (plus prefetched keys)
+    assert 0 < epochs[3].hits < 32
+
+
+def test_one_cache_shared_by_two_datasets(jpeg_files):
+    paths = jpeg_files[:30]
+    cache = tfliquid.MinIOCache(1 << 20)
+    as_bytes = tf.data.Dataset.from_tensor_slices(paths).apply(
+        tfliquid.minio_cache(tfliquid.io.read_file, cache=cache))
+    list(as_bytes)
+    before = _bytes_read()
+    reordered = tf.data.Dataset.from_tensor_slices(paths[::-1]).apply(
+        tfliquid.minio_cache(tfliquid.io.read_file, cache=cache))
+    assert [bytes(x) for x in reordered.as_numpy_iterator()] == [open(p, "rb").read() for p in paths[::-1]]
+    assert _bytes_read() == before and cache.stats().epochs[1].hits == 30
+
+
+def test_zero_capacity_and_release(jpeg_files):
+    paths = jpeg_files[:10]
+    empty = tfliquid.MinIOCache(0)
+    ds = tf.data.Dataset.from_tensor_slices(paths).apply(tfliquid.minio_cache(tfliquid.io.read_file, cache=empty))
+    list(ds), list(ds)
+    assert [e.hits for e in empty.stats().epochs] == [0, 0] and empty.stats().items == 0
+    with tfliquid.MinIOCache(1 << 20) as cache:
+        ds = tf.data.Dataset.from_tensor_slices(paths).apply(tfliquid.minio_cache(tfliquid.io.read_file, cache=cache))
+        list(ds)
+        assert cache.stats().items == 10
+    assert cache.stats().items == 0  # released: the name now means a new, empty cache
+
+
+@pytest.mark.parametrize("policy", ["minio", "lru"])
+def test_memory_store_replays_the_simulator(tmp_path, policy):
+    """The C++ policies and the simulator's, on one trace: every epoch's hits agree exactly."""
+    num_items, capacity_items, epochs = 60, 25, 4
+    paths = []
+    for i in range(num_items):  # same-size items, so a byte budget holds exactly capacity_items
+        path = tmp_path / f"{i:04d}.bin"
+        path.write_bytes(bytes([i]) * 100)
+        paths.append(str(path))
+    item_bytes = 16 + len(paths[0]) + 4 + 8 + 8 + 100
+    cache = tfliquid.MinIOCache(capacity_items * item_bytes, policy=policy)
+    for order in simulation.epoch_orders(num_items, epochs, seed=7):
+        keys = tf.data.Dataset.from_tensor_slices([paths[i] for i in order])
+        list(keys.apply(tfliquid.minio_cache(tfliquid.io.read_file, cache=cache, num_parallel_calls=1)))
+    expected = tfliquid.cache.simulate(policy, num_items, capacity_items, epochs, seed=7)
+    assert [e.hits for e in cache.stats().epochs] == expected.hits
+
+
+def test_parameters_are_validated(jpeg_files):
+    with pytest.raises(ValueError, match="capacity_bytes"):
+        tfliquid.MinIOCache(-1)
+    with pytest.raises(ValueError, match="capacity_bytes"):
+        tfliquid.MinIOCache(1.5)
+    with pytest.raises(ValueError, match="policy"):
+        tfliquid.MinIOCache(10, policy="fifo")
+    with pytest.raises(ValueError, match="in-memory only"):
+        tfliquid.MinIOCache(10, directory="/tmp/x", policy="lru")
+    with pytest.raises(ValueError, match="needs capacity_bytes or cache"):
+        tfliquid.minio_cache(tf.io.read_file)
+    cache = tfliquid.MinIOCache(10)
+    with pytest.raises(ValueError, match="contradicts"):
+        tfliquid.minio_cache(tf.io.read_file, 20, cache=cache)
+    with pytest.raises(TypeError, match="MinIOCache"):
+        tfliquid.minio_cache(tf.io.read_file, cache=object())
+    with pytest.raises(TypeError, match="scalar string or integer keys"):
+        tf.data.Dataset.range(3).map(lambda i: tf.cast(i, tf.float32)).apply(
+            tfliquid.minio_cache(lambda k: k, cache=cache))
+    with pytest.raises(TypeError, match="dense tensors"):
+        tf.data.Dataset.range(3).apply(tfliquid.minio_cache(
+            lambda k: tf.RaggedTensor.from_row_lengths([1, 2, 3], [1, 2]), cache=cache))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="exists with capacity_bytes=10"):
+        tfliquid.MinIOCache(11, name=cache.name)

@@ -1,0 +1,148 @@
+"""MinIOCache: a named, never-evict cache of fetched items, in memory or in a directory shared by processes.
+
+The cache itself lives in the op library's process-wide registry (ops/cache/cache.h), under its name: every
+dataset, iterator and op naming it shares it, across the iterator re-creation Keras does every epoch and across the
+tasks a tf.data service worker runs. This object only names it, opens it, and reads its statistics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import uuid
+
+import tensorflow as tf
+
+from tfliquid._lib import ops as _ops
+
+POLICIES = ("minio", "lru")
+
+
+@dataclasses.dataclass(frozen=True)
+class EpochStats:
+    """One pass over the keys (an epoch): lookups and what was admitted during it."""
+
+    hits: int
+    misses: int
+    admitted_items: int
+    admitted_bytes: int
+
+    @property
+    def hit_ratio(self) -> float:
+        lookups = self.hits + self.misses
+        return self.hits / lookups if lookups else 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheStats:
+    """`bytes` and `items` are the whole cache's (for a directory: every process's); `epochs` are this process's
+    passes, in the order they began (with several datasets on one cache, each dataset's passes are entries)."""
+
+    capacity_bytes: int
+    bytes: int
+    items: int
+    epochs: list[EpochStats]
+
+    def __str__(self) -> str:
+        lines = [f"{self.items} items, {self.bytes} of {self.capacity_bytes} bytes"]
+        lines += [f"  epoch {i}: {e.hits} hits, {e.misses} misses (hit ratio {e.hit_ratio:.3f}), "
+                  f"{e.admitted_items} admitted" for i, e in enumerate(self.epochs)]
+        return "\n".join(lines)
+
+
+class MinIOCache:
+    """CoorDL's MinIO cache: items are admitted as they are fetched until `capacity_bytes` is full, then never
+    evicted, so every epoch after the first hits exactly the cached fraction, however the keys are shuffled.
+
+    Args:
+      capacity_bytes: the byte budget, counted as the items' encoded size (their tensors' bytes plus a few bytes
+        of header per tensor; docs/formats/cache.md). Never exceeded.
+      directory: None keeps items in this process's memory. A directory (e.g. under /dev/shm) is shared by every
+        process on the machine that opens it, with one budget for all (hyperparameter-search trials); items are
+        published atomically and checksummed. The capacity is fixed when the directory is first used.
+      name: identifies the cache within a process (and on tf.data service workers, which rebuild the pipeline).
+        Default: unique for a memory cache, derived from the path for a directory.
+      policy: "minio", or "lru" (in memory only): the page-cache-like baseline, which admits every item and
+        evicts the least recently used. It is here to be compared with, not to be used.
+
+    >>> cache = tfliquid.MinIOCache(8 << 30)                       # 8 GiB
+    >>> ds = keys.apply(tfliquid.minio_cache(tf.io.read_file, cache=cache))
+    >>> print(cache.stats())
+    """
+
+    def __init__(self, capacity_bytes: int, directory: str | os.PathLike | None = None, name: str | None = None,
+                 policy: str = "minio"):
+        if isinstance(capacity_bytes, bool) or not isinstance(capacity_bytes, int) or capacity_bytes < 0:
+            raise ValueError(f"capacity_bytes must be an int >= 0, got {capacity_bytes!r}")
+        if policy not in POLICIES:
+            raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+        if policy == "lru" and directory is not None:
+            raise ValueError("policy='lru' is in-memory only; a directory cache is 'minio'")
+        self._capacity = capacity_bytes
+        self._directory = "" if directory is None else os.path.abspath(os.fspath(directory))
+        if name is None:
+            name = f"dir:{self._directory}" if self._directory else f"memory:{uuid.uuid4().hex}"
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty string, got {name!r}")
+        self._name = name
+        self._policy = policy
+        self.stats()  # opens it now, so that a directory or name conflict is reported here
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def capacity_bytes(self) -> int:
+        return self._capacity
+
+    @property
+    def directory(self) -> str | None:
+        return self._directory or None
+
+    @property
+    def policy(self) -> str:
+        return self._policy
+
+    @property
+    def op_attrs(self) -> dict:
+        """The attributes by which tfliquid's ops name this cache."""
+        return {"cache_name": self._name, "cache_capacity_bytes": self._capacity,
+                "cache_directory": self._directory, "cache_policy": self._policy}
+
+    def stats(self) -> CacheStats:
+        """Totals and per-epoch counts; an unopened or released cache reads as empty."""
+        raw = json.loads(_ops().liquid_cache_stats(**self.op_attrs).numpy())
+        epochs = [EpochStats(p["hits"], p["misses"], p["admitted_items"], p["admitted_bytes"]) for p in raw["passes"]]
+        return CacheStats(raw["capacity_bytes"], raw["bytes"], raw["items"], epochs)
+
+    def begin_pass(self) -> tf.Tensor:
+        """Graph op: starts a pass over the keys and returns its id (the transforms call it once per epoch)."""
+        return _ops().liquid_cache_begin_pass(**self.op_attrs)
+
+    def release(self) -> None:
+        """Forgets the cache in this process: a memory cache's items are freed once no iterator uses them. A
+        directory's items stay on disk (delete the directory to drop them). Using the name again starts empty."""
+        _ops().liquid_cache_release(cache_name=self._name)
+
+    def __enter__(self) -> "MinIOCache":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        where = f"directory={self._directory!r}" if self._directory else "memory"
+        return f"MinIOCache({self._capacity}, {where}, name={self._name!r}, policy={self._policy!r})"
+
+
+def each_pass(cache: MinIOCache | None, make_dataset) -> tf.data.Dataset:
+    """make_dataset(pass_id), started anew (with a new pass id from the cache) every time the result is iterated.
+
+    Every epoch iterates the result once, so the cache can count hits per epoch. Without a cache, pass_id is -1.
+    """
+    if cache is None:
+        return make_dataset(tf.constant(-1, tf.int64))
+    start = tf.data.Dataset.from_tensors(tf.constant(0, tf.int64))
+    return start.map(lambda _: cache.begin_pass()).flat_map(make_dataset)
