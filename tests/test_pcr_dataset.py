@@ -217,3 +217,30 @@ def test_read_bandwidth_throttles_every_reader(dataset):
     assert contents.numpy() == open(record, "rb").read()
     with pytest.raises(tf.errors.NotFoundError, match="missing.pcr"):
         tfliquid.io.read_file(str(dataset / "missing.pcr"))
+
+
+def test_minio_cache_of_record_prefixes(dataset):
+    index = pcr_format.read_index(str(dataset))
+    group2_bytes = sum(r.prefix_ends[1] for r in index.records)
+    # Room for about half of the records' scan-group-2 prefixes.
+    cache = tfliquid.MinIOCache(group2_bytes // 2 + 200 * len(index.records) // 2)
+    scan_group = tf.Variable(2, dtype=tf.int64)
+    cached = tfliquid.PCRDataset(str(dataset), scan_group=scan_group, decode=False, with_keys=True, cache=cache)
+    uncached = _keyed(tfliquid.PCRDataset(str(dataset), scan_group=2, decode=False, with_keys=True))
+    read_per_epoch = []
+    for _ in range(3):
+        before = tfliquid.io.read_stats()["bytes_read"]
+        got = _keyed(cached)
+        read_per_epoch.append(tfliquid.io.read_stats()["bytes_read"] - before)
+        assert {k: bytes(v["image"]) for k, v in got.items()} == {k: bytes(v["image"]) for k, v in uncached.items()}
+    stats = cache.stats()
+    assert read_per_epoch[0] == group2_bytes and 0 < stats.items < len(index.records)
+    assert [e.hits for e in stats.epochs] == [0, stats.items, stats.items]
+    assert read_per_epoch[1] == read_per_epoch[2] < group2_bytes  # only the uncached records are read
+    assert stats.bytes <= cache.capacity_bytes
+    scan_group.assign(3)  # another fidelity is another prefix: misses, read from storage
+    _keyed(cached)
+    assert stats.epochs[-1].hits == stats.items and cache.stats().epochs[-1].hits == 0
+    cache.release()
+    with pytest.raises(TypeError, match="MinIOCache"):
+        tfliquid.PCRDataset(str(dataset), cache=1 << 20)

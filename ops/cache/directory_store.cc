@@ -143,7 +143,7 @@ class DirectoryStore : public Store {
     }
     close(fd);
     if (decoded == Decoded::kOk) *found = true;
-    if (decoded == Decoded::kDamaged) Discard(path, st.st_ino, static_cast<uint64_t>(st.st_size), error);
+    if (decoded == Decoded::kDamaged) Discard(path, st.st_ino, error);
     return absl::OkStatus();
   }
 
@@ -277,15 +277,15 @@ class DirectoryStore : public Store {
     ledger->totals.items -= std::min<uint64_t>(1, ledger->totals.items);
   }
 
-  // Removes a damaged item, unless another process has already replaced it, and gives its size back.
-  void Discard(const std::string& path, ino_t inode, uint64_t size, const std::string& why) {
+  // Removes a damaged item, unless another process has already replaced it. Its size on disk may not be the size
+  // that was admitted (a truncated or overwritten file), so the ledger is recounted from the directory: damage
+  // is rare, and a recount can only be exact.
+  void Discard(const std::string& path, ino_t inode, const std::string& why) {
     LOG(WARNING) << "MinIO cache: ignoring and removing damaged item " << path << ": " << why;
     LedgerLock lock(this);
     struct stat st;
     if (stat(path.c_str(), &st) != 0 || st.st_ino != inode || unlink(path.c_str()) != 0) return;
-    Ledger ledger = ReadOrRebuildLedger();
-    Refund(&ledger, size);
-    WriteLedger(ledger).IgnoreError();
+    WriteLedger(Rebuild()).IgnoreError();
   }
 
   const std::string directory_;

@@ -1,0 +1,187 @@
+"""The shared-directory store: processes sharing one budget, damaged and half-written files never served, the
+reference codec (tfliquid/formats/cache_item.py) and the C++ store reading each other's files."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tfliquid
+from tfliquid.formats import cache_item
+
+
+def _dataset(paths, cache, **kwargs):
+    return tf.data.Dataset.from_tensor_slices(paths).apply(
+        tfliquid.minio_cache(lambda p: (p, tfliquid.io.read_file(p)), cache=cache, **kwargs))
+
+
+def _served(ds):
+    return {p.decode(): data for p, data in ds.as_numpy_iterator()}
+
+
+def _files(directory):
+    """Every file under the cache directory, by relative path."""
+    found = []
+    for root, _, names in os.walk(directory):
+        found += [os.path.relpath(os.path.join(root, n), directory) for n in names]
+    return sorted(found)
+
+
+def _items(directory):
+    return [f for f in _files(directory) if f.startswith("items")]
+
+
+def _ledger(directory):
+    with open(os.path.join(directory, "LEDGER"), "rb") as f:
+        return cache_item.decode_ledger(f.read())
+
+
+_FILL_SCRIPT = textwrap.dedent("""
+    import sys, tensorflow as tf, tfliquid
+    directory, capacity, paths = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+    cache = tfliquid.MinIOCache(capacity, directory=directory)
+    ds = tf.data.Dataset.from_tensor_slices(paths).shuffle(len(paths)).apply(
+        tfliquid.minio_cache(lambda p: (p, tfliquid.io.read_file(p)), cache=cache, num_parallel_calls=4))
+    for epoch in range(2):
+        for p, data in ds.as_numpy_iterator():
+            assert data == open(p.decode(), "rb").read()
+    print(cache.stats().epochs[1].hits)
+""")
+
+
+def _fill_in_processes(directory, capacity, paths, processes):
+    """Runs `processes` Python processes at once, each iterating two epochs through the directory cache."""
+    running = [subprocess.Popen([sys.executable, "-c", _FILL_SCRIPT, str(directory), str(capacity), *paths],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for _ in range(processes)]
+    outputs = [p.communicate(timeout=300) for p in running]
+    for process, (out, err) in zip(running, outputs):
+        assert process.returncode == 0, err[-3000:]
+    return [int(out.split()[-1]) for out, _ in outputs]
+
+
+def test_two_processes_share_one_budget(jpeg_files, tmp_path):
+    paths = jpeg_files[:120]
+    directory = tmp_path / "cache"
+    capacity = sum(os.path.getsize(p) for p in paths) // 2
+    second_epoch_hits = _fill_in_processes(directory, capacity, paths, processes=2)
+    ledger = _ledger(directory)
+    item_files = _items(directory)
+    sizes = [os.path.getsize(directory / f) for f in item_files]
+    # One budget for both, never exceeded; the ledger is exact once nobody is writing.
+    assert ledger.capacity_bytes == capacity
+    assert ledger.bytes == sum(sizes) <= capacity and ledger.items == len(item_files)
+    assert capacity - ledger.bytes < max(sizes)  # and it was filled
+    # Both processes hit everything that was cached, whichever of them cached it.
+    assert second_epoch_hits == [len(item_files)] * 2
+    # Nothing but the ledger and the items: no lock files, no temporary files left.
+    assert set(_files(directory)) == {"LEDGER", *item_files}
+    # This process sees the other processes' items.
+    cache = tfliquid.MinIOCache(capacity, directory=directory)
+    before = tfliquid.io.read_stats()["bytes_read"]
+    assert _served(_dataset(paths, cache)) == {p: open(p, "rb").read() for p in paths}
+    assert cache.stats().epochs[0].hits == len(item_files)
+    assert tfliquid.io.read_stats()["bytes_read"] - before == sum(os.path.getsize(p) for p in paths) - sum(
+        len(cache_item.decode_item((directory / f).read_bytes())[1][1].item()) for f in item_files)
+    cache.release()
+
+
+def test_damaged_and_half_written_files_are_never_served(jpeg_files, tmp_path):
+    paths = jpeg_files[:12]
+    contents = {p: open(p, "rb").read() for p in paths}
+    directory = tmp_path / "cache"
+    with tfliquid.MinIOCache(1 << 20, directory=directory) as cache:
+        _served(_dataset(paths, cache))
+    items = [directory / f for f in _items(directory)]
+    assert len(items) == 12
+    # A flipped payload byte, a truncated file, garbage, an empty file, another key's item under this name.
+    flipped = bytearray(items[0].read_bytes())
+    flipped[len(flipped) // 2] ^= 0x40
+    items[0].write_bytes(bytes(flipped))
+    items[1].write_bytes(items[1].read_bytes()[:-100])
+    items[2].write_bytes(os.urandom(3000))
+    items[3].write_bytes(b"")
+    items[4].write_bytes(items[5].read_bytes())
+    # A writer that died mid-item: its pid no longer exists, its reservation is still in the ledger.
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    ledger = _ledger(directory)
+    (directory / "tmp" / f"{'ab' * 16}.{dead_pid}.0.5000.tmp").write_bytes(b"half an item")
+    with open(directory / "LEDGER", "r+b") as f:
+        f.write(cache_item.encode_ledger(cache_item.Ledger(ledger.capacity_bytes, ledger.bytes + 5000,
+                                                           ledger.items + 1)))
+
+    with tfliquid.MinIOCache(1 << 20, directory=directory) as cache:
+        assert _files(directory / "tmp") == []  # the dead writer's file is removed on open ...
+        assert _ledger(directory).bytes == ledger.bytes  # ... and its reservation given back
+        assert _served(_dataset(paths, cache)) == contents  # every damaged item was a miss, fetched afresh
+        assert cache.stats().epochs[0].hits == 7
+        # The damaged files were replaced by good ones, so the next pass hits them. The intact item of another
+        # key stays where it is (as with a true hash collision) and keeps its key out of the cache.
+        assert _served(_dataset(paths, cache)) == contents
+        assert cache.stats().epochs[1].hits == 11
+    assert _ledger(directory).bytes == sum(os.path.getsize(directory / f) for f in _items(directory))
+
+
+def test_reference_codec_and_the_store_read_each_other(jpeg_files, tmp_path):
+    paths = jpeg_files[:5]
+    directory = tmp_path / "cache"
+    cache = tfliquid.MinIOCache(1 << 20, directory=directory)
+
+    def fetch(p):
+        data = tfliquid.io.read_file(p)
+        return {"data": data, "pixels": tf.io.decode_jpeg(data)[:4, :5], "size": tf.strings.length(data),
+                "scale": tf.constant([0.5, 2.0], tf.float64), "ok": tf.constant(True)}
+
+    list(tf.data.Dataset.from_tensor_slices(paths).apply(tfliquid.minio_cache(fetch, cache=cache)))
+    for p in paths:  # C++ -> reference
+        data = open(cache_item.item_path(str(directory), p.encode()), "rb").read()
+        key, arrays = cache_item.decode_item(data)
+        # tf.nest flattens a dict by sorted key: data, ok, pixels, scale, size
+        image = tf.io.decode_jpeg(open(p, "rb").read()).numpy()[:4, :5]
+        assert key == p.encode()
+        assert arrays[0].item() == open(p, "rb").read() and arrays[1].item() is True
+        np.testing.assert_array_equal(arrays[2], image)
+        assert arrays[2].dtype == np.uint8 and arrays[3].tolist() == [0.5, 2.0]
+        assert arrays[4].item() == len(arrays[0].item()) and arrays[4].dtype == np.int32
+        assert cache_item.encode_item(key, arrays) == data  # and back, byte for byte
+    # Reference -> C++: an item written by the reference for a new key is served as a hit.
+    new_key = jpeg_files[5]
+    arrays = [np.array(b"not the file", dtype=object), np.array(False), np.zeros((4, 5, 3), np.uint8),
+              np.array([1.0, 1.0]), np.array(12, np.int32)]
+    path = cache_item.item_path(str(directory), new_key.encode())
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(cache_item.encode_item(new_key.encode(), arrays))
+    served = list(tf.data.Dataset.from_tensors(new_key).apply(tfliquid.minio_cache(fetch, cache=cache)))[0]
+    assert served["data"].numpy() == b"not the file" and int(served["size"]) == 12
+    cache.release()
+
+
+def test_reference_codec_rejects_every_damage(jpeg_files):
+    good = cache_item.encode_item(b"key", [np.arange(6, dtype=np.int16).reshape(2, 3), np.array([b"a", b"bc"])])
+    key, arrays = cache_item.decode_item(good)
+    assert key == b"key" and arrays[0].tolist() == [[0, 1, 2], [3, 4, 5]] and arrays[1].tolist() == [b"a", b"bc"]
+    for cut in (0, 10, len(good) - 1):
+        with pytest.raises(cache_item.CacheFormatError):
+            cache_item.decode_item(good[:cut])
+    for position in range(len(good)):
+        damaged = bytearray(good)
+        damaged[position] ^= 1
+        with pytest.raises(cache_item.CacheFormatError):
+            cache_item.decode_item(bytes(damaged))
+
+
+def test_capacity_is_fixed_by_the_directory(tmp_path):
+    directory = tmp_path / "cache"
+    tfliquid.MinIOCache(1000, directory=directory).release()
+    with pytest.raises(tf.errors.InvalidArgumentError, match="was created with capacity_bytes=1000"):
+        tfliquid.MinIOCache(2000, directory=directory)
+    (directory / "LEDGER").write_bytes(b"garbage")  # a damaged ledger is rebuilt from the items
+    cache = tfliquid.MinIOCache(1000, directory=directory)
+    assert cache.stats().bytes == 0 and _ledger(directory).capacity_bytes == 1000
+    cache.release()

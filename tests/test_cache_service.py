@@ -1,0 +1,142 @@
+"""CoorDL on tf.data service: partitioned caching (6.2) with a dispatcher and two worker processes, each caching
+its static shard, and coordinated prep (6.3) with a job shared by two trainers through CrossTrainerCache."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import tensorflow as tf
+
+import tfliquid
+
+service = tf.data.experimental.service
+
+# A tf.data service worker in its own process, as on another machine; it writes its cache's stats to a file.
+_WORKER_SCRIPT = textwrap.dedent("""
+    import json, os, sys, time
+    import tensorflow as tf, tfliquid
+    dispatcher, port, capacity, name, stats_path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+    worker = tf.data.experimental.service.WorkerServer(tf.data.experimental.service.WorkerConfig(
+        dispatcher_address=dispatcher, worker_address=f"localhost:{port}", port=port))
+    cache = tfliquid.MinIOCache(capacity, name=name)
+    while True:
+        epochs = cache.stats().epochs
+        with open(stats_path + ".tmp", "w") as f:
+            json.dump({"hits": [e.hits for e in epochs], "lookups": [e.hits + e.misses for e in epochs]}, f)
+        os.replace(stats_path + ".tmp", stats_path)
+        time.sleep(0.05)
+""")
+
+
+def _free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("localhost", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def _worker_epochs(stats_paths, epoch, lookups, timeout=60):
+    """Per worker, the hits of its pass `epoch`, once the workers' reports add up to `lookups` lookups."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        reports = []
+        for path in stats_paths:
+            try:
+                with open(path) as f:
+                    reports.append(json.load(f))
+            except (FileNotFoundError, json.JSONDecodeError):
+                break
+        else:
+            done = [r for r in reports if len(r["lookups"]) > epoch]
+            if len(done) == len(reports) and sum(r["lookups"][epoch] for r in done) == lookups:
+                return [r["hits"][epoch] for r in done]
+        time.sleep(0.05)
+    raise AssertionError(f"the workers did not report epoch {epoch} in {timeout} s: {reports}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("capacity_fraction_per_worker", [0.3, 0.7])
+def test_partitioned_caching_adds_the_workers_capacities(tmp_path, capacity_fraction_per_worker):
+    num_items, item_size = 80, 2000
+    paths = []
+    for i in range(num_items):  # equal sizes: a byte budget is a whole number of items
+        path = tmp_path / f"{i:03d}.bin"
+        path.write_bytes(os.urandom(item_size))
+        paths.append(str(path))
+    key = len(paths[0])
+    encoded_item = 16 + key + 4 + (8 + 8 + key) + (8 + 8 + item_size)  # (path, bytes): docs/formats/cache.md
+    capacity = int(capacity_fraction_per_worker * num_items) * encoded_item
+    name = f"partitioned-{capacity_fraction_per_worker}"
+    dispatcher_port, *worker_ports = _free_ports(3)
+    dispatcher = service.DispatchServer(service.DispatcherConfig(
+        port=dispatcher_port, worker_addresses=[f"localhost:{p}" for p in worker_ports]))
+    stats_paths = [str(tmp_path / f"worker{i}.json") for i in range(2)]
+    workers = [subprocess.Popen([sys.executable, "-c", _WORKER_SCRIPT, f"localhost:{dispatcher_port}", str(port),
+                                 str(capacity), name, stats]) for port, stats in zip(worker_ports, stats_paths)]
+    try:
+        # Static sharding (the SHARD_HINT before the shuffle): each worker owns the same half of the keys every
+        # epoch and shuffles it anew; its cache holds part of its half.
+        keys = (tf.data.Dataset.from_tensor_slices(paths)
+                .shard(tf.data.experimental.SHARD_HINT, tf.data.experimental.SHARD_HINT)
+                .shuffle(num_items, reshuffle_each_iteration=True))
+        cache = tfliquid.MinIOCache(capacity, name=name)
+        ds = keys.apply(tfliquid.minio_cache(lambda p: (p, tfliquid.io.read_file(p)), cache=cache)).apply(
+            service.distribute(processing_mode=service.ShardingPolicy.HINT, service=dispatcher.target))
+        expected_ratio = min(1.0, 2 * int(capacity_fraction_per_worker * num_items) / num_items)
+        for epoch in range(3):
+            got = {p.decode(): data for p, data in ds.as_numpy_iterator()}
+            assert got == {p: open(p, "rb").read() for p in paths}  # every item once, hit or fetched
+            hits = _worker_epochs(stats_paths, epoch, num_items)
+            aggregate = sum(hits) / num_items
+            if epoch == 0:
+                assert aggregate == 0
+            else:
+                assert aggregate == pytest.approx(expected_ratio, abs=0.01)
+                assert min(hits) > 0  # both workers' caches serve
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.wait()
+
+
+@pytest.mark.slow
+def test_coordinated_prep_runs_the_preprocessing_once_for_two_trainers(jpeg_files):
+    paths = jpeg_files[:32]
+    sizes = tf.constant([os.path.getsize(p) for p in paths], tf.int64)
+    dispatcher = service.DispatchServer()
+    worker = service.WorkerServer(service.WorkerConfig(dispatcher_address=dispatcher.target.split("://")[1]))
+
+    def prepare(i):  # read (counted by tfliquid's reader) and decode: the work coordinated prep shares
+        image = tf.io.decode_jpeg(tfliquid.io.read_file(tf.gather(tf.constant(paths), i)), channels=3)
+        return i, tf.image.resize(image, [24, 24])
+
+    prepared = tf.data.Dataset.range(len(paths)).repeat().map(prepare).batch(8)
+
+    def trainer(trainer_id):
+        return iter(prepared.apply(service.distribute(
+            processing_mode=service.ShardingPolicy.OFF, service=dispatcher.target, job_name="hp-search",
+            cross_trainer_cache=service.CrossTrainerCache(trainer_id=trainer_id))))
+
+    before = tfliquid.io.read_stats()["bytes_read"]
+    trainers = [trainer("trial-a"), trainer("trial-b")]
+    steps = 40
+    seen = {0: [], 1: []}
+    for _ in range(steps):
+        for t, it in enumerate(trainers):
+            seen[t].append(next(it)[0].numpy().tolist())
+    read = tfliquid.io.read_stats()["bytes_read"] - before
+    per_element = float(tf.reduce_mean(tf.cast(sizes, tf.float64)))
+    elements_prepared = read / per_element
+    # Two trainers consumed 2 x 40 batches of 8; the worker prepared about 40 batches' worth once (plus what its
+    # buffers ran ahead), not 80.
+    assert 40 * 8 <= elements_prepared < 1.3 * 40 * 8
+    assert seen[0] == seen[1]  # and both trials trained on the very same batches
+    del worker
