@@ -67,3 +67,14 @@ def test_report_and_validation():
         tfliquid.cache.simulate("lru", 10, -1, 2)
     with pytest.raises(ValueError, match="epochs"):
         tfliquid.cache.simulate("lru", 10, 5, 1.5)
+
+
+def test_cli_prints_the_policies_side_by_side(capsys):
+    from tfliquid import cli
+
+    assert cli.main(["cache", "simulate", "--items", "400", "--capacity", "0.25", "--epochs", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "400 items, cache of 100 (25.0%); hit ratio per epoch"
+    assert lines[1].split() == ["epoch", "minio", "lru", "opt"]
+    epoch2 = [float(x) for x in lines[4].split()[1:]]
+    assert epoch2[0] == 0.25 and epoch2[1] < 0.25 <= epoch2[2]

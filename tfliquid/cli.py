@@ -3,6 +3,7 @@
     tfliquid convert pcr SRC DST [--images-per-record N] [--seed S] [--quality Q] [--verify] ...
     tfliquid convert l3 SRC DST [--profile {default,paper}] [--workers N] [--verify] [--overwrite] ...
     tfliquid inspect PATH
+    tfliquid cache simulate [--items N] [--capacity F] [--epochs E] [--seed S] [--policies minio,lru,opt]
 """
 
 from __future__ import annotations
@@ -95,6 +96,31 @@ def _add_inspect(commands):
     p.set_defaults(run=run)
 
 
+def _add_cache_simulate(commands):
+    p = commands.add_parser("simulate", help="per-epoch hit ratios of cache policies under per-epoch shuffling",
+                            description="Simulate an access trace (every epoch reads every item once, in a fresh "
+                                        "random order) through MinIO, LRU (the page cache) and Belady's OPT.")
+    p.add_argument("--items", type=int, default=10_000, help="items in the dataset (default 10000)")
+    p.add_argument("--capacity", type=float, default=0.5,
+                   help="cache size: a fraction of the dataset if < 1, else a number of items (default 0.5)")
+    p.add_argument("--epochs", type=int, default=5, help="epochs (default 5)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the shuffles (default 0)")
+    p.add_argument("--policies", default="minio,lru,opt", help="comma-separated (default minio,lru,opt)")
+
+    def run(args):
+        from tfliquid.cache.simulation import simulate
+
+        capacity = round(args.capacity * args.items) if args.capacity < 1 else int(args.capacity)
+        results = [simulate(policy, args.items, capacity, args.epochs, args.seed)
+                   for policy in args.policies.split(",")]
+        print(f"{args.items} items, cache of {capacity} ({capacity / args.items:.1%}); hit ratio per epoch")
+        print("epoch  " + "".join(f"{r.policy:>8}" for r in results))
+        for epoch in range(args.epochs):
+            print(f"{epoch:>5}  " + "".join(f"{r.hit_ratios[epoch]:>8.4f}" for r in results))
+
+    p.set_defaults(run=run)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tfliquid", description="tf.data extensions that remove data stalls")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -103,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_convert_pcr(formats)
     _add_convert_l3(formats)
     _add_inspect(commands)
+    cache = commands.add_parser("cache", help="MinIO cache tools")
+    _add_cache_simulate(cache.add_subparsers(dest="tool", required=True))
     return parser
 
 
