@@ -24,6 +24,7 @@ bench: $(INSTALLED)
 	$(PY) -m benchmarks.pcr_read
 	$(PY) -m benchmarks.convert
 	$(PY) -m benchmarks.l3_decode
+	$(PY) -m benchmarks.cache
 
 # jpegtran/cjpeg (tests, fixtures) and the libjpeg headers (the lossless transcoder links libjpeg).
 system-deps:
