@@ -234,3 +234,18 @@ def test_parameters_are_validated(jpeg_files):
             lambda k: tf.RaggedTensor.from_row_lengths([1, 2, 3], [1, 2]), cache=cache))
     with pytest.raises(tf.errors.InvalidArgumentError, match="exists with capacity_bytes=10"):
         tfliquid.MinIOCache(11, name=cache.name)
+
+
+@pytest.mark.slow
+def test_training_example_runs(tmp_path):
+    import subprocess
+    import sys
+
+    example = os.path.join(os.path.dirname(__file__), "..", "examples", "minio_cache_training.py")
+    result = subprocess.run([sys.executable, example, "--workdir", str(tmp_path), "--epochs", "2",
+                             "--images-per-class", "10", "--read-bandwidth", "20e6"],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    minio_epochs = result.stdout.split("MinIO cache")[1].splitlines()[1:]
+    hit_ratios = [float(line.split("hit ratio ")[1].split(",")[0]) for line in minio_epochs]
+    assert hit_ratios[0] == 0 and 0.45 <= hit_ratios[1] <= 0.5  # half the bytes cached: about half the files
