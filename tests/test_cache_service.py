@@ -82,6 +82,12 @@ def test_partitioned_caching_adds_the_workers_capacities(tmp_path, capacity_frac
     workers = [subprocess.Popen([sys.executable, "-c", _WORKER_SCRIPT, f"localhost:{dispatcher_port}", str(port),
                                  str(capacity), name, stats]) for port, stats in zip(worker_ports, stats_paths)]
     try:
+        # A job started before both workers have registered would run on one of them: wait for both.
+        deadline = time.monotonic() + 120
+        while dispatcher._num_workers() < 2:
+            assert time.monotonic() < deadline, "the worker processes did not register with the dispatcher"
+            assert all(w.poll() is None for w in workers), "a worker process exited"
+            time.sleep(0.1)
         # Static sharding (the SHARD_HINT before the shuffle): each worker owns the same half of the keys every
         # epoch and shuffles it anew; its cache holds part of its half.
         keys = (tf.data.Dataset.from_tensor_slices(paths)
