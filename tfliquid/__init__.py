@@ -6,9 +6,9 @@
     >>> ds = files.apply(tfliquid.minio_cache(tf.io.read_file, 8 << 30))  # a never-evict cache of 8 GiB
 """
 
-from tfliquid import cache, io, pcr
+from tfliquid import cache, io, keras, pcr
 from tfliquid._version import __version__
 from tfliquid.cache import MinIOCache, minio_cache
 from tfliquid.data import PCRDataset
 
-__all__ = ["MinIOCache", "PCRDataset", "cache", "io", "minio_cache", "pcr", "__version__"]
+__all__ = ["MinIOCache", "PCRDataset", "cache", "io", "keras", "minio_cache", "pcr", "__version__"]

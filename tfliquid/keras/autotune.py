@@ -1,0 +1,147 @@
+"""ScanGroupAutotuner: the PCR paper's fidelity tuner (sections 4.3 and 6.5) as a Keras callback.
+
+At each tuning point the callback reads the same probe images from real record prefixes at full fidelity and at
+every candidate scan group, computes the loss gradient of the model's trainable weights on each, and sets the
+dataset's scan group variable to the lowest group whose gradient has a cosine similarity of at least `threshold`
+with the full-fidelity one. The probe calls the model in inference mode and never touches the optimizer, so the
+weights, optimizer slots, BatchNorm statistics, metrics and random state are exactly as they were (the authors'
+code probed in training mode, which updated BatchNorm statistics, and emulated prefixes by re-encoding images).
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfliquid.data.pcr_dataset import PCRDataset
+
+
+class ScanGroupAutotuner(keras.callbacks.Callback):
+    """Tunes a `PCRDataset`'s scan group during `model.fit` by gradient cosine similarity.
+
+    Args:
+      dataset: the training `PCRDataset`, built with an integer `tf.Variable` scan group (the callback assigns
+        it; the pipeline reads it whenever it opens a record, so no rebuild is needed).
+      threshold: the lowest acceptable cosine similarity to the full-fidelity gradient (paper: 0.8).
+      candidates: scan groups to consider (default: every group below full fidelity).
+      probe_batches: batches of the probe, each of `probe_batch_size` images, read at every candidate.
+      start_epoch: first epoch tuned (0-based); before it the dataset is read at full fidelity (paper: 5).
+      every: tune again every this many epochs (paper: 20).
+      preprocess: a deterministic function of a PCRDataset element {"image": uint8 [H, W, 3], "label", ...}
+        -> (model input, target); default: resize to the model's input size and scale to [0, 1].
+      probe_batch_size: images per probe batch.
+
+    Logs, at the end of every epoch: "scan_group" (what that epoch read), and at tuning epochs
+    "scan_group_similarity_K" for each candidate K. History records them; a TensorBoard callback listed after this
+    one writes them as scalars.
+
+    >>> group = tf.Variable(10, dtype=tf.int64)
+    >>> train = tfliquid.PCRDataset("train-pcr/", scan_group=group)
+    >>> model.fit(train.map(prep).batch(256), epochs=90, callbacks=[ScanGroupAutotuner(train)])
+    """
+
+    def __init__(self, dataset: PCRDataset, threshold: float = 0.8, candidates=None, probe_batches: int = 10,
+                 start_epoch: int = 5, every: int = 20, preprocess=None, probe_batch_size: int = 32):
+        super().__init__()
+        if not isinstance(dataset, PCRDataset):
+            raise TypeError(f"dataset must be a tfliquid.PCRDataset, got {type(dataset).__name__}")
+        if not isinstance(dataset.scan_group, tf.Variable):
+            raise ValueError("the PCRDataset must be built with a tf.Variable scan group, which the tuner assigns: "
+                             "PCRDataset(path, scan_group=tf.Variable(G, dtype=tf.int64))")
+        full = dataset.num_scan_groups
+        if candidates is None:
+            candidates = list(range(1, full))
+        candidates = sorted(set(candidates))
+        if not candidates or any(isinstance(g, bool) or not isinstance(g, (int, np.integer)) or not 1 <= g < full
+                                 for g in candidates):
+            raise ValueError(f"candidates must be scan groups in 1..{full - 1} (below full fidelity {full}), "
+                             f"got {candidates}")
+        if not 0 < threshold <= 1:
+            raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+        for name, value, least in (("probe_batches", probe_batches, 1), ("probe_batch_size", probe_batch_size, 1),
+                                   ("start_epoch", start_epoch, 0), ("every", every, 1)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+                raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
+        if preprocess is not None and not callable(preprocess):
+            raise TypeError(f"preprocess must be callable, got {preprocess!r}")
+        self.dataset = dataset
+        self.threshold = float(threshold)
+        self.candidates = [int(g) for g in candidates]
+        self.probe_batches = int(probe_batches)
+        self.probe_batch_size = int(probe_batch_size)
+        self.start_epoch = int(start_epoch)
+        self.every = int(every)
+        self.preprocess = preprocess
+        self.decisions: list[dict] = []  # one per tuning: epoch, similarities, chosen group
+        self.probe_keys: dict[int, list[bytes]] = {}  # the images each group's probe read, for inspection
+        self._tuned_this_epoch: dict | None = None
+
+    @property
+    def full_fidelity(self) -> int:
+        return self.dataset.num_scan_groups
+
+    def on_train_begin(self, logs=None):
+        self.dataset.scan_group.assign(self.full_fidelity)  # the paper starts at full fidelity
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._tuned_this_epoch = None
+        if epoch >= self.start_epoch and (epoch - self.start_epoch) % self.every == 0:
+            self._tuned_this_epoch = self.tune(epoch)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is None:
+            return
+        logs["scan_group"] = int(self.dataset.scan_group.numpy())
+        if self._tuned_this_epoch:
+            for group, similarity in self._tuned_this_epoch["similarities"].items():
+                logs[f"scan_group_similarity_{group}"] = similarity
+
+    def tune(self, epoch: int | None = None) -> dict:
+        """Measures every candidate and assigns the chosen scan group; returns the decision."""
+        reference = self._probe_gradient(self.full_fidelity)
+        similarities = {}
+        for group in self.candidates:
+            similarities[group] = _cosine_similarity(self._probe_gradient(group), reference)
+        accepted = [g for g in self.candidates if similarities[g] >= self.threshold]
+        chosen = accepted[0] if accepted else self.full_fidelity
+        self.dataset.scan_group.assign(chosen)
+        decision = {"epoch": epoch, "similarities": similarities, "scan_group": chosen}
+        self.decisions.append(decision)
+        return decision
+
+    def _probe(self, group: int) -> tf.data.Dataset:
+        """Batches (inputs, targets, keys) of the first probe_batches x probe_batch_size images in record order,
+        read at `group`: the same images at every group."""
+        reader = PCRDataset(self.dataset._path, scan_group=group, shuffle=False, with_keys=True,
+                            num_parallel_reads=1)
+        prepare = self.preprocess or self._default_preprocess
+        return (reader.take(self.probe_batches * self.probe_batch_size)
+                .map(lambda x: (*prepare(x), x["key"])).batch(self.probe_batch_size))
+
+    def _default_preprocess(self, example):
+        height, width = self.model.input_shape[1:3]
+        image = tf.image.resize(example["image"], [height, width]) / 255.0
+        return image, example["label"]
+
+    def _probe_gradient(self, group: int) -> tf.Tensor:
+        """The loss gradient of the trainable weights on the probe at `group`, summed over its batches and
+        flattened. Inference mode, no optimizer: nothing the model or its training holds is changed."""
+        loss_fn = keras.losses.get(self.model.loss)
+        weights = self.model.trainable_variables
+        total, keys = None, []
+        for inputs, targets, batch_keys in self._probe(group):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(targets, self.model(inputs, training=False))
+            gradients = tape.gradient(loss, weights)
+            flat = tf.concat([tf.reshape(tf.zeros_like(w) if g is None else g, [-1])
+                              for g, w in zip(gradients, weights)], axis=0)
+            total = flat if total is None else total + flat
+            keys += [bytes(k) for k in batch_keys.numpy()]
+        self.probe_keys[group] = keys
+        return total
+
+
+def _cosine_similarity(a: tf.Tensor, b: tf.Tensor) -> float:
+    norms = float(tf.norm(a)) * float(tf.norm(b))
+    return float(tf.tensordot(a, b, 1)) / norms if norms > 0 else 0.0
