@@ -127,7 +127,8 @@ bool Encode(const uint8_t* pixels, uint32_t height, uint32_t width, const Params
   payload.reserve(count * channels / 2);
   std::vector<uint32_t> offsets{0};
   const uint32_t max_width = std::min<uint32_t>(params.patch, width);
-  std::vector<uint8_t> residuals(max_width), above(max_width + 2), predicted(max_width);
+  // Rows with a spare byte either side, as the decoder's row loops read and write them.
+  std::vector<uint8_t> residuals(max_width), above(max_width + 2), predicted(max_width + 2);
   // The decoder's reconstruction of zero residuals is the prediction itself: the encoder reuses its SIMD loop.
   const std::vector<uint8_t> zeros(max_width, 0);
   const ReconstructFunction predict = SelectReconstruct(/*zigzag=*/false);
@@ -141,9 +142,9 @@ bool Encode(const uint8_t* pixels, uint32_t height, uint32_t width, const Params
         std::memcpy(above.data() + 1, patch + static_cast<uint64_t>(y - 1) * width, p.w);
         above[0] = above[1];
         above[p.w + 1] = above[p.w];
-        predict(above.data() + 1, zeros.data(), p.w, predicted.data());
+        predict(above.data() + 1, zeros.data(), p.w, predicted.data() + 1);
         const uint8_t* row = patch + static_cast<uint64_t>(y) * width;
-        for (uint32_t x = 0; x < p.w; ++x) residuals[x] = static_cast<uint8_t>(row[x] - predicted[x]);
+        for (uint32_t x = 0; x < p.w; ++x) residuals[x] = static_cast<uint8_t>(row[x] - predicted[x + 1]);
         row_encoder.Encode(residuals.data(), p.w, &payload);
       }
       if (payload.size() > UINT32_MAX) return Fail(error, 0, "payload exceeds 4 GiB");
