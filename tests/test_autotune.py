@@ -175,3 +175,20 @@ def test_parameters_are_validated(tasks):
         tfliquid.keras.ScanGroupAutotuner(variable_dataset, start_epoch=-1)
     with pytest.raises(TypeError, match="preprocess"):
         tfliquid.keras.ScanGroupAutotuner(variable_dataset, preprocess="resize")
+
+
+def test_probe_cuts_are_the_record_prefixes(tasks):
+    """One full-fidelity read cut after scan g gives exactly what the record prefix at g decodes to."""
+    train = tfliquid.PCRDataset(tasks["texture"], scan_group=tf.Variable(10, dtype=tf.int64))
+    tuner = tfliquid.keras.ScanGroupAutotuner(train, probe_batches=1, probe_batch_size=40,
+                                              preprocess=lambda x: (x["image"], x["label"]))
+    images = tuner._read_probe()
+    for group in (1, 3, 7, 10):
+        prefixes = tfliquid.PCRDataset(tasks["texture"], scan_group=group, shuffle=False, with_keys=True,
+                                       num_parallel_reads=1).take(40)
+        expected = [(bytes(x["key"]), x["image"]) for x in prefixes.as_numpy_iterator()]
+        got = [(bytes(k), image) for inputs, _, keys in tuner._probe(images, group).as_numpy_iterator()
+               for k, image in zip(keys, inputs)]
+        assert [k for k, _ in got] == [k for k, _ in expected]
+        for (_, a), (_, b) in zip(got, expected):
+            np.testing.assert_array_equal(a, b)

@@ -1,7 +1,7 @@
 """ScanGroupAutotuner: the PCR paper's fidelity tuner (sections 4.3 and 6.5) as a Keras callback.
 
-At each tuning point the callback reads the same probe images from real record prefixes at full fidelity and at
-every candidate scan group, computes the loss gradient of the model's trainable weights on each, and sets the
+At each tuning point the callback reads the probe images once, at full fidelity, cuts each after every candidate
+scan group (byte for byte the record prefix at that group), computes the loss gradient of the model's trainable weights on each, and sets the
 dataset's scan group variable to the lowest group whose gradient has a cosine similarity of at least `threshold`
 with the full-fidelity one. The probe calls the model in inference mode and never touches the optimizer, so the
 weights, optimizer slots, BatchNorm statistics, metrics and random state are exactly as they were (the authors'
@@ -14,7 +14,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfliquid import io as tfliquid_io
 from tfliquid.data.pcr_dataset import PCRDataset
+
+_EOI = b"\xff\xd9"
 
 
 class ScanGroupAutotuner(keras.callbacks.Callback):
@@ -99,10 +102,11 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
 
     def tune(self, epoch: int | None = None) -> dict:
         """Measures every candidate and assigns the chosen scan group; returns the decision."""
-        reference = self._probe_gradient(self.full_fidelity)
+        images = self._read_probe()
+        reference = self._probe_gradient(images, self.full_fidelity)
         similarities = {}
         for group in self.candidates:
-            similarities[group] = _cosine_similarity(self._probe_gradient(group), reference)
+            similarities[group] = _cosine_similarity(self._probe_gradient(images, group), reference)
         accepted = [g for g in self.candidates if similarities[g] >= self.threshold]
         chosen = accepted[0] if accepted else self.full_fidelity
         self.dataset.scan_group.assign(chosen)
@@ -110,27 +114,38 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
         self.decisions.append(decision)
         return decision
 
-    def _probe(self, group: int) -> tf.data.Dataset:
-        """Batches (inputs, targets, keys) of the first probe_batches x probe_batch_size images in record order,
-        read at `group`: the same images at every group."""
-        reader = PCRDataset(self.dataset._path, scan_group=group, shuffle=False, with_keys=True,
-                            num_parallel_reads=1)
+    def _read_probe(self) -> tf.data.Dataset:
+        """The probe images at full fidelity, read once per tuning: the first probe_batches x probe_batch_size
+        images in record order, as progressive JPEG bytes, cached in memory."""
+        reader = PCRDataset(self.dataset._path, decode=False, shuffle=False, with_keys=True, num_parallel_reads=1)
+        return reader.take(self.probe_batches * self.probe_batch_size).cache()
+
+    def _probe(self, images: tf.data.Dataset, group: int) -> tf.data.Dataset:
+        """Batches (inputs, targets, keys) of the probe images at `group`. Each image is cut after its scan
+        `group` and closed with EOI: byte for byte what the record prefix at that group holds (docs/formats/pcr.md),
+        without reading storage again for every group."""
         prepare = self.preprocess or self._default_preprocess
-        return (reader.take(self.probe_batches * self.probe_batch_size)
-                .map(lambda x: (*prepare(x), x["key"])).batch(self.probe_batch_size))
+
+        def at_group(x):
+            scan_ends = tfliquid_io.jpeg_scan_ends(x["image"])
+            end = scan_ends[tf.minimum(tf.constant(group, tf.int32), tf.size(scan_ends)) - 1]
+            cut = tf.strings.substr(x["image"], 0, tf.cast(end, tf.int32)) + _EOI
+            return {**x, "image": tf.io.decode_jpeg(cut, channels=3)}
+
+        return images.map(at_group).map(lambda x: (*prepare(x), x["key"])).batch(self.probe_batch_size)
 
     def _default_preprocess(self, example):
         height, width = self.model.input_shape[1:3]
         image = tf.image.resize(example["image"], [height, width]) / 255.0
         return image, example["label"]
 
-    def _probe_gradient(self, group: int) -> tf.Tensor:
+    def _probe_gradient(self, images: tf.data.Dataset, group: int) -> tf.Tensor:
         """The loss gradient of the trainable weights on the probe at `group`, summed over its batches and
         flattened. Inference mode, no optimizer: nothing the model or its training holds is changed."""
         loss_fn = keras.losses.get(self.model.loss)
         weights = self.model.trainable_variables
         total, keys = None, []
-        for inputs, targets, batch_keys in self._probe(group):
+        for inputs, targets, batch_keys in self._probe(images, group):
             with tf.GradientTape() as tape:
                 loss = loss_fn(targets, self.model(inputs, training=False))
             gradients = tape.gradient(loss, weights)
