@@ -248,4 +248,6 @@ def test_training_example_runs(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     minio_epochs = result.stdout.split("MinIO cache")[1].splitlines()[1:]
     hit_ratios = [float(line.split("hit ratio ")[1].split(",")[0]) for line in minio_epochs]
-    assert hit_ratios[0] == 0 and 0.45 <= hit_ratios[1] <= 0.5  # half the bytes cached: about half the files
+    # Half the bytes are cached: about half the files, more or fewer as the first epoch's order admits smaller
+    # or larger ones first.
+    assert hit_ratios[0] == 0 and 0.4 <= hit_ratios[1] <= 0.6
