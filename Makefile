@@ -25,6 +25,7 @@ bench: $(INSTALLED)
 	$(PY) -m benchmarks.convert
 	$(PY) -m benchmarks.l3_decode
 	$(PY) -m benchmarks.cache
+	$(PY) -m benchmarks.autotune
 
 # jpegtran/cjpeg (tests, fixtures) and the libjpeg headers (the lossless transcoder links libjpeg).
 system-deps:

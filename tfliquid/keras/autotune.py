@@ -79,6 +79,7 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
         self.decisions: list[dict] = []  # one per tuning: epoch, similarities, chosen group
         self.probe_keys: dict[int, list[bytes]] = {}  # the images each group's probe read, for inspection
         self._tuned_this_epoch: dict | None = None
+        self._batch_gradient = None  # (model, its traced batch-gradient function)
 
     @property
     def full_fidelity(self) -> int:
@@ -142,19 +143,33 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
     def _probe_gradient(self, images: tf.data.Dataset, group: int) -> tf.Tensor:
         """The loss gradient of the trainable weights on the probe at `group`, summed over its batches and
         flattened. Inference mode, no optimizer: nothing the model or its training holds is changed."""
-        loss_fn = keras.losses.get(self.model.loss)
-        weights = self.model.trainable_variables
+        batch_gradient = self._batch_gradient_function()
         total, keys = None, []
         for inputs, targets, batch_keys in self._probe(images, group):
-            with tf.GradientTape() as tape:
-                loss = loss_fn(targets, self.model(inputs, training=False))
-            gradients = tape.gradient(loss, weights)
-            flat = tf.concat([tf.reshape(tf.zeros_like(w) if g is None else g, [-1])
-                              for g, w in zip(gradients, weights)], axis=0)
+            flat = batch_gradient(inputs, targets)
             total = flat if total is None else total + flat
             keys += [bytes(k) for k in batch_keys.numpy()]
         self.probe_keys[group] = keys
         return total
+
+    def _batch_gradient_function(self):
+        """One batch's flattened gradient as a tf.function (traced once per model: eager gradients cost several
+        times more, and the probe runs (candidates + 1) x probe_batches of them)."""
+        if self._batch_gradient is not None and self._batch_gradient[0] is self.model:
+            return self._batch_gradient[1]
+        model, loss_fn = self.model, keras.losses.get(self.model.loss)
+
+        @tf.function(reduce_retracing=True)
+        def batch_gradient(inputs, targets):
+            weights = model.trainable_variables
+            with tf.GradientTape() as tape:
+                loss = loss_fn(targets, model(inputs, training=False))
+            gradients = tape.gradient(loss, weights)
+            return tf.concat([tf.reshape(tf.zeros_like(w) if g is None else g, [-1])
+                              for g, w in zip(gradients, weights)], axis=0)
+
+        self._batch_gradient = (model, batch_gradient)
+        return batch_gradient
 
 
 def _cosine_similarity(a: tf.Tensor, b: tf.Tensor) -> float:
