@@ -1,4 +1,4 @@
-"""The main job, end to end on real photos (run by `make demo`; about a minute on 2 cores).
+"""The main job, end to end on real photos (run by `make demo`; about 1.5 minutes on 2 cores).
 
 1. Cut the photographs shipped in scikit-image and scikit-learn into a 10-class dataset of JPEG crops.
 2. Write it as TFRecords (train and validation), as TensorFlow's ImageNet converters do.
@@ -79,7 +79,7 @@ def train_at(scan_group, train_dir, val_dir, epochs, read_bandwidth):
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     bytes_before = tfliquid.io.read_stats()["bytes_read"]
     start = time.perf_counter()
-    callbacks = [tfliquid.keras.ScanGroupAutotuner(train, start_epoch=1, every=2, probe_batches=4)] if autotune else []
+    callbacks = [tfliquid.keras.ScanGroupAutotuner(train, start_epoch=1, every=3, probe_batches=2)] if autotune else []
     history = model.fit(train_batches, epochs=epochs, verbose=0, shuffle=False, callbacks=callbacks)
     seconds = time.perf_counter() - start
     bytes_per_epoch = (tfliquid.io.read_stats()["bytes_read"] - bytes_before) / epochs
