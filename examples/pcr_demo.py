@@ -21,9 +21,7 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import tfliquid  # noqa: E402
-from tfliquid import sample_data  # noqa: E402
-
-IMAGE_SIZE = 64
+from tfliquid import sample_data, sample_model  # noqa: E402
 
 
 def build_dataset(workdir: str) -> tuple[str, str]:
@@ -45,41 +43,25 @@ def build_dataset(workdir: str) -> tuple[str, str]:
     return paths["train"], paths["val"]
 
 
-def preprocess(example):
-    image = tf.image.resize(example["image"], [IMAGE_SIZE, IMAGE_SIZE]) / 255.0
-    return image, example["label"]
-
-
-def make_model(num_classes: int) -> keras.Model:
-    return keras.Sequential([
-        keras.Input((IMAGE_SIZE, IMAGE_SIZE, 3)),
-        keras.layers.Conv2D(16, 3, strides=2, activation="relu"),
-        keras.layers.Conv2D(32, 3, strides=2, activation="relu"),
-        keras.layers.Conv2D(64, 3, strides=2, activation="relu"),
-        keras.layers.GlobalAveragePooling2D(),
-        keras.layers.Dense(num_classes),
-    ])
-
-
 def train_at(scan_group, train_dir, val_dir, epochs, read_bandwidth):
     """scan_group: an int, None (full fidelity) or "auto" (the autotuner). Returns images/s, bytes read per
     epoch, validation accuracy and the scan group of every epoch."""
     keras.utils.set_random_seed(0)
-    autotune = scan_group == "auto"
-    if autotune:
-        scan_group = tf.Variable(1, dtype=tf.int64)  # the tuner starts it at full fidelity
-    train = tfliquid.PCRDataset(train_dir, scan_group=scan_group, seed=0, read_bandwidth=read_bandwidth)
+    callbacks = []
+    if scan_group == "auto":  # the tuner builds the dataset with a scan group variable, which it assigns
+        tuner = tfliquid.keras.ScanGroupAutotuner(train_dir, start_epoch=1, every=3, probe_batches=2,
+                                                  dataset_options={"seed": 0, "read_bandwidth": read_bandwidth})
+        train, callbacks = tuner.dataset, [tuner]
+    else:
+        train = tfliquid.PCRDataset(train_dir, scan_group=scan_group, seed=0, read_bandwidth=read_bandwidth)
     val = tfliquid.PCRDataset(val_dir, shuffle=False)  # always full fidelity
     train_batches = (train.apply(tf.data.experimental.assert_cardinality(train.num_images))
-                     .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).batch(32).prefetch(2))
+                     .map(sample_model.preprocess, num_parallel_calls=tf.data.AUTOTUNE).batch(32).prefetch(2))
     val_batches = (val.apply(tf.data.experimental.assert_cardinality(val.num_images))
-                   .map(preprocess).batch(64))
-    model = make_model(train.num_classes)
-    model.compile(optimizer=keras.optimizers.Adam(3e-3),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+                   .map(sample_model.preprocess).batch(64))
+    model = sample_model.small_cnn(train.num_classes)
     bytes_before = tfliquid.io.read_stats()["bytes_read"]
     start = time.perf_counter()
-    callbacks = [tfliquid.keras.ScanGroupAutotuner(train, start_epoch=1, every=3, probe_batches=2)] if autotune else []
     history = model.fit(train_batches, epochs=epochs, verbose=0, shuffle=False, callbacks=callbacks)
     seconds = time.perf_counter() - start
     bytes_per_epoch = (tfliquid.io.read_stats()["bytes_read"] - bytes_before) / epochs
