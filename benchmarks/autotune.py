@@ -1,6 +1,6 @@
 """ScanGroupAutotuner: its tuning cost against epoch time, and a tuned run against full fidelity, both throttled.
 
-    python -m benchmarks.autotune [--images-per-class 150] [--bandwidth 1.5e6] [--epochs 12] [--start-epoch 2]
+    python -m benchmarks.autotune [--images-per-class 300] [--bandwidth 1.5e6] [--epochs 12] [--start-epoch 2]
                                   [--every 4] [--probe-batches 10] [--quick]
 
 The sample photos (10 classes, 128x128 JPEG crops) as PCR datasets: train, and validation cut with another seed.
@@ -11,12 +11,15 @@ a --bandwidth read budget, the "slow disk" on which reading fewer scans pays:
     candidates (every group below full), on a schedule compressed so that it tunes within the run (from epoch
     --start-epoch, every --every epochs; the paper's is from epoch 5, every 20).
 Validation accuracy is measured at full fidelity and full bandwidth. Clocks listed before and after the tuner split
-each epoch into the tuner's work (its on_epoch_begin: the probe read once at full fidelity, then loss gradients on it
-cut at every candidate and at full fidelity) and training. The tuning cost is fixed by the probe while an epoch's
-grows with the dataset, so the cost fraction is the paper's schedule applied to this dataset's epochs: median
-tuning seconds / (20 x median training seconds of a tuned epoch). The size of dataset at which the fraction meets
-the target on this machine is printed too. Target (issue 5):
-  1. tuning cost <= 5% of training time with the paper's schedule (tuning every 20 epochs).
+each epoch into the tuner's work (its on_epoch_begin) and training. The first tuning reads the probe from storage at
+full fidelity, once for the run; every tuning computes loss gradients on it at full fidelity and at the candidates,
+lowest first, up to the first that qualifies. After training, one more tuning measures every candidate: the cost
+when none qualifies before the last (a task that needs full detail).
+The tuning cost is fixed by the probe while an epoch's grows with the dataset, so the cost is stated for the paper's
+schedule on this dataset's epochs: a 90-epoch run tunes at epochs 5, 25, 45, 65 and 85 (the first tuning, then four
+later ones), and the cost is their seconds over the training seconds of the 85 tuned epochs (median tuned epoch).
+Target (issue 5):
+  1. tuning cost <= 5% of training time with the paper's schedule.
 End-to-end time and accuracy, tuned vs full fidelity, are printed as ratios for information.
 """
 
@@ -32,11 +35,12 @@ import tensorflow as tf
 
 import tfliquid
 from benchmarks import common
-from tfliquid import sample_data
+from tfliquid import sample_data, sample_model
 
-IMAGE_SIZE = 64
 BATCH_SIZE = 32
 PAPER_EVERY = 20
+PAPER_TUNINGS = 5  # a 90-epoch run tuned from epoch 5, every 20 epochs: 5, 25, 45, 65, 85
+PAPER_TUNED_EPOCHS = 85
 IMAGENET_IMAGES = 1_281_167
 
 
@@ -50,28 +54,9 @@ def pcr_split(workdir: str, split: str, images_per_class: int, seed: int) -> str
     return folder + "-pcr"
 
 
-def preprocess(example):
-    return tf.image.resize(example["image"], [IMAGE_SIZE, IMAGE_SIZE]) / 255.0, example["label"]
-
-
-def make_model(num_classes: int) -> keras.Model:
-    """examples/pcr_demo.py's model."""
-    model = keras.Sequential([
-        keras.Input((IMAGE_SIZE, IMAGE_SIZE, 3)),
-        keras.layers.Conv2D(16, 3, strides=2, activation="relu"),
-        keras.layers.Conv2D(32, 3, strides=2, activation="relu"),
-        keras.layers.Conv2D(64, 3, strides=2, activation="relu"),
-        keras.layers.GlobalAveragePooling2D(),
-        keras.layers.Dense(num_classes),
-    ])
-    model.compile(optimizer=keras.optimizers.Adam(3e-3),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
-    return model
-
-
 def batches(dataset: tfliquid.PCRDataset, num_images: int, batch_size: int) -> tf.data.Dataset:
     return (dataset.apply(tf.data.experimental.assert_cardinality(num_images))
-            .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).batch(batch_size).prefetch(2))
+            .map(sample_model.preprocess, num_parallel_calls=tf.data.AUTOTUNE).batch(batch_size).prefetch(2))
 
 
 class Clock(keras.callbacks.Callback):
@@ -97,21 +82,21 @@ def train(train_dir: str, val_dir: str, args, autotune: bool) -> dict:
     keras.utils.set_random_seed(0)
     full = len(tfliquid.pcr.inspect(train_dir)["scan_groups"])
     train_set = tfliquid.PCRDataset(train_dir, scan_group=tf.Variable(full, dtype=tf.int64), seed=0)
-    model = make_model(train_set.num_classes)
+    model = sample_model.small_cnn(train_set.num_classes)
     # Listed around the tuner: `before` to `after` at an epoch's begin is the tuner's work, `after` to the end is
     # training (Keras opens the epoch's iterator after the begin callbacks, so it reads at the new scan group).
     before, after = Clock(), Clock()
-    tuner_callbacks = []
-    if autotune:
-        tuner_callbacks = [tfliquid.keras.ScanGroupAutotuner(
-            train_set, start_epoch=args.start_epoch, every=args.every, probe_batches=args.probe_batches,
-            probe_batch_size=BATCH_SIZE)]
+    tuner = tfliquid.keras.ScanGroupAutotuner(
+        train_set, start_epoch=args.start_epoch, every=args.every, probe_batches=args.probe_batches,
+        probe_batch_size=BATCH_SIZE) if autotune else None
     tfliquid.io.set_read_bandwidth(args.bandwidth)
     try:
         start = time.perf_counter()
         history = model.fit(batches(train_set, train_set.num_images, BATCH_SIZE), epochs=args.epochs, verbose=0,
-                            shuffle=False, callbacks=[before, *tuner_callbacks, after])
+                            shuffle=False, callbacks=[before, *([tuner] if tuner else []), after])
         fit_seconds = time.perf_counter() - start
+        decisions = list(tuner.decisions) if tuner else []
+        every_candidate_seconds = tuner and every_candidate_tuning_seconds(tuner)
     finally:
         tfliquid.io.set_read_bandwidth(None)
     val_set = tfliquid.PCRDataset(val_dir, shuffle=False)  # full fidelity
@@ -123,13 +108,24 @@ def train(train_dir: str, val_dir: str, args, autotune: bool) -> dict:
             "tune_seconds": [after.begin[e][0] - before.begin[e][0] for e in epochs],
             "tune_bytes": [after.begin[e][1] - before.begin[e][1] for e in epochs],
             "train_seconds": [after.end[e][0] - after.begin[e][0] for e in epochs],
-            "accuracy": accuracy}
+            "accuracy": accuracy, "decisions": decisions,
+            "every_candidate_seconds": every_candidate_seconds}
+
+
+def every_candidate_tuning_seconds(tuner) -> float:
+    """One more tuning of the trained model that measures every candidate, as when only the last qualifies."""
+    group, tuner.measure_all = int(tuner.dataset.scan_group.numpy()), True
+    start = time.perf_counter()
+    tuner.tune()
+    seconds = time.perf_counter() - start
+    tuner.dataset.scan_group.assign(group)
+    return seconds
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", default="bench_data")
-    parser.add_argument("--images-per-class", type=int, default=150, help="training images per class (10 classes)")
+    parser.add_argument("--images-per-class", type=int, default=300, help="training images per class (10 classes)")
     parser.add_argument("--bandwidth", type=float, default=1.5e6, help="training read budget in bytes/s")
     parser.add_argument("--epochs", type=int, default=12)
     parser.add_argument("--start-epoch", type=int, default=2, help="first tuned epoch (paper: 5)")
@@ -164,28 +160,33 @@ def main():
               f"{r['accuracy']:>9.3f}  {r['scan_groups']}")
 
     tuned, plain = runs["autotuned"], runs["full fidelity"]
-    tune_seconds = statistics.median(tuned["tune_seconds"][e] for e in tunings)
-    probe_bytes = statistics.median(tuned["tune_bytes"][e] for e in tunings)
+    first, later = tuned["tune_seconds"][tunings[0]], [tuned["tune_seconds"][e] for e in tunings[1:]]
+    later_seconds = statistics.median(later) if later else first
     tuned_epoch = statistics.median(tuned["train_seconds"][args.start_epoch:])
     full_epoch = statistics.median(plain["train_seconds"][1:])  # epoch 0 traces the training step
     probe_images = args.probe_batches * BATCH_SIZE
+    probe_bytes = tuned["tune_bytes"][tunings[0]]
     each_tuning = ", ".join(f"{tuned['tune_seconds'][e]:.2f}" for e in tunings)
-    print(f"\nTuning (the tuner's on_epoch_begin) at epochs {tunings}: {each_tuning} s. Each reads the records "
-          f"holding the first {probe_images} images once at full fidelity ({probe_bytes / 1e6:.2f} MB: "
-          f"{probe_bytes / args.bandwidth:.1f} s at the budget), then computes loss gradients on them at "
-          f"{groups} groups ({groups * probe_images} images through the model, next to {n} per epoch)")
+    print(f"\nTuning (the tuner's on_epoch_begin) at epochs {tunings}: {each_tuning} s. The first reads the records holding "
+          f"the first {probe_images} images at full fidelity ({probe_bytes / 1e6:.2f} MB: "
+          f"{probe_bytes / args.bandwidth:.1f} s at the budget); each computes loss gradients on {probe_images} "
+          f"images at full fidelity and at the candidates up to the first that qualifies (groups chosen: "
+          f"{[d['scan_group'] for d in tuned['decisions']]}). Measuring all {groups - 1} candidates: "
+          f"{tuned['every_candidate_seconds']:.2f} s.")
     print(f"Training epoch (median, tuning excluded): {full_epoch:.2f} s at full fidelity, {tuned_epoch:.2f} s in "
-          f"the tuned epochs (scan groups {sorted(set(tuned['scan_groups'][args.start_epoch:]))})")
-    fraction = tune_seconds / (PAPER_EVERY * tuned_epoch)
-    # The tuning cost is fixed by the probe; an epoch's cost grows with its images: the fraction scales as 1 / n.
-    images_for_target = n * fraction / 0.05
-    print(f"With the paper's schedule (one tuning per {PAPER_EVERY} epochs): tuning costs {fraction:.1%} of the "
-          f"tuned epochs' time here ({tune_seconds / (PAPER_EVERY * full_epoch):.1%} of full-fidelity epochs'); "
-          f"<= 5% from about {images_for_target:,.0f} images per epoch at this per-image cost "
-          f"(ImageNet's {IMAGENET_IMAGES:,}: about {fraction * n / IMAGENET_IMAGES:.3%})")
+          f"the tuned epochs (scan groups {sorted(set(tuned['scan_groups'][args.start_epoch:]))}), {n} images")
+    paper_seconds = first + (PAPER_TUNINGS - 1) * later_seconds
+    fraction = paper_seconds / (PAPER_TUNED_EPOCHS * tuned_epoch)
+    worst = tuned["every_candidate_seconds"] / (PAPER_EVERY * tuned_epoch)
+    print(f"With the paper's schedule (90 epochs, tuned at 5, 25, 45, 65, 85): tuning costs {fraction:.1%} of the "
+          f"tuned epochs' training time. The first tuning alone is {first / (PAPER_EVERY * tuned_epoch):.1%} of the "
+          f"20 epochs it serves, a later one {later_seconds / (PAPER_EVERY * tuned_epoch):.1%}, and one that "
+          f"measures every candidate {worst:.1%}. The cost is fixed by the probe, so the fraction falls as 1 / images "
+          f"per epoch: <= 5% from about {n * fraction / 0.05:,.0f} images here, and on ImageNet's "
+          f"{IMAGENET_IMAGES:,}, {worst * n / IMAGENET_IMAGES:.3%} at most.")
 
     print("\nTargets:")
-    common.verdict(f"tuning seconds / ({PAPER_EVERY} x tuned epoch seconds), {n} images per epoch", fraction, 0.05,
+    common.verdict(f"paper-schedule tuning seconds / tuned training seconds, {n} images per epoch", fraction, 0.05,
                    higher_is_better=False)
     print(f"\nFor information: the autotuned run took {tuned['fit_seconds'] / plain['fit_seconds']:.2f}x the "
           f"full-fidelity run's time (tunings included), read {tuned['bytes_read'] / plain['bytes_read']:.2f}x its "

@@ -80,10 +80,11 @@ class _BytesPerEpoch(keras.callbacks.Callback):
 
 def _train_with_tuner(path, epochs=5, **tuner_args):
     keras.utils.set_random_seed(0)
-    group = tf.Variable(1, dtype=tf.int64)  # the tuner starts it at full fidelity
-    train = tfliquid.PCRDataset(path, scan_group=group, seed=0)
-    tuner = tfliquid.keras.ScanGroupAutotuner(train, start_epoch=3, every=1, probe_batches=2, probe_batch_size=32,
-                                              **tuner_args)
+    # Given the directory, the tuner builds the PCRDataset with a scan group variable of its own.
+    tuner = tfliquid.keras.ScanGroupAutotuner(path, start_epoch=3, every=1, probe_batches=2, probe_batch_size=32,
+                                              dataset_options={"seed": 0}, **tuner_args)
+    train = tuner.dataset
+    assert isinstance(train.scan_group, tf.Variable)
     reads = _BytesPerEpoch()  # listed after the tuner: it counts an epoch's training reads, not the probe's
     model = _model()
     history = model.fit(train.map(_prep).batch(32), epochs=epochs, callbacks=[tuner, reads], verbose=0,
@@ -103,6 +104,9 @@ def test_coarse_colour_task_tunes_down_and_reads_less(tasks):
     assert reads.bytes[3] == reads.bytes[4] < 0.3 * reads.bytes[0]
     similarities = history.history["scan_group_similarity_1"]
     assert len(similarities) == 2 and min(similarities) >= 0.8  # logged on the two tuned epochs
+    # Group 1 qualified, so no higher candidate was measured.
+    assert all(list(d["similarities"]) == [1] for d in tuner.decisions)
+    assert "scan_group_similarity_2" not in history.history
 
 
 @pytest.mark.slow
@@ -111,9 +115,23 @@ def test_fine_texture_task_keeps_a_high_group(tasks):
     for decision in tuner.decisions:
         assert decision["similarities"][1] < 0.8  # the checkerboard is gone from the low scans
         assert decision["scan_group"] >= 5
-    # The probe read the same images at every group, as many as asked.
+    # The probe read the same images at every group measured, as many as asked.
+    measured = {g for d in tuner.decisions for g in d["similarities"]}
+    assert set(tuner.probe_keys) == measured | {10}
     keys = list(tuner.probe_keys.values())
-    assert len(keys) == 10 and all(k == keys[0] for k in keys) and len(keys[0]) == 64
+    assert all(k == keys[0] for k in keys) and len(keys[0]) == 64
+    # Stopping at the first qualifying candidate picks what measuring them all picks, with the same similarities.
+    bytes_before = tfliquid.io.read_stats()["bytes_read"]
+    tuner.measure_all = True
+    every = tuner.tune()
+    tuner.measure_all = False
+    first_qualifying = tuner.tune()
+    assert tfliquid.io.read_stats()["bytes_read"] == bytes_before  # the probe is kept from the first tuning
+    assert list(every["similarities"]) == list(range(1, 10))
+    assert first_qualifying["scan_group"] == every["scan_group"] >= 5
+    assert list(first_qualifying["similarities"]) == list(range(1, every["scan_group"] + 1))
+    for group, similarity in first_qualifying["similarities"].items():
+        assert similarity == pytest.approx(every["similarities"][group], abs=1e-6)
 
 
 def test_a_tuning_step_changes_no_model_optimizer_metric_or_random_state(tasks):
@@ -145,7 +163,8 @@ def test_a_tuning_step_changes_no_model_optimizer_metric_or_random_state(tasks):
 def test_tensorboard_after_the_tuner_gets_its_scalars(tasks, tmp_path):
     group = tf.Variable(10, dtype=tf.int64)
     train = tfliquid.PCRDataset(tasks["colour"], scan_group=group, seed=0)
-    tuner = tfliquid.keras.ScanGroupAutotuner(train, start_epoch=0, probe_batches=1, candidates=[1, 2])
+    tuner = tfliquid.keras.ScanGroupAutotuner(train, start_epoch=0, probe_batches=1, candidates=[1, 2],
+                                              measure_all=True)
     model = _model()
     model.fit(train.map(_prep).batch(32).take(2), epochs=1, verbose=0, shuffle=False,
               callbacks=[tuner, keras.callbacks.TensorBoard(str(tmp_path))])
@@ -160,6 +179,10 @@ def test_parameters_are_validated(tasks):
     variable_dataset = tfliquid.PCRDataset(tasks["colour"], scan_group=tf.Variable(10, dtype=tf.int64))
     with pytest.raises(TypeError, match="PCRDataset"):
         tfliquid.keras.ScanGroupAutotuner(tf.data.Dataset.range(3))
+    with pytest.raises(ValueError, match="must not set scan_group"):
+        tfliquid.keras.ScanGroupAutotuner(tasks["colour"], dataset_options={"scan_group": 2})
+    with pytest.raises(ValueError, match="dataset_options applies when dataset is a directory"):
+        tfliquid.keras.ScanGroupAutotuner(variable_dataset, dataset_options={"seed": 0})
     with pytest.raises(ValueError, match="tf.Variable scan group"):
         tfliquid.keras.ScanGroupAutotuner(tfliquid.PCRDataset(tasks["colour"], scan_group=2))
     with pytest.raises(ValueError, match=r"candidates must be scan groups in 1\.\.9"):

@@ -1,14 +1,18 @@
 """ScanGroupAutotuner: the PCR paper's fidelity tuner (sections 4.3 and 6.5) as a Keras callback.
 
-At each tuning point the callback reads the probe images once, at full fidelity, cuts each after every candidate
-scan group (byte for byte the record prefix at that group), computes the loss gradient of the model's trainable weights on each, and sets the
-dataset's scan group variable to the lowest group whose gradient has a cosine similarity of at least `threshold`
-with the full-fidelity one. The probe calls the model in inference mode and never touches the optimizer, so the
-weights, optimizer slots, BatchNorm statistics, metrics and random state are exactly as they were (the authors'
-code probed in training mode, which updated BatchNorm statistics, and emulated prefixes by re-encoding images).
+At each tuning point the callback cuts the probe images (read once, at full fidelity, at the first tuning) after
+candidate scan groups, lowest first (byte for byte the record prefix at that group), computes the loss gradient of
+the model's trainable weights on each, and sets the dataset's scan group variable to the lowest group whose
+gradient has a cosine similarity of at least `threshold` with the full-fidelity one: the first that qualifies ends
+the search, since no later candidate can be lower. The probe calls the model in inference mode and never touches
+the optimizer, so the weights, optimizer slots, BatchNorm statistics, metrics and random state are exactly as they
+were (the authors' code probed in training mode, which updated BatchNorm statistics, and emulated prefixes by
+re-encoding images).
 """
 
 from __future__ import annotations
+
+import os
 
 import keras
 import numpy as np
@@ -16,6 +20,7 @@ import tensorflow as tf
 
 from tfliquid import io as tfliquid_io
 from tfliquid.data.pcr_dataset import PCRDataset
+from tfliquid.formats import pcr as pcr_format
 
 _EOI = b"\xff\xd9"
 
@@ -25,7 +30,8 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
 
     Args:
       dataset: the training `PCRDataset`, built with an integer `tf.Variable` scan group (the callback assigns
-        it; the pipeline reads it whenever it opens a record, so no rebuild is needed).
+        it; the pipeline reads it whenever it opens a record, so no rebuild is needed); or the PCR dataset's
+        directory, in which case the callback creates that variable and builds the dataset, `tuner.dataset`.
       threshold: the lowest acceptable cosine similarity to the full-fidelity gradient (paper: 0.8).
       candidates: scan groups to consider (default: every group below full fidelity).
       probe_batches: batches of the probe, each of `probe_batch_size` images, read at every candidate.
@@ -34,21 +40,28 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
       preprocess: a deterministic function of a PCRDataset element {"image": uint8 [H, W, 3], "label", ...}
         -> (model input, target); default: resize to the model's input size and scale to [0, 1].
       probe_batch_size: images per probe batch.
+      measure_all: measure every candidate at each tuning (for analysis); by default the search stops at the first
+        candidate, lowest first, that reaches `threshold`, which picks the same group for less work.
+      dataset_options: keyword arguments for the `PCRDataset` built when `dataset` is a directory.
 
     Logs, at the end of every epoch: "scan_group" (what that epoch read), and at tuning epochs
-    "scan_group_similarity_K" for each candidate K. History records them; a TensorBoard callback listed after this
-    one writes them as scalars.
+    "scan_group_similarity_K" for each candidate K measured. History records them; a TensorBoard callback listed
+    after this one writes them as scalars.
 
-    >>> group = tf.Variable(10, dtype=tf.int64)
-    >>> train = tfliquid.PCRDataset("train-pcr/", scan_group=group)
-    >>> model.fit(train.map(prep).batch(256), epochs=90, callbacks=[ScanGroupAutotuner(train)])
+    >>> tuner = ScanGroupAutotuner("train-pcr/", dataset_options={"seed": 0})
+    >>> model.fit(tuner.dataset.map(prep).batch(256), epochs=90, callbacks=[tuner])
     """
 
-    def __init__(self, dataset: PCRDataset, threshold: float = 0.8, candidates=None, probe_batches: int = 10,
-                 start_epoch: int = 5, every: int = 20, preprocess=None, probe_batch_size: int = 32):
+    def __init__(self, dataset: PCRDataset | str | os.PathLike, threshold: float = 0.8, candidates=None,
+                 probe_batches: int = 10, start_epoch: int = 5, every: int = 20, preprocess=None,
+                 probe_batch_size: int = 32, measure_all: bool = False, dataset_options: dict | None = None):
         super().__init__()
+        if isinstance(dataset, (str, os.PathLike)):
+            dataset = _dataset_with_a_scan_group_variable(dataset, dataset_options or {})
+        elif dataset_options is not None:
+            raise ValueError("dataset_options applies when dataset is a directory; this PCRDataset is already built")
         if not isinstance(dataset, PCRDataset):
-            raise TypeError(f"dataset must be a tfliquid.PCRDataset, got {type(dataset).__name__}")
+            raise TypeError(f"dataset must be a tfliquid.PCRDataset or its directory, got {type(dataset).__name__}")
         if not isinstance(dataset.scan_group, tf.Variable):
             raise ValueError("the PCRDataset must be built with a tf.Variable scan group, which the tuner assigns: "
                              "PCRDataset(path, scan_group=tf.Variable(G, dtype=tf.int64))")
@@ -76,9 +89,11 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
         self.start_epoch = int(start_epoch)
         self.every = int(every)
         self.preprocess = preprocess
+        self.measure_all = bool(measure_all)
         self.decisions: list[dict] = []  # one per tuning: epoch, similarities, chosen group
         self.probe_keys: dict[int, list[bytes]] = {}  # the images each group's probe read, for inspection
         self._tuned_this_epoch: dict | None = None
+        self._probe_images: tf.data.Dataset | None = None  # read at the first tuning
         self._batch_gradient = None  # (model, its traced batch-gradient function)
 
     @property
@@ -102,24 +117,31 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
                 logs[f"scan_group_similarity_{group}"] = similarity
 
     def tune(self, epoch: int | None = None) -> dict:
-        """Measures every candidate and assigns the chosen scan group; returns the decision."""
+        """Measures the candidates, lowest first, and assigns the chosen scan group; returns the decision."""
         images = self._read_probe()
         reference = self._probe_gradient(images, self.full_fidelity)
-        similarities = {}
+        similarities, chosen = {}, self.full_fidelity
         for group in self.candidates:
             similarities[group] = _cosine_similarity(self._probe_gradient(images, group), reference)
-        accepted = [g for g in self.candidates if similarities[g] >= self.threshold]
-        chosen = accepted[0] if accepted else self.full_fidelity
+            if similarities[group] >= self.threshold and chosen == self.full_fidelity:
+                chosen = group
+                if not self.measure_all:
+                    break
         self.dataset.scan_group.assign(chosen)
         decision = {"epoch": epoch, "similarities": similarities, "scan_group": chosen}
         self.decisions.append(decision)
         return decision
 
     def _read_probe(self) -> tf.data.Dataset:
-        """The probe images at full fidelity, read once per tuning: the first probe_batches x probe_batch_size
-        images in record order, as progressive JPEG bytes, cached in memory."""
-        reader = PCRDataset(self.dataset._path, decode=False, shuffle=False, with_keys=True, num_parallel_reads=1)
-        return reader.take(self.probe_batches * self.probe_batch_size).cache()
+        """The probe images at full fidelity: the first probe_batches x probe_batch_size images in record order, as
+        progressive JPEG bytes. Read from storage at the first call, and kept in memory for the later tunings (a
+        few MB: they are compressed), which then cost only computation."""
+        if self._probe_images is None:
+            count = self.probe_batches * self.probe_batch_size
+            reader = PCRDataset(self.dataset._path, decode=False, shuffle=False, with_keys=True, num_parallel_reads=1)
+            probe = reader.take(count).batch(count).get_single_element()
+            self._probe_images = tf.data.Dataset.from_tensor_slices(probe)
+        return self._probe_images
 
     def _probe(self, images: tf.data.Dataset, group: int) -> tf.data.Dataset:
         """Batches (inputs, targets, keys) of the probe images at `group`. Each image is cut after its scan
@@ -133,7 +155,8 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
             cut = tf.strings.substr(x["image"], 0, tf.cast(end, tf.int32)) + _EOI
             return {**x, "image": tf.io.decode_jpeg(cut, channels=3)}
 
-        return images.map(at_group).map(lambda x: (*prepare(x), x["key"])).batch(self.probe_batch_size)
+        return (images.map(lambda x: (*prepare(at_group(x)), x["key"]), num_parallel_calls=tf.data.AUTOTUNE)
+                .batch(self.probe_batch_size).prefetch(1))
 
     def _default_preprocess(self, example):
         height, width = self.model.input_shape[1:3]
@@ -170,6 +193,13 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
 
         self._batch_gradient = (model, batch_gradient)
         return batch_gradient
+
+
+def _dataset_with_a_scan_group_variable(path, options: dict) -> PCRDataset:
+    if "scan_group" in options:
+        raise ValueError("dataset_options must not set scan_group: the tuner creates and assigns it")
+    full = pcr_format.read_index(path).num_scan_groups
+    return PCRDataset(path, scan_group=tf.Variable(full, dtype=tf.int64, trainable=False), **options)
 
 
 def _cosine_similarity(a: tf.Tensor, b: tf.Tensor) -> float:
