@@ -11,8 +11,10 @@ Throttled runs put every reader on the same tfliquid read budget (TFRecords thro
 tfliquid.io.draw_read_bandwidth). By default the budget is 0.7 x the slowest unthrottled byte rate, so that
 every reader is bound by I/O: the regime of the PCR paper's Theorem 4.1. Readers are measured in turns, best of
 --epochs rounds (throttled: two rounds of two epochs back to back, the steady state where the next epoch's first
-reads overlap this epoch's last decodes). Now and then a throttled run drops to about half its rate for the whole
-run (seen with the TFRecord peers; cause not found): best-of keeps that noise out of the ratios. Targets (issue 2):
+reads overlap this epoch's last decodes). Now and then a throttled epoch drops to about half its rate: tf.data's
+autotuner starves an AUTOTUNE decode map while the reads are throttled. PCRDataset decodes with one call per core
+for that reason; the TFRecord peers are written as users write them, with AUTOTUNE, and best-of keeps that noise
+out of the ratios. Targets (issue 2):
   1. throttled speedup of group g over full >= 0.9 x the bytes ratio;
   2. full-fidelity PCR >= 0.95 x TFRecordDataset + decode_jpeg on the same images;
   3. the PCR reader alone (no decode, one thread) >= 1 GiB/s.
