@@ -131,6 +131,107 @@ class RowDecoder {
   std::vector<uint8_t> widths_, bases_;
 };
 
+#ifdef TFLIQUID_L3_X86
+// The paper profile's full patches (32, 64 or 128 pixels wide by image size), with one segment per row: each
+// channel's previous row lives in kBlocks registers of 32 pixels and a row is a fixed sequence of vector steps,
+// with no call, table walk or loop over segments. A row is a 12-bit header (width, base), then 32 x kBlocks values
+// from bit 12, in groups of eight `width` bytes apart that all start 4 bits into a byte; it ends on the next byte,
+// 2 + 4 x kBlocks x width bytes after it began. These return false, having checked nothing further, at the first
+// thing that is not a valid patch; the caller then decodes the patch with RowDecoder, which says what is wrong.
+// (GCC warns that passing __m256i has another ABI without AVX; these helpers only ever inline into AVX2 code.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+// Pixel x - 1 of a row at every x of its 32-pixel block `block`; `before` is the block to its left, or none for the
+// row's first block, whose first pixel is then replicated: the format's edge rule.
+__attribute__((target("avx2"))) inline __m256i LeftNeighbours(__m256i block, const __m256i* before) {
+  if (before) return _mm256_alignr_epi8(block, _mm256_permute2x128_si256(block, *before, 0x03), 15);
+  const __m256i shifted = _mm256_alignr_epi8(block, _mm256_permute2x128_si256(block, block, 0x08), 15);
+  return _mm256_or_si256(shifted, _mm256_and_si256(block, _mm256_setr_epi64x(0xff, 0, 0, 0)));
+}
+
+// Pixel x + 1 likewise; `after` is the block to the right, or none for the row's last block.
+__attribute__((target("avx2"))) inline __m256i RightNeighbours(__m256i block, const __m256i* after) {
+  if (after) return _mm256_alignr_epi8(_mm256_permute2x128_si256(block, *after, 0x21), block, 1);
+  const __m256i shifted = _mm256_alignr_epi8(_mm256_permute2x128_si256(block, block, 0x81), block, 1);
+  return _mm256_or_si256(shifted, _mm256_and_si256(block, _mm256_setr_epi64x(0, 0, 0, 0xffll << 56)));
+}
+
+// Decodes the row at stream->pos into `row`, predicted from the row it holds.
+template <int kBlocks>
+__attribute__((target("avx2"))) inline bool WholeRow(ChannelStream* stream, __m256i* row) {
+  const uint8_t* const p = stream->stream + stream->pos;
+  const size_t available = stream->length - stream->pos;
+  if (available < 2) return false;
+  const unsigned width = p[0] >> 4;
+  const size_t row_bytes = 2 + 4 * kBlocks * width;
+  if (width > 8 || row_bytes > available) return false;
+  const UnpackTables::Entry& table = kUnpackTables.entry[4][width];
+  const __m256i base = _mm256_set1_epi8(static_cast<char>(p[0] << 4 | p[1] >> 4));
+  __m256i before = row[0];  // the previous row's block j - 1, once row[j - 1] holds the new one
+  for (int j = 0; j < kBlocks; ++j) {
+    const uint8_t* const q = p + 1 + 4 * width * j;  // reads at most 15 bytes past the row: within kReadSlack
+    const __m256i low = UnpackTwoEights(q, table, q + width, table);
+    const __m256i high = UnpackTwoEights(q + 2 * width, table, q + 3 * width, table);
+    const __m256i residuals = _mm256_add_epi8(_mm256_permute4x64_epi64(_mm256_packus_epi16(low, high), 0xd8), base);
+    const __m256i top = row[j];
+    const __m256i top_left = LeftNeighbours(top, j > 0 ? &before : nullptr);
+    const __m256i top_right = RightNeighbours(top, j + 1 < kBlocks ? &row[j + 1] : nullptr);
+    before = top;
+    row[j] = _mm256_add_epi8(residuals, Paeth32(top_left, top, top_right));
+  }
+  stream->pos += row_bytes;
+  return true;
+}
+
+template <int kBlocks>
+__attribute__((target("avx2"))) inline void StoreRow(const __m256i* row, uint8_t* out) {
+  for (int j = 0; j < kBlocks; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(out + 32 * j), row[j]);
+}
+
+template <int kBlocks>
+__attribute__((target("avx2"))) bool DecodeWholeRowPatch(ChannelStream* streams, int channels, uint32_t height,
+                                                         InterleaveFunction interleave, uint8_t* out,
+                                                         size_t out_stride) {
+  constexpr uint32_t kWidth = 32 * kBlocks;
+  alignas(32) uint8_t rows[4][kWidth];  // the interleave's input
+  const uint8_t* const plane[4] = {rows[0], rows[1], rows[2], rows[3]};
+  __m256i row[4][kBlocks];
+  for (int c = 0; c < channels; ++c) {
+    if (streams[c].length < kWidth) return false;
+    for (int j = 0; j < kBlocks; ++j) row[c][j] = Load32(streams[c].stream + 32 * j);
+    streams[c].pos = kWidth;
+    StoreRow<kBlocks>(row[c], rows[c]);
+  }
+  interleave(plane, kWidth, out);
+  for (uint32_t y = 1; y < height; ++y) {
+    out += out_stride;
+    for (int c = 0; c < channels; ++c) {
+      if (!WholeRow<kBlocks>(&streams[c], row[c])) return false;
+      StoreRow<kBlocks>(row[c], rows[c]);
+    }
+    interleave(plane, kWidth, out);
+  }
+  for (int c = 0; c < channels; ++c)
+    if (streams[c].pos != streams[c].length) return false;
+  return true;
+}
+#pragma GCC diagnostic pop
+
+using WholeRowPatchFunction = bool (*)(ChannelStream* streams, int channels, uint32_t height,
+                                       InterleaveFunction interleave, uint8_t* out, size_t out_stride);
+
+// The vector decoder of the full patches of these parameters, or none.
+WholeRowPatchFunction SelectWholeRowPatch(const Params& params) {
+  if (params.segment != 0 || params.zigzag || !__builtin_cpu_supports("avx2")) return nullptr;
+  switch (params.patch) {
+    case 32: return DecodeWholeRowPatch<1>;
+    case 64: return DecodeWholeRowPatch<2>;
+    case 128: return DecodeWholeRowPatch<4>;
+    default: return nullptr;
+  }
+}
+#endif
+
 }  // namespace
 
 bool Decode(const uint8_t* data, size_t size, const Header& header, uint8_t* pixels, std::string* error) {
@@ -145,6 +246,10 @@ bool Decode(const uint8_t* data, size_t size, const Header& header, uint8_t* pix
   std::vector<ChannelStream> streams(channels);
   RowDecoder decoder(params, std::min<uint32_t>(params.patch, header.width));
   const InterleaveFunction interleave = SelectInterleave(channels, params.subtract_green);
+#ifdef TFLIQUID_L3_X86
+  const WholeRowPatchFunction whole_row_patch = SelectWholeRowPatch(params);
+#endif
+  const size_t out_stride = static_cast<size_t>(header.width) * channels;
   auto fail = [&](int c, size_t i) {
     *error += " (channel " + std::to_string(c) + ", patch " + std::to_string(i) + ")";
     return false;
@@ -161,11 +266,16 @@ bool Decode(const uint8_t* data, size_t size, const Header& header, uint8_t* pix
         streams[c].stream = padded[c].data();
       }
     }
+    // The patch row's place in the image.
+    uint8_t* out = pixels + (static_cast<uint64_t>(patch.y0) * header.width + patch.x0) * channels;
+#ifdef TFLIQUID_L3_X86
+    if (whole_row_patch && patch.w == static_cast<uint32_t>(params.patch) &&
+        whole_row_patch(streams.data(), channels, patch.h, interleave, out, out_stride))
+      continue;
+#endif
     decoder.SetWidth(patch.w);
     // The first row apart (raw bytes), so that the loop over the others has no branch on it. plane[c] is channel
-    // c's latest row, which predicts its next one; out, the patch row's place in the image.
-    uint8_t* out = pixels + (static_cast<uint64_t>(patch.y0) * header.width + patch.x0) * channels;
-    const size_t out_stride = static_cast<size_t>(header.width) * channels;
+    // c's latest row, which predicts its next one.
     const uint8_t* plane[4];
     for (int c = 0; c < channels; ++c) {
       if (!decoder.FirstRow(&streams[c], row_of(c, 0), error)) return fail(c, i);
