@@ -38,6 +38,19 @@ def test_property_cpp_decodes_reference(image, profile):
     np.testing.assert_array_equal(tfliquid.io.decode_l3(l3.encode(image, profile)).numpy(), image)
 
 
+@pytest.mark.parametrize("profile, height, width, patch", [
+    ("paper", 720, 1080, 32), ("paper", 1080, 1920, 64), ("paper", 1088, 1920, 128), ("default", 300, 400, 128)])
+def test_full_patches_of_every_size_round_trip(profile, height, width, patch):
+    """Full patches take the decoder's register path (32, 64 or 128 pixels wide): a photo, with a flat block whose
+    rows code in 0 bits and a noise block whose rows need 8, round trips at each patch size."""
+    image = np.array(sample_data.load_photos()[0][1].resize((width, height)))
+    image[:100, :200] = 77
+    image[100:200, 200:400] = np.random.default_rng(0).integers(0, 256, (100, 200, 3), dtype=np.uint8)
+    encoded = tfliquid.io.encode_l3(image, profile).numpy()
+    assert l3.parse_header(encoded)[0].patch == patch
+    np.testing.assert_array_equal(tfliquid.io.decode_l3(encoded).numpy(), image)
+
+
 def test_decode_in_parallel_dataset_map():
     images = _test_images()[-2:]
     encoded = [l3.encode(image) for image in images]

@@ -292,16 +292,18 @@ __attribute__((target("avx2"))) inline __m256i Paeth32(__m256i a, __m256i b, __m
   return _mm256_blendv_epi8(_mm256_blendv_epi8(c, b, pick_b), a, pick_a);
 }
 
+// Unzigzag of 32 bytes: (v >> 1) ^ -(v & 1), bytewise; the 16-bit shift brings in a neighbour's bit, masked off.
+__attribute__((target("avx2"))) inline __m256i Unzigzag32(__m256i v) {
+  const __m256i one = _mm256_set1_epi8(1);
+  const __m256i odd = _mm256_cmpeq_epi8(_mm256_and_si256(v, one), one);
+  return _mm256_xor_si256(_mm256_and_si256(_mm256_srli_epi16(v, 1), _mm256_set1_epi8(0x7f)), odd);
+}
+
 // Pixels [0, 32) of a row.
 template <bool kZigzag>
 __attribute__((target("avx2"))) inline __m256i Reconstruct32(const uint8_t* prev, const uint8_t* coded) {
   __m256i residual = Load32(coded);
-  if (kZigzag) {
-    // (v >> 1) ^ -(v & 1), bytewise: the 16-bit shift brings in a neighbour's bit, masked off.
-    const __m256i one = _mm256_set1_epi8(1);
-    const __m256i odd = _mm256_cmpeq_epi8(_mm256_and_si256(residual, one), one);
-    residual = _mm256_xor_si256(_mm256_and_si256(_mm256_srli_epi16(residual, 1), _mm256_set1_epi8(0x7f)), odd);
-  }
+  if (kZigzag) residual = Unzigzag32(residual);
   return _mm256_add_epi8(residual, Paeth32(Load32(prev - 1), Load32(prev), Load32(prev + 1)));
 }
 #pragma GCC diagnostic pop
