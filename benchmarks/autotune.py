@@ -167,8 +167,8 @@ def main():
     probe_images = args.probe_batches * BATCH_SIZE
     probe_bytes = tuned["tune_bytes"][tunings[0]]
     each_tuning = ", ".join(f"{tuned['tune_seconds'][e]:.2f}" for e in tunings)
-    print(f"\nTuning (the tuner's on_epoch_begin) at epochs {tunings}: {each_tuning} s. The first reads the records holding "
-          f"the first {probe_images} images at full fidelity ({probe_bytes / 1e6:.2f} MB: "
+    print(f"\nTuning (the tuner's on_epoch_begin) at epochs {tunings}: {each_tuning} s. The first reads the records "
+          f"holding the first {probe_images} images at full fidelity ({probe_bytes / 1e6:.2f} MB: "
           f"{probe_bytes / args.bandwidth:.1f} s at the budget); each computes loss gradients on {probe_images} "
           f"images at full fidelity and at the candidates up to the first that qualifies (groups chosen: "
           f"{[d['scan_group'] for d in tuned['decisions']]}). Measuring all {groups - 1} candidates: "

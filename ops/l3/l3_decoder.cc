@@ -135,12 +135,10 @@ class RowDecoder {
 };
 
 #ifdef TFLIQUID_L3_X86
-// The paper profile's full patches (32, 64 or 128 pixels wide by image size), with one segment per row: each
-// channel's previous row lives in kBlocks registers of 32 pixels and a row is a fixed sequence of vector steps,
-// with no call, table walk or loop over segments. A row is a 12-bit header (width, base), then 32 x kBlocks values
-// from bit 12, in groups of eight `width` bytes apart that all start 4 bits into a byte; it ends on the next byte,
-// 2 + 4 x kBlocks x width bytes after it began. These return false, having checked nothing further, at the first
-// thing that is not a valid patch; the caller then decodes the patch with RowDecoder, which says what is wrong.
+// Full patches (32 x kBlocks pixels wide) of the two profiles: each channel's previous row lives in kBlocks
+// registers of 32 pixels and a row is a fixed sequence of vector steps for the profile's row layout, with no
+// indirect call or loop over segments. These return false, having checked nothing further, at the first thing
+// that is not a valid patch; the caller then decodes the patch with RowDecoder, which says what is wrong.
 // (GCC warns that passing __m256i has another ABI without AVX; these helpers only ever inline into AVX2 code.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -192,23 +190,17 @@ __attribute__((target("avx2"))) inline size_t EightValueSegmentResiduals(const u
   const WidthSummary summary = SplitNibbles(p, kSegments, widths);
   const size_t row_bytes = kHeaderBytes + summary.sum;
   if (summary.widest > 8 || row_bytes > available) return 0;
-  const UnpackTables::Entry* const by_width = kUnpackTables.entry[0];
   const uint8_t* q = p + kHeaderBytes;  // reads at most 16 bytes past the row: within kReadSlack
-  for (int j = 0; j < kBlocks; ++j) {
-    const uint8_t* const w = widths + 4 * j;
-    const uint8_t* const q1 = q + w[0];
-    const uint8_t* const q2 = q1 + w[1];
-    const uint8_t* const q3 = q2 + w[2];
-    const __m256i low = UnpackTwoEights(q, by_width[w[0]], q1, by_width[w[1]]);
-    const __m256i high = UnpackTwoEights(q2, by_width[w[2]], q3, by_width[w[3]]);
-    q = q3 + w[3];
-    residuals[j] = Unzigzag32(_mm256_permute4x64_epi64(_mm256_packus_epi16(low, high), 0xd8));
-  }
+  for (int j = 0; j < kBlocks; ++j)
+    residuals[j] = Unzigzag32(UnpackFourEights(q, kUnpackTables.entry[0], widths + 4 * j));
   return row_bytes;
 }
 
+// Reads one row of a profile's layout (as WholeSegmentResiduals and EightValueSegmentResiduals do).
+using ResidualsFunction = size_t (*)(const uint8_t* p, size_t available, __m256i* residuals);
+
 // Decodes the row at stream->pos into `row`, predicted from the row it holds; `Residuals` reads the profile's row.
-template <int kBlocks, size_t (*Residuals)(const uint8_t*, size_t, __m256i*)>
+template <int kBlocks, ResidualsFunction Residuals>
 __attribute__((target("avx2"))) inline bool WholeRow(ChannelStream* stream, __m256i* row) {
   __m256i residuals[kBlocks];
   const size_t row_bytes = Residuals(stream->stream + stream->pos, stream->length - stream->pos, residuals);
@@ -230,7 +222,7 @@ __attribute__((target("avx2"))) inline void StoreRow(const __m256i* row, uint8_t
   for (int j = 0; j < kBlocks; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(out + 32 * j), row[j]);
 }
 
-template <int kBlocks, size_t (*Residuals)(const uint8_t*, size_t, __m256i*)>
+template <int kBlocks, ResidualsFunction Residuals>
 __attribute__((target("avx2"))) bool DecodeWholeRowPatch(ChannelStream* streams, int channels, uint32_t height,
                                                          InterleaveFunction interleave, uint8_t* out,
                                                          size_t out_stride) {
@@ -263,8 +255,7 @@ using WholeRowPatchFunction = bool (*)(ChannelStream* streams, int channels, uin
                                        InterleaveFunction interleave, uint8_t* out, size_t out_stride);
 
 // The vector decoder of the full patches of these parameters, or none.
-template <size_t (*Residuals1)(const uint8_t*, size_t, __m256i*), size_t (*Residuals2)(const uint8_t*, size_t, __m256i*),
-          size_t (*Residuals4)(const uint8_t*, size_t, __m256i*)>
+template <ResidualsFunction Residuals1, ResidualsFunction Residuals2, ResidualsFunction Residuals4>
 WholeRowPatchFunction ForPatchSize(int patch) {
   switch (patch) {
     case 32: return DecodeWholeRowPatch<1, Residuals1>;

@@ -163,6 +163,21 @@ __attribute__((target("avx2"))) inline __m256i UnpackTwoEights(const uint8_t* q0
                                              Pair(table0.multiplier, table1.multiplier));
   return _mm256_and_si256(shifted, Pair(table0.mask, table1.mask));
 }
+
+// Four 8-value segments of widths[0, 4), the first starting at byte q (each fills `width` bytes from the bit
+// offset the tables by_width are for): their 32 values, without bases. q moves past them.
+__attribute__((target("avx2"))) inline __m256i UnpackFourEights(const uint8_t*& q,
+                                                                const UnpackTables::Entry* by_width,
+                                                                const uint8_t* widths) {
+  const uint8_t* const q1 = q + widths[0];
+  const uint8_t* const q2 = q1 + widths[1];
+  const uint8_t* const q3 = q2 + widths[2];
+  const __m256i first = UnpackTwoEights(q, by_width[widths[0]], q1, by_width[widths[1]]);
+  const __m256i second = UnpackTwoEights(q2, by_width[widths[2]], q3, by_width[widths[3]]);
+  q = q3 + widths[3];
+  // The pack interleaves the halves: segments 0, 2 | 1, 3; the permutation puts them in order.
+  return _mm256_permute4x64_epi64(_mm256_packus_epi16(first, second), 0xd8);
+}
 #pragma GCC diagnostic pop
 
 // Rows of 8-value segments four segments (32 values) at a time, the rest as UnpackEightsSsse3 does; other rows as
@@ -177,14 +192,7 @@ __attribute__((target("avx2"))) void UnpackRowAvx2(const CodedRow& coded, uint8_
   const uint8_t* q = coded.row + (coded.bit >> 3);
   uint32_t k = 0;
   for (; k + 4 <= segments; k += 4) {
-    const uint8_t* const q1 = q + widths[k];
-    const uint8_t* const q2 = q1 + widths[k + 1];
-    const uint8_t* const q3 = q2 + widths[k + 2];
-    const __m256i first = UnpackTwoEights(q, by_width[widths[k]], q1, by_width[widths[k + 1]]);
-    const __m256i second = UnpackTwoEights(q2, by_width[widths[k + 2]], q3, by_width[widths[k + 3]]);
-    q = q3 + widths[k + 3];
-    // The pack interleaves the halves: segments k, k + 2 | k + 1, k + 3; the permutation puts them in order.
-    __m256i values = _mm256_permute4x64_epi64(_mm256_packus_epi16(first, second), 0xd8);
+    __m256i values = UnpackFourEights(q, by_width, widths + k);
     if (kBases) {
       uint32_t four_bases;
       std::memcpy(&four_bases, bases + k, sizeof(four_bases));
