@@ -35,7 +35,8 @@ import tensorflow as tf
 
 import tfliquid
 from benchmarks import common
-from tfliquid import sample_data, sample_model
+from tfliquid.samples import model as sample_model
+from tfliquid.samples import photos as sample_photos
 
 BATCH_SIZE = 32
 PAPER_EVERY = 20
@@ -48,7 +49,7 @@ def pcr_split(workdir: str, split: str, images_per_class: int, seed: int) -> str
     """A PCR dataset of `images_per_class` 128x128 crops per photo (made once per workdir, split and size)."""
     folder = os.path.join(workdir, f"autotune-{split}-{images_per_class}")
     if not os.path.exists(folder):
-        sample_data.write_image_folder(folder + ".tmp", images_per_class, size=128, seed=seed)
+        sample_photos.write_image_folder(folder + ".tmp", images_per_class, size=128, seed=seed)
         os.replace(folder + ".tmp", folder)
     tfliquid.pcr.convert(folder, folder + "-pcr", images_per_record=128, progress=False)
     return folder + "-pcr"

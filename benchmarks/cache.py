@@ -34,7 +34,7 @@ import tensorflow as tf
 
 import tfliquid
 from benchmarks import common
-from tfliquid.formats import cache_item
+from tfliquid.cache import item_format as cache_item
 
 FRACTIONS = (0.25, 0.5, 0.75)
 PEERS = ("no cache", "LRU", "MinIO")

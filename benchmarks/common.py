@@ -7,14 +7,14 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from tfliquid import sample_data  # noqa: E402
+from tfliquid.samples import photos as sample_photos  # noqa: E402
 
 
 def photo_folder(workdir: str, images_per_class: int, size: int) -> str:
     """An image folder of JPEG crops of the shipped photos (made once per workdir and size)."""
     folder = os.path.join(workdir, f"photos-{images_per_class}x{size}")
     if not os.path.exists(folder):
-        sample_data.write_image_folder(folder + ".tmp", images_per_class, size=size, seed=0)
+        sample_photos.write_image_folder(folder + ".tmp", images_per_class, size=size, seed=0)
         os.replace(folder + ".tmp", folder)
     return folder
 

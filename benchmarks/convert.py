@@ -24,7 +24,7 @@ import tensorflow as tf
 
 import tfliquid
 from benchmarks import common
-from tfliquid.convert import sources
+from tfliquid._common import sources
 
 
 def _feature_bytes(value):

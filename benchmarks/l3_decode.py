@@ -5,7 +5,7 @@
 Images: the 10 photos shipped in scikit-image and scikit-learn at their native size, and the same photos resized
 to full HD (1920x1080, bicubic). Every image is encoded as PNG (Pillow, default settings) and as L3 with both
 profiles. Decoders, in megapixels per second (total pixels / sum over images of the best of --rounds):
-  - `tfliquid.io.decode_l3` (the C++ op), `default` and `paper` profiles;
+  - `tfliquid.l3.decode_l3` (the C++ op), `default` and `paper` profiles;
   - `tf.io.decode_png`;
   - Pillow's PNG decoder (for information);
   - `tfliquid.l3.decode_batch_gpu` when a GPU and CuPy are present.
@@ -28,13 +28,13 @@ from PIL import Image
 
 import tfliquid
 from benchmarks import common
-from tfliquid import sample_data
+from tfliquid.samples import photos as sample_photos
 
 FULL_HD = (1920, 1080)
 
 
 def image_sets() -> dict[str, list[np.ndarray]]:
-    photos = [photo for _, photo in sample_data.load_photos()]
+    photos = [photo for _, photo in sample_photos.load_photos()]
     return {"native": [np.asarray(photo) for photo in photos],
             "full HD": [np.asarray(photo.resize(FULL_HD, Image.BICUBIC)) for photo in photos]}
 
@@ -54,12 +54,12 @@ def seconds_of(call) -> float:
 def decoders(image: np.ndarray) -> tuple[dict, dict]:
     """{decoder name: zero-argument decode call} and {format: encoded size} for one image."""
     png = png_bytes(image)
-    l3 = {profile: tfliquid.io.encode_l3(image, profile).numpy() for profile in ("default", "paper")}
+    l3 = {profile: tfliquid.l3.encode_l3(image, profile).numpy() for profile in ("default", "paper")}
     png_tensor = tf.constant(png)
     l3_tensors = {profile: tf.constant(data) for profile, data in l3.items()}
     calls = {
-        "L3 default": lambda: tfliquid.io.decode_l3(l3_tensors["default"]),
-        "L3 paper": lambda: tfliquid.io.decode_l3(l3_tensors["paper"]),
+        "L3 default": lambda: tfliquid.l3.decode_l3(l3_tensors["default"]),
+        "L3 paper": lambda: tfliquid.l3.decode_l3(l3_tensors["paper"]),
         "tf.io.decode_png": lambda: tf.io.decode_png(png_tensor, channels=image.shape[2]),
         "Pillow PNG": lambda: Image.open(io.BytesIO(png)).load(),
     }

@@ -29,7 +29,7 @@ import tensorflow as tf
 
 import tfliquid
 from benchmarks import common
-from tfliquid import sample_data
+from tfliquid.samples import photos as sample_photos
 
 GROUPS = (1, 2, 5, None)
 FEATURES = {"image/encoded": tf.io.FixedLenFeature([], tf.string),
@@ -115,7 +115,7 @@ def main():
     tfrecord = os.path.join(args.workdir, f"photos-{args.images_per_class}x{args.size}.tfrecord")
     pcr = os.path.join(args.workdir, f"photos-{args.images_per_class}x{args.size}-pcr")
     if not os.path.exists(tfrecord):
-        sample_data.write_tfrecords(folder, tfrecord + ".tmp")
+        sample_photos.write_tfrecords(folder, tfrecord + ".tmp")
         os.replace(tfrecord + ".tmp", tfrecord)
     tfliquid.pcr.convert(folder, pcr, images_per_record=128, progress=False)
     progressive_tfrecord = pcr + ".tfrecord"

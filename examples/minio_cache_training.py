@@ -20,7 +20,7 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import tfliquid  # noqa: E402
-from tfliquid import sample_data  # noqa: E402
+from tfliquid.samples import photos as sample_photos  # noqa: E402
 
 IMAGE_SIZE = 64
 
@@ -71,7 +71,7 @@ def main():
     with tempfile.TemporaryDirectory() as scratch:
         folder = os.path.join(args.workdir or scratch, "jpeg")
         if not os.path.isdir(folder):
-            sample_data.write_image_folder(folder, args.images_per_class, size=128)
+            sample_photos.write_image_folder(folder, args.images_per_class, size=128)
         paths = sorted(glob.glob(os.path.join(folder, "*", "*.jpg")))
         classes = sorted({os.path.basename(os.path.dirname(p)) for p in paths})
         labels = [classes.index(os.path.basename(os.path.dirname(p))) for p in paths]

@@ -21,7 +21,8 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import tfliquid  # noqa: E402
-from tfliquid import sample_data, sample_model  # noqa: E402
+from tfliquid.samples import model as sample_model
+from tfliquid.samples import photos as sample_photos  # noqa: E402
 
 
 def build_dataset(workdir: str) -> tuple[str, str]:
@@ -32,8 +33,8 @@ def build_dataset(workdir: str) -> tuple[str, str]:
         tfrecord = os.path.join(workdir, f"{split}.tfrecord")
         pcr_dir = os.path.join(workdir, f"{split}-pcr")
         if not os.path.exists(tfrecord):
-            sample_data.write_image_folder(folder, per_class, size=128, seed=seed)
-            sample_data.write_tfrecords(folder, tfrecord + ".tmp")
+            sample_photos.write_image_folder(folder, per_class, size=128, seed=seed)
+            sample_photos.write_tfrecords(folder, tfrecord + ".tmp")
             os.replace(tfrecord + ".tmp", tfrecord)
         print(f"\n[{split}] converting {tfrecord} to PCR")
         print(tfliquid.pcr.convert(tfrecord, pcr_dir, images_per_record=128, verify=True))
@@ -50,16 +51,17 @@ def train_at(scan_group, train_dir, val_dir, epochs, read_bandwidth):
     callbacks = []
     if scan_group == "auto":  # the tuner builds the dataset with a scan group variable, which it assigns
         tuner = tfliquid.keras.ScanGroupAutotuner(train_dir, start_epoch=1, every=3, probe_batches=2,
-                                                  dataset_options={"seed": 0, "read_bandwidth": read_bandwidth})
+                                                  dataset_options={"seed": 0})
         train, callbacks = tuner.dataset, [tuner]
     else:
-        train = tfliquid.PCRDataset(train_dir, scan_group=scan_group, seed=0, read_bandwidth=read_bandwidth)
+        train = tfliquid.PCRDataset(train_dir, scan_group=scan_group, seed=0)
     val = tfliquid.PCRDataset(val_dir, shuffle=False)  # always full fidelity
     train_batches = (train.apply(tf.data.experimental.assert_cardinality(train.num_images))
                      .map(sample_model.preprocess, num_parallel_calls=tf.data.AUTOTUNE).batch(32).prefetch(2))
     val_batches = (val.apply(tf.data.experimental.assert_cardinality(val.num_images))
                    .map(sample_model.preprocess).batch(64))
     model = sample_model.small_cnn(train.num_classes)
+    tfliquid.io.set_read_bandwidth(read_bandwidth)  # training reads from the emulated disk
     bytes_before = tfliquid.io.read_stats()["bytes_read"]
     start = time.perf_counter()
     history = model.fit(train_batches, epochs=epochs, verbose=0, shuffle=False, callbacks=callbacks)

@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 import jpeg_samples
-from tfliquid.sample_data import photo_path
+from tfliquid.samples.photos import photo_path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -54,7 +54,7 @@ def jpeg_files(tmp_path_factory) -> list[str]:
     """400 real JPEGs, crops of the shipped photos at several sizes (3-12 KB): the items of the cache tests."""
     import numpy as np
 
-    from tfliquid.sample_data import load_photos
+    from tfliquid.samples.photos import load_photos
 
     root = tmp_path_factory.mktemp("jpeg_files")
     photos = [photo.convert("RGB") for _, photo in load_photos()]

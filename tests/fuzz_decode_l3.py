@@ -1,4 +1,4 @@
-"""Atheris fuzz target of the L3 decode op, tfliquid.io.decode_l3, against the reference decoder.
+"""Atheris fuzz target of the L3 decode op, tfliquid.l3.decode_l3, against the reference decoder.
 
 For every input, the op either rejects it with InvalidArgumentError ("L3: offset N: ...") as the reference
 does, or decodes it to the header's shape and to the reference's pixels; anything else is a finding. The
@@ -24,8 +24,8 @@ import tensorflow as tf  # noqa: E402
 
 import tfliquid  # noqa: E402
 
-with atheris.instrument_imports(include=["tfliquid.formats.l3"]):
-    from tfliquid.formats import l3
+with atheris.instrument_imports(include=["tfliquid.l3.codec"]):
+    from tfliquid.l3 import codec as l3
 
 # The reference decodes row by row in Python: above this many bytes of image (which a few kilobytes of
 # constant rows can describe) only the op decodes, and only the shape is checked.
@@ -45,7 +45,7 @@ def test_one_input(data: bytes):
         except l3.L3Error as e:
             reference_error = e
     try:
-        decoded = tfliquid.io.decode_l3(data).numpy()
+        decoded = tfliquid.l3.decode_l3(data).numpy()
     except tf.errors.InvalidArgumentError as e:
         if not re.search(r"\bL3: offset \d+: ", e.message):
             raise AssertionError(f"malformed error: {e.message}") from None

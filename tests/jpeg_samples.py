@@ -10,7 +10,7 @@ import subprocess
 
 from PIL import Image, ImageCms
 
-from tfliquid.sample_data import photo_path
+from tfliquid.samples.photos import photo_path
 
 MAX_SIDE = 256
 

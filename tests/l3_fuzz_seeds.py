@@ -12,13 +12,13 @@ import pathlib
 
 import numpy as np
 
-from tfliquid import sample_data
-from tfliquid.formats import l3
+from tfliquid.samples import photos as sample_photos
+from tfliquid.l3 import codec as l3
 
 
 def _images() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(3)
-    photos = dict(sample_data.load_photos())
+    photos = dict(sample_photos.load_photos())
     images = {}
     for name in ["astronaut", "chelsea", "coffee"]:
         photos[name].thumbnail((72, 72))  # 72 = 2 x 32 + 8: the paper profile cuts the right and bottom patches

@@ -12,7 +12,7 @@ import tensorflow as tf
 from PIL import Image
 
 import tfliquid
-from tfliquid.sample_data import load_photos
+from tfliquid.samples.photos import load_photos
 
 SIZE = 48
 

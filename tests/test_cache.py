@@ -232,7 +232,7 @@ def test_parameters_are_validated(jpeg_files):
     with pytest.raises(TypeError, match="dense tensors"):
         tf.data.Dataset.range(3).apply(tfliquid.minio_cache(
             lambda k: tf.RaggedTensor.from_row_lengths([1, 2, 3], [1, 2]), cache=cache))
-    with pytest.raises(tf.errors.InvalidArgumentError, match="exists with capacity_bytes=10"):
+    with pytest.raises(tfliquid.ArgumentError, match="exists with capacity_bytes=10"):
         tfliquid.MinIOCache(11, name=cache.name)
 
 

@@ -1,5 +1,5 @@
 """The shared-directory store: processes sharing one budget, damaged and half-written files never served, the
-reference codec (tfliquid/formats/cache_item.py) and the C++ store reading each other's files."""
+reference codec (tfliquid/cache/item_format.py) and the C++ store reading each other's files."""
 
 import os
 import subprocess
@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import tfliquid
-from tfliquid.formats import cache_item
+from tfliquid.cache import item_format as cache_item
 
 
 def _dataset(paths, cache, **kwargs):
@@ -179,7 +179,7 @@ def test_reference_codec_rejects_every_damage(jpeg_files):
 def test_capacity_is_fixed_by_the_directory(tmp_path):
     directory = tmp_path / "cache"
     tfliquid.MinIOCache(1000, directory=directory).release()
-    with pytest.raises(tf.errors.InvalidArgumentError, match="was created with capacity_bytes=1000"):
+    with pytest.raises(tfliquid.ArgumentError, match="was created with capacity_bytes=1000"):
         tfliquid.MinIOCache(2000, directory=directory)
     (directory / "LEDGER").write_bytes(b"garbage")  # a damaged ledger is rebuilt from the items
     cache = tfliquid.MinIOCache(1000, directory=directory)
@@ -190,8 +190,8 @@ def test_capacity_is_fixed_by_the_directory(tmp_path):
 def test_mutated_items_with_valid_checksums_never_crash_the_store(tmp_path):
     """Structure-aware fuzzing of the C++ item decoder: random bytes changed, then the CRC fixed, so the length,
     count, rank and dims checks are what stands between a damaged item and the allocator."""
-    from tfliquid._lib import ops
-    from tfliquid.formats.crc32c import crc32c
+    from tfliquid._lib import load_ops
+    from tfliquid._common.crc32c import crc32c
 
     directory = tmp_path / "cache"
     cache = tfliquid.MinIOCache(1 << 20, directory=directory)
@@ -212,7 +212,7 @@ def test_mutated_items_with_valid_checksums_never_crash_the_store(tmp_path):
         with open(path, "wb") as f:
             f.write(bytes(body) + int.to_bytes(crc32c(bytes(body)), 4, "little"))
         try:
-            hit, values = ops().liquid_cache_lookup(key.decode(), 0, dtypes=[tf.string, tf.int32], **cache.op_attrs)
+            hit, values = load_ops().liquid_cache_lookup(key.decode(), 0, dtypes=[tf.string, tf.int32], **cache.op_attrs)
         except tf.errors.InvalidArgumentError:
             outcomes["dtype error"] += 1
             continue

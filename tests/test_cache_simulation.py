@@ -72,7 +72,7 @@ def test_report_and_validation():
 def test_cli_prints_the_policies_side_by_side(capsys):
     from tfliquid import cli
 
-    assert cli.main(["cache", "simulate", "--items", "400", "--capacity", "0.25", "--epochs", "3"]) == 0
+    assert cli.main(["simulate", "cache", "--items", "400", "--capacity", "0.25", "--epochs", "3"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "400 items, cache of 100 (25.0%); hit ratio per epoch"
     assert lines[1].split() == ["epoch", "minio", "lru", "opt"]

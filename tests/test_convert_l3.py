@@ -14,9 +14,9 @@ from PIL import Image
 
 import tfliquid
 from tfliquid import cli
-from tfliquid.convert import l3 as l3_convert
-from tfliquid.formats import l3 as l3_format
-from tfliquid.sample_data import load_photos
+from tfliquid.l3 import conversion as l3_convert
+from tfliquid.l3 import codec as l3_format
+from tfliquid.samples.photos import load_photos
 
 
 def _png16(path, samples):
@@ -86,7 +86,7 @@ def _convert(src, dst, **kwargs):
 
 
 def _decoded(path):
-    return tfliquid.io.decode_l3(path.read_bytes()).numpy()
+    return tfliquid.l3.decode_l3(path.read_bytes()).numpy()
 
 
 def _leftovers(dst):
@@ -106,7 +106,7 @@ def test_tree_converts_to_the_exact_source_pixels(photo_tree, tmp_path):
     assert report.output_bytes == sum(p.stat().st_size for p in dst.rglob("*.l3"))
     assert report.input_bytes == sum(p.stat().st_size for p in src.rglob("*") if p.is_file())
     assert report.pixels == sum(p.shape[0] * p.shape[1] for p in expected.values())
-    assert f"{len(expected)} converted, 0 skipped" in str(report) and "verified" in str(report)
+    assert f"{len(expected)} converted, 0 already converted" in str(report) and "17 verified" in str(report)
     assert _leftovers(dst) == []
 
 
@@ -117,7 +117,7 @@ def test_single_file_with_the_paper_profile(photo_tree, tmp_path):
     data = (tmp_path / "one.l3").read_bytes()
     params = l3_format.parse_header(data)[0]
     assert not params.zigzag and params.segment == 0  # the paper's base mapping over whole patch rows
-    np.testing.assert_array_equal(tfliquid.io.decode_l3(data), expected["layouts/rgba.l3"])
+    np.testing.assert_array_equal(tfliquid.l3.decode_l3(data), expected["layouts/rgba.l3"])
     _convert(src / "layouts/grey.png", tmp_path / "folder")
     np.testing.assert_array_equal(_decoded(tmp_path / "folder/grey.l3"), expected["layouts/grey.l3"])
 
@@ -227,8 +227,8 @@ def test_interrupted_run_keeps_complete_files_only_and_resumes(photo_tree, tmp_p
 
 
 def test_verify_catches_a_wrong_encoding_and_keeps_nothing(photo_tree, tmp_path, monkeypatch):
-    real_encode = tfliquid.io.encode_l3
-    monkeypatch.setattr(tfliquid.io, "encode_l3", lambda pixels, profile: real_encode(pixels ^ 1, profile))
+    real_encode = tfliquid.l3.encode_l3
+    monkeypatch.setattr(l3_convert, "encode_l3", lambda pixels, profile: real_encode(pixels ^ 1, profile))
     src = photo_tree[0] / "layouts/grey.png"
     report = _convert(src, tmp_path, verify=True)
     assert report.converted == 0 and report.failures[0][0] == str(src)
@@ -240,7 +240,7 @@ def test_verify_catches_a_wrong_encoding_and_keeps_nothing(photo_tree, tmp_path,
 def test_two_sources_of_one_target_are_refused(photo_tree, tmp_path):
     shutil.copy(photo_tree[0] / "layouts/grey.png", tmp_path / "a.png")
     shutil.copy(photo_tree[0] / "layouts/flower.jpg", tmp_path / "a.jpg")
-    with pytest.raises(l3_convert.ConversionError, match="a.jpg and .*a.png would both"):
+    with pytest.raises(tfliquid.ConversionError, match="a.jpg and .*a.png would both"):
         _convert(tmp_path, tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
@@ -249,9 +249,9 @@ def test_cli(photo_tree, tmp_path, capsys):
     src, expected = photo_tree
     args = ["convert", "l3", str(src / "animals"), str(tmp_path / "cli"), "--quiet", "--verify", "--workers", "2"]
     assert cli.main(args) == 0
-    assert "5 converted, 0 skipped" in capsys.readouterr().out
+    assert "5 converted, 0 already converted" in capsys.readouterr().out
     assert cli.main(args) == 0
-    assert "0 converted, 5 skipped" in capsys.readouterr().out
+    assert "0 converted, 5 already converted" in capsys.readouterr().out
     assert cli.main(args + ["--overwrite", "--profile", "paper"]) == 0
     assert "5 converted" in capsys.readouterr().out
     assert cli.main(["convert", "l3", str(tmp_path / "missing"), str(tmp_path / "x")]) == 1

@@ -9,15 +9,16 @@ import tensorflow as tf
 
 import tfliquid
 from tfliquid import cli
-from tfliquid.formats import jpeg as jpeg_format
-from tfliquid.formats import pcr as pcr_format
+from tfliquid.pcr import jpeg as jpeg_format
+from tfliquid.pcr import jpeg_ops
+from tfliquid.pcr import format as pcr_format
 
 
 def test_cpp_scan_split_matches_the_reference(zoo):
     for name, data in zoo.items():
-        assert tfliquid.io.jpeg_scan_ends(data).numpy().tolist() == jpeg_format.scan_ends(data), name
+        assert jpeg_ops.jpeg_scan_ends(data).numpy().tolist() == jpeg_format.scan_ends(data), name
     with pytest.raises(tf.errors.InvalidArgumentError, match="offset 0: no SOI marker"):
-        tfliquid.io.jpeg_scan_ends(b"PNG....")
+        jpeg_ops.jpeg_scan_ends(b"PNG....")
 
 
 @pytest.mark.parametrize("keep_markers, copy", [(False, "none"), (True, "all")])
@@ -27,22 +28,22 @@ def test_transcode_is_jpegtran_byte_for_byte(zoo_paths, keep_markers, copy):
             continue
         expected = subprocess.run(["jpegtran", "-progressive", "-optimize", "-copy", copy, str(path)],
                                   check=True, capture_output=True).stdout
-        progressive, ends = tfliquid.io.jpeg_to_progressive(path.read_bytes(), name, keep_markers=keep_markers)
+        progressive, ends = jpeg_ops.jpeg_to_progressive(path.read_bytes(), name, keep_markers=keep_markers)
         assert progressive.numpy() == expected, name
         assert ends.numpy().tolist() == jpeg_format.scan_ends(expected)
         np.testing.assert_array_equal(tf.io.decode_jpeg(progressive), tf.io.decode_jpeg(path.read_bytes()))
 
 
 def test_progressive_input_is_kept_and_garbage_named(zoo):
-    progressive, _ = tfliquid.io.jpeg_to_progressive(zoo["progressive_six_scans"])
+    progressive, _ = jpeg_ops.jpeg_to_progressive(zoo["progressive_six_scans"])
     assert progressive.numpy() == zoo["progressive_six_scans"]
     with pytest.raises(tf.errors.InvalidArgumentError, match="cats/broken.jpg: cannot make the JPEG progressive"):
-        tfliquid.io.jpeg_to_progressive(zoo["baseline_420"][:200], "cats/broken.jpg")
+        jpeg_ops.jpeg_to_progressive(zoo["baseline_420"][:200], "cats/broken.jpg")
 
 
 def test_exif_is_kept_on_request(zoo):
-    dropped, _ = tfliquid.io.jpeg_to_progressive(zoo["metadata"])
-    kept, _ = tfliquid.io.jpeg_to_progressive(zoo["metadata"], keep_markers=True)
+    dropped, _ = jpeg_ops.jpeg_to_progressive(zoo["metadata"])
+    kept, _ = jpeg_ops.jpeg_to_progressive(zoo["metadata"], keep_markers=True)
     assert b"Exif\x00\x00" in zoo["metadata"] and b"Exif\x00\x00" not in dropped.numpy()
     first_partial = jpeg_format.split_partials(kept.numpy())[0]
     assert b"Exif\x00\x00" in first_partial and b"ICC_PROFILE" in first_partial
@@ -59,7 +60,7 @@ def _tree_bytes(path):
 
 def test_folder_conversion_is_verified_deterministic_and_counts_lossy_images(photo_folder, tmp_path):
     report = _convert(photo_folder, tmp_path / "a", images_per_record=5, seed=3, verify=True)
-    assert (report.num_images, report.num_records, report.records_written) == (16, 4, 4)
+    assert (report.images, report.files_written, report.files_skipped) == (16, 4, 0)
     assert report.lossy_images == 2 and report.verified_images == 16
     _convert(photo_folder, tmp_path / "b", images_per_record=5, seed=3)
     assert _tree_bytes(tmp_path / "a") == _tree_bytes(tmp_path / "b")
@@ -79,12 +80,12 @@ def test_resume_skips_complete_records_and_redoes_broken_ones(photo_folder, tmp_
     (dst / "records/pcr-00002.pcr").write_bytes(data[:len(data) // 2])  # half written by a crashed writer
     (dst / "index.pcrindex").unlink()
     report = _convert(photo_folder, dst, images_per_record=4)
-    assert (report.records_written, report.records_skipped, report.lossy_images) == (2, 2, 2)
+    assert (report.files_written, report.files_skipped, report.lossy_images) == (2, 2, 2)
     assert _tree_bytes(dst) == original
-    assert _convert(photo_folder, dst, images_per_record=4).records_written == 0  # idempotent
-    with pytest.raises(tfliquid.pcr.ConversionError, match="other images or settings"):
+    assert _convert(photo_folder, dst, images_per_record=4).files_written == 0  # idempotent
+    with pytest.raises(tfliquid.ConversionError, match="other images or settings"):
         _convert(photo_folder, dst, images_per_record=3)
-    assert _convert(photo_folder, dst, images_per_record=3, overwrite=True).records_written == 6
+    assert _convert(photo_folder, dst, images_per_record=3, overwrite=True).files_written == 6
 
 
 def test_corrupt_source_image_names_the_file_and_keeps_finished_records(photo_folder, tmp_path):
@@ -93,7 +94,7 @@ def test_corrupt_source_image_names_the_file_and_keeps_finished_records(photo_fo
     for i, name in enumerate(["animals/china.jpg", "things/flower.jpg"]):
         (src / "ok" / f"{i}.jpg").write_bytes((photo_folder / name).read_bytes())
     (src / "ok" / "2.jpg").write_bytes(b"\xff\xd8\xff\xe0 this is not a jpeg")
-    with pytest.raises(tfliquid.pcr.ConversionError, match="ok/2.jpg"):
+    with pytest.raises(tfliquid.ConversionError, match="ok/2.jpg"):
         _convert(src, tmp_path / "dst", images_per_record=1, seed=0)
     assert not list((tmp_path / "dst/records").glob("*.tmp-*"))  # no half-written files left behind
 
@@ -117,7 +118,7 @@ def _write_tfrecords(path, photo_folder, compression):
 def test_tfrecord_sources(photo_folder, tmp_path, compression, suffix):
     files = _write_tfrecords(tmp_path / f"train{suffix}", photo_folder, compression)
     report = _convert(tmp_path / f"train{suffix}", tmp_path / "pcr", images_per_record=4, verify=True)
-    assert report.num_images == len(files) == 14 and report.lossy_images == 0
+    assert report.images == len(files) == 14 and report.lossy_images == 0
     got = {bytes(x["key"]): x for x in tfliquid.PCRDataset(str(tmp_path / "pcr"), with_keys=True)
            .as_numpy_iterator()}
     for label, f in enumerate(files):

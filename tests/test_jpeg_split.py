@@ -1,4 +1,4 @@
-"""Tests of the scan-splitting reference (tfliquid/formats/jpeg.py) against real JPEGs (tests/jpeg_samples.py)."""
+"""Tests of the scan-splitting reference (tfliquid/pcr/jpeg.py) against real JPEGs (tests/jpeg_samples.py)."""
 
 import io
 
@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from tfliquid.formats.jpeg import (EOI, MAX_SCANS, JpegError, frame_info, is_jpeg, is_progressive,
+from tfliquid.pcr.jpeg import (EOI, MAX_SCANS, JpegError, frame_info, is_jpeg, is_progressive,
                                    join_partials, scan_ends, split_partials)
 
 SOS, DHT, DRI, COM = 0xDA, 0xC4, 0xDD, 0xFE

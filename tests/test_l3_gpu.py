@@ -17,8 +17,8 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from tfliquid import sample_data
-from tfliquid.formats import l3
+from tfliquid.samples import photos as sample_photos
+from tfliquid.l3 import codec as l3
 from tfliquid.l3 import decode_batch_gpu
 from tfliquid.l3.plan import TASK_FIELDS, plan_batch
 
@@ -142,8 +142,8 @@ def test_every_residual_bit_width(driver, profile):
 def photos() -> list[np.ndarray]:
     """Four of the shipped photos at 300x200. (Read through photo_path: load_photos decodes all ten and imports
     scikit-learn, 15 s on this machine.)"""
-    return [np.asarray(Image.open(sample_data.photo_path(package, name)).convert("RGB").resize((300, 200)))
-            for package, name in sample_data.PHOTOS[:4]]
+    return [np.asarray(Image.open(sample_photos.photo_path(package, name)).convert("RGB").resize((300, 200)))
+            for package, name in sample_photos.PHOTOS[:4]]
 
 
 @pytest.mark.slow

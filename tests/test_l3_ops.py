@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tfliquid
-from tfliquid import sample_data
-from tfliquid.formats import l3
+from tfliquid.samples import photos as sample_photos
+from tfliquid.l3 import codec as l3
 
 
 def _test_images():
@@ -17,7 +17,7 @@ def _test_images():
     images = [rng.integers(0, 256, shape, dtype=np.uint8) for shape in
               [(1, 1, 1), (1, 77, 3), (77, 1, 4), (65, 65, 3), (130, 67, 1), (129, 131, 3), (133, 257, 4)]]
     images.append(np.full((40, 33, 3), 200, np.uint8))
-    for _, photo in sample_data.load_photos()[:2]:
+    for _, photo in sample_photos.load_photos()[:2]:
         photo.thumbnail((160, 160))
         images.append(np.asarray(photo))
     return images
@@ -26,16 +26,16 @@ def _test_images():
 @pytest.mark.parametrize("profile", l3.PROFILES)
 def test_cpp_encoder_is_the_reference_byte_for_byte_and_decodes(profile):
     for image in _test_images():
-        encoded = tfliquid.io.encode_l3(image, profile).numpy()
+        encoded = tfliquid.l3.encode_l3(image, profile).numpy()
         assert encoded == l3.encode(image, profile), image.shape
-        np.testing.assert_array_equal(tfliquid.io.decode_l3(encoded).numpy(), image)
+        np.testing.assert_array_equal(tfliquid.l3.decode_l3(encoded).numpy(), image)
 
 
 @settings(max_examples=30, deadline=None)
 @given(hnp.arrays(np.uint8, hnp.array_shapes(min_dims=3, max_dims=3, min_side=1, max_side=40).filter(
     lambda s: s[2] in (1, 3, 4))), st.sampled_from(l3.PROFILES))
 def test_property_cpp_decodes_reference(image, profile):
-    np.testing.assert_array_equal(tfliquid.io.decode_l3(l3.encode(image, profile)).numpy(), image)
+    np.testing.assert_array_equal(tfliquid.l3.decode_l3(l3.encode(image, profile)).numpy(), image)
 
 
 @pytest.mark.parametrize("profile, height, width, patch", [
@@ -43,18 +43,18 @@ def test_property_cpp_decodes_reference(image, profile):
 def test_full_patches_of_every_size_round_trip(profile, height, width, patch):
     """Full patches take the decoder's register path (32, 64 or 128 pixels wide): a photo, with a flat block whose
     rows code in 0 bits and a noise block whose rows need 8, round trips at each patch size."""
-    image = np.array(sample_data.load_photos()[0][1].resize((width, height)))
+    image = np.array(sample_photos.load_photos()[0][1].resize((width, height)))
     image[:100, :200] = 77
     image[100:200, 200:400] = np.random.default_rng(0).integers(0, 256, (100, 200, 3), dtype=np.uint8)
-    encoded = tfliquid.io.encode_l3(image, profile).numpy()
+    encoded = tfliquid.l3.encode_l3(image, profile).numpy()
     assert l3.parse_header(encoded)[0].patch == patch
-    np.testing.assert_array_equal(tfliquid.io.decode_l3(encoded).numpy(), image)
+    np.testing.assert_array_equal(tfliquid.l3.decode_l3(encoded).numpy(), image)
 
 
 def test_decode_in_parallel_dataset_map():
     images = _test_images()[-2:]
     encoded = [l3.encode(image) for image in images]
-    ds = tf.data.Dataset.from_tensor_slices(encoded).map(tfliquid.io.decode_l3, num_parallel_calls=2)
+    ds = tf.data.Dataset.from_tensor_slices(encoded).map(tfliquid.l3.decode_l3, num_parallel_calls=2)
     for decoded, image in zip(ds, images):
         np.testing.assert_array_equal(decoded.numpy(), image)
 
@@ -62,14 +62,14 @@ def test_decode_in_parallel_dataset_map():
 def test_corrupt_inputs_are_errors_never_crashes():
     data = l3.encode(_test_images()[3])
     with pytest.raises(tf.errors.InvalidArgumentError, match="offset 0: bad magic"):
-        tfliquid.io.decode_l3(b"\x00" * len(data))
+        tfliquid.l3.decode_l3(b"\x00" * len(data))
     with pytest.raises(tf.errors.InvalidArgumentError, match="patch offsets"):
-        tfliquid.io.decode_l3(data[:-3])
+        tfliquid.l3.decode_l3(data[:-3])
     oversized = bytearray(data)
     oversized[12:16] = (1 << 24).to_bytes(4, "little")
     oversized[16:20] = (1 << 24).to_bytes(4, "little")
     with pytest.raises(tf.errors.InvalidArgumentError, match="offset 12: image outside the format's limits"):
-        tfliquid.io.decode_l3(bytes(oversized))
+        tfliquid.l3.decode_l3(bytes(oversized))
     rng = np.random.default_rng(0)
     errors = 0
     for trial in range(300):
@@ -80,7 +80,7 @@ def test_corrupt_inputs_are_errors_never_crashes():
             if mutated:
                 mutated[rng.integers(0, len(mutated))] ^= 1 << int(rng.integers(0, 8))
         try:
-            tfliquid.io.decode_l3(bytes(mutated))
+            tfliquid.l3.decode_l3(bytes(mutated))
         except tf.errors.InvalidArgumentError as e:
             assert "L3: offset" in e.message
             errors += 1
@@ -89,6 +89,6 @@ def test_corrupt_inputs_are_errors_never_crashes():
 
 def test_encode_validates():
     with pytest.raises(tf.errors.InvalidArgumentError, match="channels must be 1, 3 or 4"):
-        tfliquid.io.encode_l3(np.zeros((4, 4, 2), np.uint8))
+        tfliquid.l3.encode_l3(np.zeros((4, 4, 2), np.uint8))
     with pytest.raises(tf.errors.InvalidArgumentError, match="profile"):
-        tfliquid.io.encode_l3(np.zeros((4, 4, 3), np.uint8), "fast")
+        tfliquid.l3.encode_l3(np.zeros((4, 4, 3), np.uint8), "fast")

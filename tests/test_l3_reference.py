@@ -1,4 +1,4 @@
-"""The L3 reference codec (tfliquid/formats/l3.py): lossless on every shape, channel count, profile and bit
+"""The L3 reference codec (tfliquid/l3/codec.py): lossless on every shape, channel count, profile and bit
 width, and strict on corrupt input."""
 
 import numpy as np
@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from PIL import Image
 
-from tfliquid import sample_data
-from tfliquid.formats import l3
+from tfliquid.samples import photos as sample_photos
+from tfliquid.l3 import codec as l3
 
 
 def _images():
@@ -52,7 +52,7 @@ def test_every_bit_width_round_trips(profile):
 
 @pytest.mark.parametrize("profile", l3.PROFILES)
 def test_real_photos_round_trip(profile):
-    for class_name, photo in sample_data.load_photos()[:3]:
+    for class_name, photo in sample_photos.load_photos()[:3]:
         photo.thumbnail((200, 200))
         image = np.asarray(photo)
         np.testing.assert_array_equal(l3.decode(l3.encode(image, profile)), image, err_msg=class_name)
@@ -73,7 +73,7 @@ def test_prediction_follows_the_spec():
 
 
 def test_default_profile_is_smaller_than_paper_profile_on_photos():
-    photo = np.asarray(sample_data.load_photos()[1][1])
+    photo = np.asarray(sample_photos.load_photos()[1][1])
     assert len(l3.encode(photo, "default")) < len(l3.encode(photo, "paper"))
 
 

@@ -10,8 +10,8 @@ import pytest
 import tensorflow as tf
 
 import tfliquid
-from tfliquid.formats import jpeg as jpeg_format
-from tfliquid.formats import pcr as pcr_format
+from tfliquid.pcr import jpeg as jpeg_format
+from tfliquid.pcr import format as pcr_format
 
 
 @pytest.fixture(scope="module")
@@ -105,14 +105,12 @@ def test_scan_group_variable_applies_without_rebuilding(dataset):
 
 
 def test_parameters_are_validated(dataset, tmp_path):
-    with pytest.raises(ValueError, match=r"scan_group must be in 1..10"):
+    with pytest.raises(ValueError, match=r"scan_group must be an int in 1..10"):
         tfliquid.PCRDataset(str(dataset), scan_group=11)
     with pytest.raises(TypeError, match="scan_group"):
         tfliquid.PCRDataset(str(dataset), scan_group=2.5)
     with pytest.raises(TypeError, match="integer dtype"):
         tfliquid.PCRDataset(str(dataset), scan_group=tf.Variable(1.0))
-    with pytest.raises(ValueError, match="read_bandwidth"):
-        tfliquid.PCRDataset(str(dataset), read_bandwidth=-5)
     with pytest.raises(FileNotFoundError, match="not a PCR dataset"):
         tfliquid.PCRDataset(str(tmp_path))
 
@@ -195,13 +193,14 @@ def test_runs_under_tf_data_service_with_two_workers(dataset):
     assert dispatcher._num_workers() == len(workers) == 2  # both registered and shared the splits
 
 
-def test_read_bandwidth_throttles_every_reader(dataset):
+def test_the_read_throttle_applies_to_every_reader(dataset):
     size = sum(r.prefix_ends[-1] for r in pcr_format.read_index(str(dataset)).records)
     before = tfliquid.io.read_stats()["bytes_read"]
     rate = size / 0.5  # the whole dataset in 0.5 s
+    tfliquid.io.set_read_bandwidth(rate)
     start = time.perf_counter()
     try:
-        _ = list(tfliquid.PCRDataset(str(dataset), decode=False, read_bandwidth=rate).as_numpy_iterator())
+        _ = list(tfliquid.PCRDataset(str(dataset), decode=False).as_numpy_iterator())
         elapsed = time.perf_counter() - start
         assert tfliquid.io.read_stats()["bytes_per_second"] == pytest.approx(rate)
         record = str(dataset / pcr_format.read_index(str(dataset)).records[0].path)

@@ -9,9 +9,10 @@ import tensorflow as tf
 
 import tfliquid
 from tfliquid._proto import pcr_pb2
-from tfliquid.data.pcr_dataset import _PCRRecordDataset
-from tfliquid.formats import jpeg as jpeg_format
-from tfliquid.formats import pcr as pcr_format
+from tfliquid._common.crc32c import crc32c_fast
+from tfliquid.pcr import PCRRecordDataset
+from tfliquid.pcr import jpeg as jpeg_format
+from tfliquid.pcr import format as pcr_format
 
 
 def test_crc32c_known_vector_and_cpp_agrees():
@@ -19,7 +20,7 @@ def test_crc32c_known_vector_and_cpp_agrees():
     rng = np.random.default_rng(0)
     for size in (0, 1, 7, 8, 9, 1000, 4097):
         data = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
-        assert int(tfliquid.io.crc32c(data)) == pcr_format.crc32c(data)
+        assert crc32c_fast(data) == pcr_format.crc32c(data)
 
 
 def _partials(zoo, names):
@@ -82,7 +83,7 @@ def _write_record(path, header_bytes: bytes, groups: list[bytes]) -> pcr_pb2.Rec
 
 
 def _read_cpp(path, entry, scan_group):
-    ds = _PCRRecordDataset(str(path), list(entry.prefix_ends), scan_group, 0, -1.0, False, with_keys=True)
+    ds = PCRRecordDataset(str(path), list(entry.prefix_ends), scan_group, with_keys=True)
     return [(bytes(x["image"]), int(x["label"]), bytes(x["key"])) for x in ds.as_numpy_iterator()]
 
 

@@ -4,11 +4,48 @@
     >>> tfliquid.pcr.convert("photos/", "photos-pcr/")          # or: tfliquid convert pcr photos/ photos-pcr/
     >>> ds = tfliquid.PCRDataset("photos-pcr/", scan_group=2)   # read every image at scan group 2
     >>> ds = files.apply(tfliquid.minio_cache(tf.io.read_file, 8 << 30))  # a never-evict cache of 8 GiB
+
+One subpackage per capability: `tfliquid.pcr`, `tfliquid.l3`, `tfliquid.cache`; `tfliquid.io` (throttled reads),
+`tfliquid.keras` (callbacks), `tfliquid.samples` (the shipped photos as a dataset). Importing `tfliquid` imports
+none of them, nor TensorFlow or Keras: each loads on first use, so `tfliquid --help` answers at once and a program
+that never touches Keras never imports it.
 """
 
-from tfliquid import cache, io, keras, pcr
-from tfliquid._version import __version__
-from tfliquid.cache import MinIOCache, minio_cache
-from tfliquid.data import PCRDataset
+from __future__ import annotations
 
-__all__ = ["MinIOCache", "PCRDataset", "cache", "io", "keras", "minio_cache", "pcr", "__version__"]
+import importlib
+from typing import TYPE_CHECKING
+
+from tfliquid._common.errors import ArgumentError, ConversionError, FormatError, TfliquidError
+from tfliquid._version import __version__
+
+if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
+    from tfliquid import cache, io, keras, l3, pcr, samples
+    from tfliquid._lib import load_ops
+    from tfliquid.cache import MinIOCache, minio_cache
+    from tfliquid.pcr import PCRDataset
+
+# name -> (module, attribute in it, or None for the module itself)
+_LAZY = {
+    "PCRDataset": ("tfliquid.pcr", "PCRDataset"),
+    "MinIOCache": ("tfliquid.cache", "MinIOCache"),
+    "minio_cache": ("tfliquid.cache", "minio_cache"),
+    "load_ops": ("tfliquid._lib", "load_ops"),
+    **{name: (f"tfliquid.{name}", None) for name in ("cache", "io", "keras", "l3", "pcr", "samples")},
+}
+
+__all__ = ["ArgumentError", "ConversionError", "FormatError", "TfliquidError", "__version__", *sorted(_LAZY)]
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'tfliquid' has no attribute {name!r}")
+    module_name, attribute = _LAZY[name]
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value  # resolved once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

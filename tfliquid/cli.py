@@ -1,24 +1,55 @@
-"""The `tfliquid` command: a thin layer over the Python API.
+"""The `tfliquid` command: a thin layer over the Python API, one grammar for every command (docs/cli.md).
+
+    tfliquid VERB [KIND] OPERANDS... [--options]
+
+The verb comes first; a kind follows when the verb applies to several (`convert pcr|l3`, `simulate cache`);
+operands are in data-flow order (source, then destination). Options have one spelling across commands (`--seed`,
+`--workers`, `--verify`, `--overwrite`, `--quiet` for no progress, `--verbose` for TensorFlow's own log). Exit
+status: 0 done, 1 failed (or some images were rejected, listed in the report), 2 usage error, 130 interrupted.
 
     tfliquid convert pcr SRC DST [--images-per-record N] [--seed S] [--quality Q] [--verify] ...
     tfliquid convert l3 SRC DST [--profile {default,paper}] [--workers N] [--verify] [--overwrite] ...
     tfliquid inspect PATH
-    tfliquid cache simulate [--items N] [--capacity F] [--epochs E] [--seed S] [--policies minio,lru,opt]
+    tfliquid simulate cache [--items N] [--capacity F] [--epochs E] [--seed S] [--policies minio,lru,opt]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import tempfile
+
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
 
 
-def _add_convert_pcr(commands):
-    p = commands.add_parser("pcr", help="image folder or TFRecords -> Progressive Compressed Records",
-                            description="Convert an image folder tree (one subfolder per class) or TFRecord files "
-                                        "of tf.train.Example into a PCR dataset. JPEGs are made progressive "
-                                        "losslessly; other images are re-encoded as JPEG (lossy). Rerunning the "
-                                        "same command resumes an interrupted conversion.")
+def _common_options(progress: bool) -> argparse.ArgumentParser:
+    """The options every command takes (and, for long jobs, --quiet)."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--verbose", action="store_true", help="show TensorFlow's own log on stderr")
+    if progress:
+        options.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    return options
+
+
+def _report_exit(report) -> int:
+    """Prints a conversion report; status 1 when some images were rejected (they are listed in it)."""
+    print(report)
+    if report.failures:
+        print(f"tfliquid: error: {len(report.failures)} images could not be converted (listed above)", file=sys.stderr)
+        return EXIT_FAILED
+    return 0
+
+
+def _add_convert_pcr(kinds):
+    p = kinds.add_parser("pcr", parents=[_common_options(progress=True)],
+                         help="image folder or TFRecords -> Progressive Compressed Records",
+                         description="Convert an image folder tree (one subfolder per class) or TFRecord files of "
+                                     "tf.train.Example into a PCR dataset. JPEGs are made progressive losslessly; "
+                                     "other images are re-encoded as JPEG (lossy). Rerunning the same command "
+                                     "resumes an interrupted conversion.")
     p.add_argument("src", help="image folder, or TFRecord file / glob / directory")
     p.add_argument("dst", help="dataset directory to create or resume")
     p.add_argument("--images-per-record", type=int, default=1024, help="images per record file (default 1024)")
@@ -35,28 +66,27 @@ def _add_convert_pcr(commands):
     p.add_argument("--compression", choices=["auto", "none", "gzip", "zlib"], default="auto",
                    help="TFRecord compression (default: from the file extension)")
     p.add_argument("--overwrite", action="store_true", help="replace a different conversion found at DST")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
 
     def run(args):
-        from tfliquid.convert import pcr
+        from tfliquid import pcr
 
         compression = {"auto": None, "none": "", "gzip": "GZIP", "zlib": "ZLIB"}[args.compression]
-        report = pcr.convert(args.src, args.dst, images_per_record=args.images_per_record, seed=args.seed,
-                             quality=args.quality, keep_markers=args.keep_metadata, verify=args.verify,
-                             source_format=args.source_format, image_key=args.image_key,
-                             label_key=args.label_key, key_feature=args.key_feature, compression=compression,
-                             overwrite=args.overwrite, progress=not args.quiet)
-        print(report)
+        return _report_exit(pcr.convert(
+            args.src, args.dst, images_per_record=args.images_per_record, seed=args.seed, quality=args.quality,
+            keep_markers=args.keep_metadata, verify=args.verify, source_format=args.source_format,
+            image_key=args.image_key, label_key=args.label_key, key_feature=args.key_feature,
+            compression=compression, overwrite=args.overwrite, progress=not args.quiet))
 
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, needs_tensorflow=True)
 
 
-def _add_convert_l3(commands):
-    p = commands.add_parser("l3", help="image folder tree -> the same tree of lossless L3 files",
-                            description="Convert every image under SRC (PNG, BMP, GIF, TIFF, PPM/PGM, WebP, JPEG) "
-                                        "into an .l3 file at the same relative path under DST, without loss of "
-                                        "the decoded pixels. Rerunning skips the files already converted. Exits "
-                                        "with status 1 if any image failed; the others are converted.")
+def _add_convert_l3(kinds):
+    p = kinds.add_parser("l3", parents=[_common_options(progress=True)],
+                         help="image folder tree -> the same tree of lossless L3 files",
+                         description="Convert every image under SRC (PNG, BMP, GIF, TIFF, PPM/PGM, WebP, JPEG) into "
+                                     "an .l3 file at the same relative path under DST, without loss of the decoded "
+                                     "pixels. Rerunning skips the files already converted. Exits with status 1 if "
+                                     "any image failed; the others are converted.")
     p.add_argument("src", help="image folder (searched recursively) or a single image")
     p.add_argument("dst", help="destination folder (for a single image: a folder or a .l3 file)")
     p.add_argument("--profile", choices=["default", "paper"], default="default",
@@ -67,39 +97,35 @@ def _add_convert_l3(commands):
     p.add_argument("--overwrite", action="store_true", help="convert again the files already converted")
     p.add_argument("--reduce-16bit", action="store_true",
                    help="store 16-bit images by their high byte (lossy) instead of refusing them")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
 
     def run(args):
-        from tfliquid.convert import l3
+        from tfliquid import l3
 
-        report = l3.convert(args.src, args.dst, profile=args.profile, workers=args.workers, verify=args.verify,
-                            overwrite=args.overwrite, progress=not args.quiet, reduce_16bit=args.reduce_16bit)
-        print(report)
-        if report.failures:
-            print(f"tfliquid: error: {len(report.failures)} images could not be converted (listed above)",
-                  file=sys.stderr)
-            return 1
-        return 0
+        return _report_exit(l3.convert(args.src, args.dst, profile=args.profile, workers=args.workers,
+                                       verify=args.verify, overwrite=args.overwrite, progress=not args.quiet,
+                                       reduce_16bit=args.reduce_16bit))
 
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, needs_tensorflow=True)
 
 
-def _add_inspect(commands):
-    p = commands.add_parser("inspect", help="size per scan group, images, records and classes of a PCR dataset")
-    p.add_argument("path")
+def _add_inspect(verbs):
+    p = verbs.add_parser("inspect", parents=[_common_options(progress=False)],
+                         help="what a tfliquid dataset holds (PCR: size per scan group, images, records, classes)")
+    p.add_argument("path", help="the dataset directory")
 
     def run(args):
         from tfliquid import pcr
 
         print(pcr.format_inspection(pcr.inspect(args.path)))
 
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, needs_tensorflow=True)
 
 
-def _add_cache_simulate(commands):
-    p = commands.add_parser("simulate", help="per-epoch hit ratios of cache policies under per-epoch shuffling",
-                            description="Simulate an access trace (every epoch reads every item once, in a fresh "
-                                        "random order) through MinIO, LRU (the page cache) and Belady's OPT.")
+def _add_simulate_cache(kinds):
+    p = kinds.add_parser("cache", parents=[_common_options(progress=False)],
+                         help="per-epoch hit ratios of cache policies under per-epoch shuffling",
+                         description="Simulate an access trace (every epoch reads every item once, in a fresh "
+                                     "random order) through MinIO, LRU (the page cache) and Belady's OPT.")
     p.add_argument("--items", type=int, default=10_000, help="items in the dataset (default 10000)")
     p.add_argument("--capacity", type=float, default=0.5,
                    help="cache size: a fraction of the dataset if < 1, else a number of items (default 0.5)")
@@ -118,33 +144,67 @@ def _add_cache_simulate(commands):
         for epoch in range(args.epochs):
             print(f"{epoch:>5}  " + "".join(f"{r.hit_ratios[epoch]:>8.4f}" for r in results))
 
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, needs_tensorflow=False)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tfliquid", description="tf.data extensions that remove data stalls")
-    commands = parser.add_subparsers(dest="command", required=True)
-    convert = commands.add_parser("convert", help="convert a dataset to a tfliquid format")
-    formats = convert.add_subparsers(dest="format", required=True)
+    parser = argparse.ArgumentParser(prog="tfliquid", description="tf.data extensions that remove data stalls. "
+                                     "Grammar: tfliquid VERB [KIND] OPERANDS [--options] (docs/cli.md).")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    convert = verbs.add_parser("convert", help="convert images to a tfliquid format (pcr, l3)")
+    formats = convert.add_subparsers(dest="kind", required=True, metavar="FORMAT")
     _add_convert_pcr(formats)
     _add_convert_l3(formats)
-    _add_inspect(commands)
-    cache = commands.add_parser("cache", help="MinIO cache tools")
-    _add_cache_simulate(cache.add_subparsers(dest="tool", required=True))
+    _add_inspect(verbs)
+    simulate = verbs.add_parser("simulate", help="simulate a tfliquid component (cache)")
+    _add_simulate_cache(simulate.add_subparsers(dest="kind", required=True, metavar="KIND"))
     return parser
 
 
-def main(argv=None) -> int:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up chatter out of the output
-    args = build_parser().parse_args(argv)
-    from tfliquid.convert.common import ConversionError
-    from tfliquid.formats.pcr import PCRFormatError
+@contextlib.contextmanager
+def _stderr_held_back():
+    """Holds back what is written to file descriptor 2 (C++ included) while it runs, and shows it only if the
+    block raises: TensorFlow's start-up log lines come before its log level applies."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            os.dup2(saved, 2)
+            held.seek(0)
+            sys.stderr.write(held.read().decode(errors="replace"))
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
+
+def _import_tensorflow(verbose: bool) -> None:
+    if verbose:
+        import tensorflow  # noqa: F401
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # later C++ log lines, e.g. "failed call to cuInit"
+    with _stderr_held_back():
+        import tensorflow  # noqa: F401
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     try:
-        return args.run(args) or 0  # a command returns 1 when some of its items failed, or nothing
-    except (ConversionError, PCRFormatError, FileNotFoundError, ValueError) as e:
-        print(f"tfliquid: error: {e}", file=sys.stderr)
-        return 1
+        if args.needs_tensorflow:
+            _import_tensorflow(args.verbose)
+        from tfliquid._common.errors import TfliquidError
+
+        try:
+            return args.run(args) or 0
+        except (TfliquidError, FileNotFoundError, ValueError) as e:
+            print(f"tfliquid: error: {e}", file=sys.stderr)
+            return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("\ntfliquid: interrupted (a conversion resumes when rerun)", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -1,13 +1,18 @@
-"""Lazy loader of tfliquid's op library (`_tfliquid_ops.so`, built by `pip install .`).
+"""Loader of tfliquid's op library (`_tfliquid_ops.so`, built by `pip install .`).
 
-The library is loaded on first use, not on `import tfliquid`, and only under the TensorFlow version it was
-compiled against: a custom-op library built for another version fails with undefined symbols or, worse, loads
+The library is loaded on first use of an op, not on `import tfliquid`, and only under the TensorFlow version it
+was compiled against: a custom-op library built for another version fails with undefined symbols or, worse, loads
 and corrupts memory. The check gives one clear message instead.
+
+A process that runs graphs made elsewhere (a tf.data service worker running a pipeline that uses tfliquid's ops)
+never calls a tfliquid function, so it must load the ops itself before it starts: `tfliquid.load_ops()`.
 """
 
 import functools
 import os
 import re
+
+from tfliquid._common.errors import TfliquidError
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 LIBRARY_PATH = os.path.join(_HERE, "_tfliquid_ops.so")
@@ -15,7 +20,7 @@ _BUILD_INFO = re.compile(rb"tfliquid-built-for-tensorflow=([^;\x00]+);")
 REBUILD_COMMAND = "pip install --no-build-isolation --force-reinstall --no-deps ."
 
 
-class OpLibraryError(ImportError):
+class OpLibraryError(TfliquidError, ImportError):
     """The op library is missing or was built for another TensorFlow."""
 
 
@@ -42,9 +47,23 @@ def check_build(tensorflow_version: str, library_path: str = LIBRARY_PATH) -> No
 
 
 @functools.lru_cache(maxsize=None)
-def ops():
-    """The loaded op module: liquid_read_file, liquid_pcr_record_dataset, ..."""
+def load_ops():
+    """Loads tfliquid's ops into this process's TensorFlow (once) and returns their Python module (liquid_read_file,
+    liquid_pcr_record_dataset, ...). Call it in a process that must run graphs using the ops before any tfliquid
+    function has: a tf.data service worker, for one."""
     import tensorflow as tf
 
     check_build(tf.__version__)
     return tf.load_op_library(LIBRARY_PATH)
+
+
+def op_def(op_name: str):
+    """The OpDef (protobuf) of one of tfliquid's ops, e.g. "Liquid>CacheStats": its inputs, attributes and their
+    allowed values, as the C++ registration declares them."""
+    load_ops()
+    from tensorflow.python.framework import op_def_registry  # where the generated op wrappers find their OpDefs
+
+    definition = op_def_registry.get(op_name)
+    if definition is None:
+        raise KeyError(f"tfliquid's op library registers no op {op_name!r}")
+    return definition

@@ -14,9 +14,10 @@ import uuid
 
 import tensorflow as tf
 
-from tfliquid._lib import ops as _ops
-
-POLICIES = ("minio", "lru")
+from tfliquid._common.checks import check_int
+from tfliquid._common.errors import ArgumentError, op_error_message
+from tfliquid._lib import load_ops
+from tfliquid.cache.policies import cache_attr_names
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +52,9 @@ class CacheStats:
         return "\n".join(lines)
 
 
+_MAX_CAPACITY = (1 << 63) - 1  # an int64 attribute
+
+
 class MinIOCache:
     """CoorDL's MinIO cache: items are admitted as they are fetched until `capacity_bytes` is full, then never
     evicted, so every epoch after the first hits exactly the cached fraction, however the keys are shuffled.
@@ -64,7 +68,8 @@ class MinIOCache:
       name: identifies the cache within a process (and on tf.data service workers, which rebuild the pipeline).
         Default: unique for a memory cache, derived from the path for a directory.
       policy: "minio", or "lru" (in memory only): the page-cache-like baseline, which admits every item and
-        evicts the least recently used. It is here to be compared with, not to be used.
+        evicts the least recently used. It is here to be compared with, not to be used. The list:
+        `tfliquid.cache.store_policies()`.
 
     >>> cache = tfliquid.MinIOCache(8 << 30)                       # 8 GiB
     >>> ds = keys.apply(tfliquid.minio_cache(tf.io.read_file, cache=cache))
@@ -73,21 +78,20 @@ class MinIOCache:
 
     def __init__(self, capacity_bytes: int, directory: str | os.PathLike | None = None, name: str | None = None,
                  policy: str = "minio"):
-        if isinstance(capacity_bytes, bool) or not isinstance(capacity_bytes, int) or capacity_bytes < 0:
-            raise ValueError(f"capacity_bytes must be an int >= 0, got {capacity_bytes!r}")
-        if policy not in POLICIES:
-            raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
-        if policy == "lru" and directory is not None:
-            raise ValueError("policy='lru' is in-memory only; a directory cache is 'minio'")
-        self._capacity = capacity_bytes
+        self._capacity = check_int("capacity_bytes", capacity_bytes, 0, _MAX_CAPACITY)
         self._directory = "" if directory is None else os.path.abspath(os.fspath(directory))
         if name is None:
             name = f"dir:{self._directory}" if self._directory else f"memory:{uuid.uuid4().hex}"
         if not isinstance(name, str) or not name:
-            raise ValueError(f"name must be a non-empty string, got {name!r}")
+            raise ArgumentError(f"name must be a non-empty string, got {name!r}")
+        if not isinstance(policy, str):
+            raise ArgumentError(f"policy must be a string, got {policy!r}")
         self._name = name
         self._policy = policy
-        self.stats()  # opens it now, so that a directory or name conflict is reported here
+        try:
+            self.stats()  # opens it now: the ops check the policy, the directory and the name against others
+        except tf.errors.InvalidArgumentError as e:
+            raise ArgumentError(op_error_message(e)) from None
 
     @property
     def name(self) -> str:
@@ -107,24 +111,29 @@ class MinIOCache:
 
     @property
     def op_attrs(self) -> dict:
-        """The attributes by which tfliquid's ops name this cache."""
-        return {"cache_name": self._name, "cache_capacity_bytes": self._capacity,
-                "cache_directory": self._directory, "cache_policy": self._policy}
+        """The attributes by which tfliquid's ops name this cache: each `cache_X` attribute the ops declare is this
+        cache's X."""
+        return self._attrs_for("Liquid>CacheStats")
+
+    def _attrs_for(self, op_name: str) -> dict:
+        values = {"name": self._name, "capacity_bytes": self._capacity, "directory": self._directory,
+                  "policy": self._policy}
+        return {attr: values[attr.removeprefix("cache_")] for attr in cache_attr_names(op_name)}
 
     def stats(self) -> CacheStats:
         """Totals and per-epoch counts; an unopened or released cache reads as empty."""
-        raw = json.loads(_ops().liquid_cache_stats(**self.op_attrs).numpy())
+        raw = json.loads(load_ops().liquid_cache_stats(**self.op_attrs).numpy())
         epochs = [EpochStats(p["hits"], p["misses"], p["admitted_items"], p["admitted_bytes"]) for p in raw["passes"]]
         return CacheStats(raw["capacity_bytes"], raw["bytes"], raw["items"], epochs)
 
     def begin_pass(self) -> tf.Tensor:
         """Graph op: starts a pass over the keys and returns its id (the transforms call it once per epoch)."""
-        return _ops().liquid_cache_begin_pass(**self.op_attrs)
+        return load_ops().liquid_cache_begin_pass(**self.op_attrs)
 
     def release(self) -> None:
         """Forgets the cache in this process: a memory cache's items are freed once no iterator uses them. A
         directory's items stay on disk (delete the directory to drop them). Using the name again starts empty."""
-        _ops().liquid_cache_release(cache_name=self._name)
+        load_ops().liquid_cache_release(**self._attrs_for("Liquid>CacheRelease"))
 
     def __enter__(self) -> "MinIOCache":
         return self

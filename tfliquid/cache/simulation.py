@@ -3,8 +3,10 @@
     >>> print(tfliquid.cache.simulate("lru", num_items=10_000, capacity=5_000, epochs=4))
 
 Every epoch reads every item once in a fresh random order. Items have unit size, so capacity is in items. The
-`minio` and `lru` policies are the admission and eviction rules of the C++ memory store (ops/cache/
-memory_store.cc), step for step; the tests replay one trace through both and compare every epoch's hits.
+`minio` and `lru` policies are the admission and eviction rules of the C++ policies of the same names (ops/cache/
+policy.h, whose registry lists them: `tfliquid.cache.store_policies()`), step for step; the tests replay one trace
+through both and compare every epoch's hits, and require a twin here for every C++ policy. `opt`, Belady's
+clairvoyant optimum, is the bound they are measured against.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ import heapq
 from typing import Callable, Sequence
 
 import numpy as np
+
+from tfliquid._common.checks import check_int
+from tfliquid._common.errors import ArgumentError
 
 __all__ = ["POLICIES", "Simulation", "simulate", "epoch_orders"]
 
@@ -103,10 +108,10 @@ def simulate(policy: str, num_items: int, capacity: int, epochs: int, seed: int 
     """Per-epoch hits of `policy` ("minio", "lru" or "opt") on `epochs` shuffled passes over `num_items` items
     with room for `capacity` of them. MinIO hits exactly min(capacity, num_items) per epoch after the first."""
     if policy not in POLICIES:
-        raise ValueError(f"policy must be one of {sorted(POLICIES)}, got {policy!r}")
-    for name, value, least in (("num_items", num_items, 1), ("capacity", capacity, 0), ("epochs", epochs, 1)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
-            raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
+        raise ArgumentError(f"policy must be one of {sorted(POLICIES)}, got {policy!r}")
+    num_items = check_int("num_items", num_items, 1)
+    capacity = check_int("capacity", capacity, 0)
+    epochs = check_int("epochs", epochs, 1)
     trace = np.concatenate(epoch_orders(num_items, epochs, seed)).tolist()
     hits = POLICIES[policy](trace, capacity, _next_uses(trace) if policy == "opt" else [])
     per_epoch = np.asarray(hits, dtype=np.int64).reshape(epochs, num_items).sum(axis=1)

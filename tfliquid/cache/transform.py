@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from tfliquid._lib import ops as _ops
+from tfliquid._lib import load_ops
 from tfliquid.cache.minio_cache import MinIOCache, each_pass
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -66,7 +66,7 @@ def minio_cache(fetch, capacity_bytes: int | None = None, cache: MinIOCache | No
 
         def lookup_or_fetch(key, pass_id):
             name = key if key.dtype == tf.string else tf.strings.as_string(key)
-            hit, cached = _ops().liquid_cache_lookup(name, pass_id, dtypes=dtypes, **cache.op_attrs)
+            hit, cached = load_ops().liquid_cache_lookup(name, pass_id, dtypes=dtypes, **cache.op_attrs)
 
             def from_cache():
                 shaped = [tf.ensure_shape(value, spec.shape) for value, spec in zip(cached, specs)]
@@ -74,7 +74,7 @@ def minio_cache(fetch, capacity_bytes: int | None = None, cache: MinIOCache | No
 
             def from_fetch():
                 values = tf.nest.flatten(fetch(key))
-                admitted = _ops().liquid_cache_insert(name, pass_id, values, **cache.op_attrs)
+                admitted = load_ops().liquid_cache_insert(name, pass_id, values, **cache.op_attrs)
                 with tf.control_dependencies([admitted]):
                     return tf.nest.pack_sequence_as(fetched_spec, [tf.identity(v) for v in values])
 

@@ -18,11 +18,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfliquid import io as tfliquid_io
-from tfliquid.data.pcr_dataset import PCRDataset
-from tfliquid.formats import pcr as pcr_format
-
-_EOI = b"\xff\xd9"
+from tfliquid._common.checks import check_int
+from tfliquid.pcr import format as pcr_format
+from tfliquid.pcr.dataset import PCRDataset
+from tfliquid.pcr.jpeg import EOI
+from tfliquid.pcr.jpeg_ops import jpeg_scan_ends
 
 
 class ScanGroupAutotuner(keras.callbacks.Callback):
@@ -75,25 +75,21 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
                              f"got {candidates}")
         if not 0 < threshold <= 1:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
-        for name, value, least in (("probe_batches", probe_batches, 1), ("probe_batch_size", probe_batch_size, 1),
-                                   ("start_epoch", start_epoch, 0), ("every", every, 1)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
-                raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
         if preprocess is not None and not callable(preprocess):
             raise TypeError(f"preprocess must be callable, got {preprocess!r}")
         self.dataset = dataset
         self.threshold = float(threshold)
         self.candidates = [int(g) for g in candidates]
-        self.probe_batches = int(probe_batches)
-        self.probe_batch_size = int(probe_batch_size)
-        self.start_epoch = int(start_epoch)
-        self.every = int(every)
+        self.probe_batches = check_int("probe_batches", probe_batches, 1)
+        self.probe_batch_size = check_int("probe_batch_size", probe_batch_size, 1)
+        self.start_epoch = check_int("start_epoch", start_epoch, 0)
+        self.every = check_int("every", every, 1)
         self.preprocess = preprocess
         self.measure_all = bool(measure_all)
         self.decisions: list[dict] = []  # one per tuning: epoch, similarities, chosen group
         self.probe_keys: dict[int, list[bytes]] = {}  # the images each group's probe read, for inspection
         self._tuned_this_epoch: dict | None = None
-        self._probe_images: tf.data.Dataset | None = None  # read at the first tuning
+        self._probe_images: list[dict] | None = None  # read at the first tuning
         self._batch_gradient = None  # (model, its traced batch-gradient function)
 
     @property
@@ -132,30 +128,30 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
         self.decisions.append(decision)
         return decision
 
-    def _read_probe(self) -> tf.data.Dataset:
+    def _read_probe(self) -> list[dict]:
         """The probe images at full fidelity: the first probe_batches x probe_batch_size images in record order, as
-        progressive JPEG bytes. Read from storage at the first call, and kept in memory for the later tunings (a
-        few MB: they are compressed), which then cost only computation."""
+        progressive JPEG bytes with their scan ends. Read from storage at the first call, and kept in memory for
+        the later tunings (a few MB: they are compressed), which then cost only computation."""
         if self._probe_images is None:
             count = self.probe_batches * self.probe_batch_size
-            reader = PCRDataset(self.dataset._path, decode=False, shuffle=False, with_keys=True, num_parallel_reads=1)
-            probe = reader.take(count).batch(count).get_single_element()
-            self._probe_images = tf.data.Dataset.from_tensor_slices(probe)
+            reader = PCRDataset(self.dataset.path, decode=False, shuffle=False, with_keys=True, num_parallel_reads=1)
+            self._probe_images = [{**x, "scan_ends": jpeg_scan_ends(x["image"]).numpy().tolist()}
+                                  for x in reader.take(count).as_numpy_iterator()]
         return self._probe_images
 
-    def _probe(self, images: tf.data.Dataset, group: int) -> tf.data.Dataset:
-        """Batches (inputs, targets, keys) of the probe images at `group`. Each image is cut after its scan
-        `group` and closed with EOI: byte for byte what the record prefix at that group holds (docs/formats/pcr.md),
-        without reading storage again for every group."""
+    def _probe(self, images: list[dict], group: int) -> tf.data.Dataset:
+        """Batches (inputs, targets, keys) of the probe images at `group`. Each image is cut at the end of scan
+        group `group` (`pcr.prefix_end`) and closed with EOI: byte for byte what the record prefix at that group
+        holds (docs/formats/pcr.md), without reading storage again for every group."""
         prepare = self.preprocess or self._default_preprocess
+        cut = {"image": [x["image"][:pcr_format.prefix_end(x["scan_ends"], group)] + EOI for x in images],
+               "label": [x["label"] for x in images], "key": [x["key"] for x in images]}
 
-        def at_group(x):
-            scan_ends = tfliquid_io.jpeg_scan_ends(x["image"])
-            end = scan_ends[tf.minimum(tf.constant(group, tf.int32), tf.size(scan_ends)) - 1]
-            cut = tf.strings.substr(x["image"], 0, tf.cast(end, tf.int32)) + _EOI
-            return {**x, "image": tf.io.decode_jpeg(cut, channels=3)}
+        def decoded(x):
+            return {**x, "image": tf.io.decode_jpeg(x["image"], channels=3)}
 
-        return (images.map(lambda x: (*prepare(at_group(x)), x["key"]), num_parallel_calls=tf.data.AUTOTUNE)
+        return (tf.data.Dataset.from_tensor_slices(cut)
+                .map(lambda x: (*prepare(decoded(x)), x["key"]), num_parallel_calls=tf.data.AUTOTUNE)
                 .batch(self.probe_batch_size).prefetch(1))
 
     def _default_preprocess(self, example):
@@ -163,7 +159,7 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
         image = tf.image.resize(example["image"], [height, width]) / 255.0
         return image, example["label"]
 
-    def _probe_gradient(self, images: tf.data.Dataset, group: int) -> tf.Tensor:
+    def _probe_gradient(self, images: list[dict], group: int) -> tf.Tensor:
         """The loss gradient of the trainable weights on the probe at `group`, summed over its batches and
         flattened. Inference mode, no optimizer: nothing the model or its training holds is changed."""
         batch_gradient = self._batch_gradient_function()

@@ -12,7 +12,7 @@ import dataclasses
 
 import numpy as np
 
-from tfliquid.formats import l3
+from tfliquid.l3 import codec as l3
 
 # Columns of a task row; the enum L3TaskField in kernels/l3_decode.cu, in the same order.
 TASK_FIELDS = ("start", "end", "file_bias", "image", "channel", "y0", "x0", "height", "width", "segment", "zigzag")

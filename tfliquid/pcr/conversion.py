@@ -13,7 +13,6 @@ resumes where it stopped and a finished one does nothing. The index is written l
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -22,38 +21,22 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from tfliquid import io as tfl_io
+from tfliquid._common import sources
+from tfliquid._common.checks import check_int
+from tfliquid._common.crc32c import crc32c_fast
+from tfliquid._common.errors import ConversionError
+from tfliquid._common.files import write_atomically
+from tfliquid._common.progress import Progress
+from tfliquid._common.report import ConversionReport
 from tfliquid._proto import pcr_pb2
 from tfliquid._version import __version__
-from tfliquid.convert import common, sources
-from tfliquid.convert.common import ConversionError
-from tfliquid.formats import jpeg as jpeg_format
-from tfliquid.formats import pcr as pcr_format
+from tfliquid.pcr import format as pcr_format
+from tfliquid.pcr import jpeg as jpeg_format
+from tfliquid.pcr.dataset import PCRRecordDataset
+from tfliquid.pcr.jpeg_ops import jpeg_to_progressive
 
 STATE_FILENAME = "convert_state.json"
 RECORDS_DIR = "records"
-
-
-@dataclasses.dataclass
-class ConversionReport:
-    path: str
-    num_images: int
-    num_records: int
-    records_written: int
-    records_skipped: int
-    lossy_images: int
-    verified_images: int
-    seconds: float
-
-    def __str__(self):
-        verified = f", {self.verified_images} verified pixel-exact" if self.verified_images else ""
-        return (f"{self.path}: {self.num_images} images in {self.num_records} records "
-                f"({self.records_written} written, {self.records_skipped} already complete){verified}; "
-                f"{self.lossy_images} re-encoded lossily; {self.seconds:.1f} s")
-
-
-def _fast_crc(data: bytes) -> int:
-    return int(tfl_io.crc32c(data))
 
 
 def _open_source(src, source_format, dst, tfrecord_options) -> sources.Source:
@@ -97,11 +80,12 @@ class _State:
 
     def save(self) -> None:
         state = {"plan": self.fingerprint, "lossy": self.lossy}
-        common.write_atomically(self.path, json.dumps(state).encode())
+        write_atomically(self.path, json.dumps(state).encode())
 
 
 def _prepare_images(quality: int, keep_markers: bool, verify: bool):
-    """(image bytes, label, key) -> (progressive JPEG, scan ends, label, key, lossy, source bytes if verify)."""
+    """(image bytes, label, key) -> (progressive JPEG, scan ends, label, key, lossy, source bytes if verify, source
+    size)."""
 
     def encode_other(contents):
         image = tf.io.decode_image(contents, expand_animations=False)
@@ -112,8 +96,9 @@ def _prepare_images(quality: int, keep_markers: bool, verify: bool):
     def prepare(contents, label, key):
         is_jpeg = tf.io.is_jpeg(contents)
         jpeg = tf.cond(is_jpeg, lambda: contents, lambda: encode_other(contents))
-        progressive, scan_ends = tfl_io.jpeg_to_progressive(jpeg, key, keep_markers=keep_markers)
-        return progressive, scan_ends, label, key, tf.logical_not(is_jpeg), contents if verify else ""
+        progressive, scan_ends = jpeg_to_progressive(jpeg, key, keep_markers=keep_markers)
+        source_bytes = contents if verify else ""
+        return progressive, scan_ends, label, key, tf.logical_not(is_jpeg), source_bytes, tf.strings.length(contents)
 
     return prepare
 
@@ -125,7 +110,7 @@ def _record_entry(path: str, relative: str) -> pcr_pb2.RecordEntry | None:
         with open(path, "rb") as f:
             head = f.read(pcr_format.PREAMBLE.size)
             header_length = pcr_format.parse_preamble(head)
-            header = pcr_format.parse_header(head + f.read(header_length), crc=_fast_crc)
+            header = pcr_format.parse_header(head + f.read(header_length), crc=crc32c_fast)
     except (OSError, pcr_format.PCRFormatError, ValueError):
         return None
     payload_offset = pcr_format.PREAMBLE.size + header_length
@@ -137,9 +122,7 @@ def _record_entry(path: str, relative: str) -> pcr_pb2.RecordEntry | None:
 
 def _verify_record(path: str, entry: pcr_pb2.RecordEntry, expected_sources: list[bytes], keys: list[bytes]):
     """Reads the written record back through the C++ reader and compares full-fidelity pixels."""
-    from tfliquid.data.pcr_dataset import _PCRRecordDataset  # the reader under test; avoids an import cycle
-
-    written = _PCRRecordDataset(path, list(entry.prefix_ends), len(entry.prefix_ends), 0, -1.0, False)
+    written = PCRRecordDataset(path, list(entry.prefix_ends))
     pairs = tf.data.Dataset.zip(written, tf.data.Dataset.from_tensor_slices(expected_sources))
 
     def same_pixels(record_element, source):
@@ -177,10 +160,9 @@ def convert(src: str, dst: str, *, images_per_record: int = 1024, seed: int = 0,
       overwrite: discard a different conversion found at `dst` instead of refusing to touch it.
       progress: show a progress bar.
     """
-    if not 1 <= images_per_record <= pcr_format.MAX_IMAGES:
-        raise ValueError(f"images_per_record must be in 1..{pcr_format.MAX_IMAGES}, got {images_per_record}")
-    if not 1 <= quality <= 100:
-        raise ValueError(f"quality must be in 1..100, got {quality}")
+    images_per_record = check_int("images_per_record", images_per_record, 1, pcr_format.MAX_IMAGES)
+    quality = check_int("quality", quality, 1, 100)
+    seed = check_int("seed", seed, 0)
     start = time.perf_counter()
     os.makedirs(os.path.join(dst, RECORDS_DIR), exist_ok=True)
     source = _open_source(src, source_format, dst,
@@ -197,23 +179,28 @@ def convert(src: str, dst: str, *, images_per_record: int = 1024, seed: int = 0,
     entries = [None if overwrite else _record_entry(os.path.join(dst, rel), rel) for rel in relatives]
     pending = [r for r in range(num_records) if entries[r] is None or entries[r].num_images != len(record_items[r])]
 
-    bar = common.progress_bar(source.num_items, "image", progress)
-    done_images = source.num_items - sum(len(record_items[r]) for r in pending)
-    bar.update(done_images)
-    if pending:
-        # One pipeline for every pending record: images of the next record transcode while this one is written.
-        images = _prepared_images(source, np.concatenate([record_items[r] for r in pending]),
-                                  _prepare_images(quality, keep_markers, verify))
-        for r in pending:
-            path = os.path.join(dst, relatives[r])
-            entries[r], lossy = _write_record(images, len(record_items[r]), path, relatives[r], verify)
-            state.record_done(relatives[r], lossy)
-            done_images += len(record_items[r])
-            bar.update(done_images)
-    written = len(pending)
-    verified = sum(len(record_items[r]) for r in pending) if verify else 0
+    report = ConversionReport(dst, file_kind="record", lossy_reason="re-encoded lossily (they were not JPEGs)")
+    report.skipped = source.num_items - sum(len(record_items[r]) for r in pending)
+    report.files_skipped = num_records - len(pending)
+    with Progress(source.num_items, "image", progress) as bar:
+        bar.update(report.skipped)
+        if pending:
+            # One pipeline for every pending record: images of the next record transcode while this one is written.
+            images = _prepared_images(source, np.concatenate([record_items[r] for r in pending]),
+                                      _prepare_images(quality, keep_markers, verify))
+            for r in pending:
+                path = os.path.join(dst, relatives[r])
+                entries[r], lossy, input_bytes = _write_record(images, len(record_items[r]), path, relatives[r],
+                                                               verify)
+                state.record_done(relatives[r], lossy)
+                report.converted += len(record_items[r])
+                report.files_written += 1
+                report.input_bytes += input_bytes
+                report.output_bytes += entries[r].prefix_ends[-1]
+                bar.update(report.images)
+    report.verified_images = report.converted if verify else 0
 
-    lossy_total = sum(state.lossy.get(e.path, 0) for e in entries)
+    report.lossy_images = lossy_total = sum(state.lossy.get(e.path, 0) for e in entries)
     index = pcr_pb2.DatasetIndex(
         format_version=pcr_format.FORMAT_VERSION,
         num_images=source.num_items,
@@ -230,32 +217,35 @@ def convert(src: str, dst: str, *, images_per_record: int = 1024, seed: int = 0,
     spool = os.path.join(dst, "spool.tmp")
     if os.path.exists(spool):
         os.remove(spool)
-    return ConversionReport(dst, source.num_items, num_records, written, num_records - written, lossy_total,
-                            verified, time.perf_counter() - start)
+    report.seconds = time.perf_counter() - start
+    return report
 
 
 _BATCH = 32
 
 
 def _prepared_images(source, items, prepare):
-    """Yields (progressive, scan ends, label, key, lossy, source bytes) per item, in order.
+    """Yields (progressive, scan ends, label, key, lossy, source bytes, source size) per item, in order.
 
     Batched through the iterator: per-element iterator calls would cost more Python time than assembling."""
     batches = (source.read(items).map(prepare, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-               .padded_batch(_BATCH, padding_values=(b"", np.int64(-1), np.int64(0), b"", False, b""))
+               .padded_batch(_BATCH, padding_values=(b"", np.int64(-1), np.int64(0), b"", False, b"", 0))
                .prefetch(2))
-    for progressive, scan_ends, label, key, lossy, contents in batches.as_numpy_iterator():
+    for progressive, scan_ends, label, key, lossy, contents, size in batches.as_numpy_iterator():
         for i in range(len(label)):
             ends = scan_ends[i]
-            yield progressive[i], ends[ends >= 0].tolist(), int(label[i]), key[i], bool(lossy[i]), contents[i]
+            yield (progressive[i], ends[ends >= 0].tolist(), int(label[i]), key[i], bool(lossy[i]), contents[i],
+                   int(size[i]))
 
 
 def _write_record(images, count, path, relative, verify):
-    """Takes `count` images from the `images` stream and writes them as one record, atomically."""
-    partials, labels, keys, lossy, source_bytes = [], [], [], 0, []
+    """Takes `count` images from the `images` stream and writes them as one record, atomically. Returns its index
+    entry, how many of its images were stored lossily, and the size of their sources."""
+    partials, labels, keys, lossy, source_bytes, input_bytes = [], [], [], 0, [], 0
     try:
         for _ in range(count):
-            progressive, ends, label, key, is_lossy, contents = next(images)
+            progressive, ends, label, key, is_lossy, contents, size = next(images)
+            input_bytes += size
             partials.append([progressive[a:b] for a, b in zip([0, *ends], ends)])
             labels.append(label)
             keys.append(key)
@@ -266,9 +256,9 @@ def _write_record(images, count, path, relative, verify):
         raise ConversionError(f"converting record {relative}: {e.message}") from None
     if any(len(p) > pcr_format.MAX_SCAN_GROUPS for p in partials):
         raise ConversionError(f"{relative}: an image has more than {jpeg_format.MAX_SCANS} scans")
-    record = pcr_format.encode_record(partials, labels, keys, crc=_fast_crc)
+    record = pcr_format.encode_record(partials, labels, keys, crc=crc32c_fast)
     entry = pcr_pb2.RecordEntry(path=relative, num_images=record.num_images, payload_offset=record.payload_offset,
                                 prefix_ends=record.prefix_ends)
     check = (lambda tmp: _verify_record(tmp, entry, source_bytes, keys)) if verify else None
-    common.write_atomically(path, record.data, check)
-    return entry, lossy
+    write_atomically(path, record.data, check)
+    return entry, lossy, input_bytes

@@ -23,10 +23,13 @@ import numpy as np
 import tensorflow as tf
 from PIL import Image
 
-from tfliquid import io as tfl_io
-from tfliquid.convert import common
-from tfliquid.convert.common import ConversionError
-from tfliquid.formats import l3 as l3_format
+from tfliquid._common.checks import check_int
+from tfliquid._common.errors import ConversionError, RejectedImageError, op_error_message
+from tfliquid._common.files import image_files, write_atomically
+from tfliquid._common.progress import Progress
+from tfliquid._common.report import ConversionReport
+from tfliquid.l3 import codec as l3_format
+from tfliquid.l3.ops import decode_l3, encode_l3
 
 SOURCE_EXTENSIONS = (".png", ".bmp", ".gif", ".tif", ".tiff", ".ppm", ".pgm", ".pbm", ".pnm", ".webp",
                      ".jpg", ".jpeg")
@@ -37,56 +40,9 @@ _LOSSLESS_MODES = {"1": "L", "L": "L", "LA": "RGBA", "P": "RGB", "PA": "RGBA", "
                    "RGBX": "RGB"}
 # Colour spaces L3 cannot hold: converted to RGB as Pillow does, which is not reversible (counted as lossy).
 _RGB_CONVERTED_MODES = ("CMYK", "YCbCr", "LAB", "HSV")
-_MAX_LISTED_FAILURES = 20
-
-
-class FileConversionError(ValueError):
-    """One source image cannot be stored as L3 as it is; the run goes on without it and reports it."""
-
 
 # What a bad source file raises: unreadable or truncated (OSError), refused here, too large for Pillow or the op.
-_FILE_ERRORS = (OSError, FileConversionError, Image.DecompressionBombError, tf.errors.OpError)
-
-
-@dataclasses.dataclass
-class ConversionReport:
-    """Counts of one run. Bytes, pixels and throughput are those of the files converted by this run."""
-
-    path: str
-    converted: int = 0
-    skipped: int = 0
-    failures: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (source file, reason)
-    input_bytes: int = 0
-    output_bytes: int = 0
-    pixels: int = 0
-    lossy_images: int = 0  # 16-bit images reduced to 8 bits and CMYK & co. converted to RGB
-    verified: bool = False
-    seconds: float = 0.0
-
-    @property
-    def ratio(self) -> float:
-        """Output size / input size."""
-        return self.output_bytes / self.input_bytes if self.input_bytes else 0.0
-
-    @property
-    def megapixels_per_second(self) -> float:
-        return self.pixels / 1e6 / self.seconds if self.seconds else 0.0
-
-    def __str__(self):
-        lines = [f"{self.path}: {self.converted} converted, {self.skipped} skipped (already converted), "
-                 f"{len(self.failures)} failed; {self.input_bytes / 1e6:.1f} MB -> {self.output_bytes / 1e6:.1f} MB "
-                 f"({self.ratio:.3f}x the input); {self.pixels / 1e6:.1f} Mpx in {self.seconds:.1f} s "
-                 f"({self.megapixels_per_second:.1f} Mpx/s)"]
-        if self.verified and self.converted:
-            lines.append(f"{self.converted} verified: they decode to their source pixels exactly")
-        if self.lossy_images:
-            lines.append(f"{self.lossy_images} reduced to 8 bits or converted to RGB (not reversible)")
-        if self.failures:
-            lines.append("failed:")
-            lines += [f"  {source}: {reason}" for source, reason in self.failures[:_MAX_LISTED_FAILURES]]
-            if len(self.failures) > _MAX_LISTED_FAILURES:
-                lines.append(f"  ... and {len(self.failures) - _MAX_LISTED_FAILURES} more")
-        return "\n".join(lines)
+_FILE_ERRORS = (OSError, RejectedImageError, Image.DecompressionBombError, tf.errors.OpError)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,14 +87,10 @@ def convert(src: str, dst: str, *, profile: str = "default", workers: int | None
     """
     if profile not in l3_format.PROFILES:
         raise ValueError(f"profile must be one of {l3_format.PROFILES}, got {profile!r}")
-    if workers is None:
-        workers = os.cpu_count() or 1
-    if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
+    workers = (os.cpu_count() or 1) if workers is None else check_int("workers", workers, 1)
     start = time.perf_counter()
     jobs = _plan(src, dst)
-    report = ConversionReport(dst, verified=verify)
-    bar = common.progress_bar(len(jobs), "image", progress)
+    report = ConversionReport(dst, lossy_reason="reduced to 8 bits or converted to RGB (not reversible)")
     convert_file = functools.partial(_convert_file, profile=profile, verify=verify, overwrite=overwrite,
                                      reduce_16bit=reduce_16bit)
 
@@ -149,10 +101,12 @@ def convert(src: str, dst: str, *, profile: str = "default", workers: int | None
             report.failures.append((job.source, _reason(e)))
         else:
             _count(report, result)
-        bar.update(report.converted + report.skipped + len(report.failures))
+        bar.update(report.images + len(report.failures))
 
-    _run_on_threads(convert_file, jobs, workers, collect)
+    with Progress(len(jobs), "image", progress) as bar:
+        _run_on_threads(convert_file, jobs, workers, collect)
     report.failures.sort()
+    report.verified_images = report.converted if verify else 0
     report.seconds = time.perf_counter() - start
     return report
 
@@ -166,7 +120,7 @@ def _plan(src: str, dst: str) -> list[_Job]:
         raise FileNotFoundError(f"{src}: no such file or folder")
     if os.path.exists(dst) and not os.path.isdir(dst):
         raise ConversionError(f"{dst} is a file; the conversion of a folder needs a destination folder")
-    sources = common.image_files(src, SOURCE_EXTENSIONS)
+    sources = image_files(src, SOURCE_EXTENSIONS)
     if not sources:
         raise ConversionError(f"{src}: no images ({', '.join(SOURCE_EXTENSIONS)}) found")
     jobs = [_Job(path, os.path.join(dst, _l3_name(os.path.relpath(path, src)))) for path in sources]
@@ -216,8 +170,10 @@ def _collect_finished(running: dict, collect) -> None:
 def _count(report: ConversionReport, result: _Converted | None) -> None:
     if result is None:
         report.skipped += 1
+        report.files_skipped += 1
         return
     report.converted += 1
+    report.files_written += 1
     report.input_bytes += result.input_bytes
     report.output_bytes += result.output_bytes
     report.pixels += result.pixels
@@ -225,7 +181,7 @@ def _count(report: ConversionReport, result: _Converted | None) -> None:
 
 
 def _reason(error: Exception) -> str:
-    return error.message if isinstance(error, tf.errors.OpError) else str(error)
+    return op_error_message(error) if isinstance(error, tf.errors.OpError) else str(error)
 
 
 def _convert_file(job: _Job, profile: str, verify: bool, overwrite: bool, reduce_16bit: bool) -> _Converted | None:
@@ -234,10 +190,10 @@ def _convert_file(job: _Job, profile: str, verify: bool, overwrite: bool, reduce
         return None
     with Image.open(job.source) as image:
         pixels, lossy = _pixels(image, reduce_16bit)
-    encoded = tfl_io.encode_l3(pixels, profile=profile).numpy()
+    encoded = encode_l3(pixels, profile=profile).numpy()
     os.makedirs(os.path.dirname(job.target) or ".", exist_ok=True)
     check = functools.partial(_check_decodes_to, pixels) if verify else None
-    common.write_atomically(job.target, encoded, check)
+    write_atomically(job.target, encoded, check)
     return _Converted(os.path.getsize(job.source), len(encoded), pixels.shape[0] * pixels.shape[1], lossy)
 
 
@@ -257,7 +213,7 @@ def _pixels(image: Image.Image, reduce_16bit: bool) -> tuple[np.ndarray, bool]:
     """The uint8 [H, W, C] (C = 1, 3, 4) pixels to store, and whether they lost information."""
     frames = getattr(image, "n_frames", 1)
     if frames > 1:
-        raise FileConversionError(f"{frames} frames (an animation or pages); L3 stores one image")
+        raise RejectedImageError(f"{frames} frames (an animation or pages); L3 stores one image")
     lossy = False
     bits = _bits_per_sample(image)
     if bits == 16 and reduce_16bit:
@@ -265,10 +221,10 @@ def _pixels(image: Image.Image, reduce_16bit: bool) -> tuple[np.ndarray, bool]:
         if image.mode.startswith("I"):  # grey; Pillow already keeps the high byte of 16-bit colour on load
             image = Image.fromarray((np.asarray(image) >> 8).astype(np.uint8))
     elif bits == 16:
-        raise FileConversionError("16-bit samples; L3 stores 8 bits per sample (reduce_16bit=True, "
+        raise RejectedImageError("16-bit samples; L3 stores 8 bits per sample (reduce_16bit=True, "
                                   "--reduce-16bit, keeps the high byte)")
     elif bits != 8:
-        raise FileConversionError(f"{bits}-bit samples (mode {image.mode}); L3 stores 8 bits per sample")
+        raise RejectedImageError(f"{bits}-bit samples (mode {image.mode}); L3 stores 8 bits per sample")
     if image.mode == "P" and image.has_transparency_data:
         stored_mode = "RGBA"
     elif image.mode in _LOSSLESS_MODES:
@@ -276,7 +232,7 @@ def _pixels(image: Image.Image, reduce_16bit: bool) -> tuple[np.ndarray, bool]:
     elif image.mode in _RGB_CONVERTED_MODES:
         stored_mode, lossy = "RGB", True
     else:
-        raise FileConversionError(f"unsupported pixel mode {image.mode}")
+        raise RejectedImageError(f"unsupported pixel mode {image.mode}")
     pixels = np.asarray(image.convert(stored_mode))
     return pixels.reshape(pixels.shape[0], pixels.shape[1], -1), lossy
 
@@ -298,10 +254,10 @@ def _bits_per_sample(image: Image.Image) -> int:
 def _check_decodes_to(pixels: np.ndarray, path: str) -> None:
     """The written file at `path` decodes to exactly `pixels`."""
     with open(path, "rb") as f:
-        decoded = tfl_io.decode_l3(f.read()).numpy()
+        decoded = decode_l3(f.read()).numpy()
     if decoded.shape != pixels.shape:
-        raise FileConversionError(f"verification failed: the L3 file decodes to {decoded.shape}, the source is "
+        raise RejectedImageError(f"verification failed: the L3 file decodes to {decoded.shape}, the source is "
                                   f"{pixels.shape}")
     if not np.array_equal(decoded, pixels):
         wrong = int(np.count_nonzero(np.any(decoded != pixels, axis=-1)))
-        raise FileConversionError(f"verification failed: {wrong} pixels of the L3 file differ from the source")
+        raise RejectedImageError(f"verification failed: {wrong} pixels of the L3 file differ from the source")

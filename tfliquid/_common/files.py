@@ -1,15 +1,9 @@
-"""What every conversion job needs: its error class, finding images in a folder tree, atomic writes, progress."""
+"""Finding images in a folder tree, and writing files so that they are never seen half-written."""
 
 from __future__ import annotations
 
 import os
 from typing import Callable
-
-import keras
-
-
-class ConversionError(RuntimeError):
-    """A conversion could not complete; the files written so far are kept and a rerun resumes."""
 
 
 def image_files(root: str, extensions: tuple[str, ...]) -> list[str]:
@@ -43,13 +37,3 @@ def write_atomically(path: str, data: bytes, check: Callable[[str], None] | None
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
-
-
-class _NoProgress:
-    def update(self, current, values=None, finalize=None):
-        pass
-
-
-def progress_bar(total: int, unit_name: str, enabled: bool = True):
-    """A Keras progress bar counting `unit_name`s up to `total`, or, if not `enabled`, one that shows nothing."""
-    return keras.utils.Progbar(total, unit_name=unit_name) if enabled else _NoProgress()

@@ -17,7 +17,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from tfliquid.formats.crc32c import crc32c
+from tfliquid._common.crc32c import crc32c
+from tfliquid._common.errors import FormatError
 
 ITEM_MAGIC = b"LQCITEM1"
 LEDGER_MAGIC = b"LQCLEDG1"
@@ -35,7 +36,7 @@ _FNV_PRIME = 0x100000001B3
 _MASK = (1 << 64) - 1
 
 
-class CacheFormatError(ValueError):
+class CacheFormatError(FormatError):
     """An item or ledger is not complete and intact; the message gives the offset."""
 
 

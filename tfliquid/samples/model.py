@@ -1,4 +1,4 @@
-"""The small Keras classifier that `make demo` and the benchmarks train on the sample photos (`sample_data`): the
+"""The small Keras classifier that `make demo` and the benchmarks train on the sample photos (`samples.photos`): the
 same model and preprocessing everywhere, so that their figures compare."""
 
 from __future__ import annotations

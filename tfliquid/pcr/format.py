@@ -9,7 +9,7 @@ Format version 1, specified in docs/formats/pcr.md::
 Image i at scan group g = partial 1 | ... | partial min(g, G) | EOI. All integers little-endian.
 
 This module has no TensorFlow dependency. `encode_record` takes the CRC function as a parameter: the conversion
-job passes the C++ one (tfliquid.io.crc32c), the tests use `crc32c` below, a plain table-driven implementation.
+job passes the C++ one (crc32c_fast), the tests the plain table-driven `crc32c`.
 """
 
 from __future__ import annotations
@@ -19,20 +19,22 @@ import os
 import struct
 from typing import Callable, Sequence
 
+from tfliquid._common.crc32c import crc32c
+from tfliquid._common.errors import FormatError
+from tfliquid._common.files import write_atomically
 from tfliquid._proto import pcr_pb2
-from tfliquid.formats.crc32c import crc32c
+from tfliquid.pcr.jpeg import EOI
 
 RECORD_MAGIC = b"\x89PCR\r\n\x1a\n"
 INDEX_MAGIC = b"\x89PCI\r\n\x1a\n"
 FORMAT_VERSION = 1
 PREAMBLE = struct.Struct("<8sIIII")  # magic, version, header_length, header_crc32c, flags
-EOI = b"\xff\xd9"
 MAX_IMAGES = 1 << 20
 MAX_SCAN_GROUPS = 64
 INDEX_FILENAME = "index.pcrindex"
 
 
-class PCRFormatError(ValueError):
+class PCRFormatError(FormatError):
     """A record or index violates the format; the message gives the offset."""
 
 
@@ -50,7 +52,7 @@ def encode_record(partials: Sequence[Sequence[bytes]], labels: Sequence[int], ke
                   crc: Callable[[bytes], int] = crc32c) -> EncodedRecord:
     """Serializes one record.
 
-    partials[i] lists image i's partials (tfliquid.formats.jpeg.split_partials); images may have different
+    partials[i] lists image i's partials (tfliquid.pcr.jpeg.split_partials); images may have different
     scan counts: the record has max(len) scan groups and shorter images get empty partials.
     """
     num_images = len(partials)
@@ -180,10 +182,12 @@ def write_index(dataset_dir: str, index: pcr_pb2.DatasetIndex) -> None:
     write_atomically(path, INDEX_MAGIC + index.SerializeToString())
 
 
-def write_atomically(path: str, data: bytes) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+def prefix_end(ends: Sequence[int], scan_group: int) -> int:
+    """Where scan group `scan_group` (1-based) ends in a record or an image with these scan group ends: the rule
+    of which bytes are scan group g (docs/formats/pcr.md). A record or image with fewer groups is read whole."""
+    return ends[min(scan_group, len(ends)) - 1]
+
+
+def prefix_bytes(index: pcr_pb2.DatasetIndex, scan_group: int) -> int:
+    """Bytes of all record prefixes up to `scan_group`: what one epoch at that scan group reads."""
+    return sum(prefix_end(r.prefix_ends, scan_group) for r in index.records)

@@ -1,12 +1,11 @@
-"""Progressive Compressed Records: conversion and inspection (reading is `tfliquid.PCRDataset`)."""
+"""What a PCR dataset holds: images, records, classes, and bytes per image at each scan group (the PCR paper's
+Table 1), from its index alone."""
 
 from __future__ import annotations
 
-from tfliquid.convert.pcr import ConversionError, ConversionReport, convert
-from tfliquid.data.pcr_dataset import prefix_bytes
-from tfliquid.formats.pcr import PCRFormatError, read_index
+from tfliquid.pcr.format import prefix_bytes, prefix_end, read_index
 
-__all__ = ["convert", "inspect", "format_inspection", "ConversionError", "ConversionReport", "PCRFormatError"]
+__all__ = ["inspect", "format_inspection"]
 
 
 def inspect(path: str) -> dict:
@@ -17,7 +16,7 @@ def inspect(path: str) -> dict:
     groups = []
     for g in range(1, index.num_scan_groups + 1):
         read = prefix_bytes(index, g)
-        payload = sum(r.prefix_ends[min(g, len(r.prefix_ends)) - 1] - r.payload_offset for r in index.records)
+        payload = sum(prefix_end(r.prefix_ends, g) - r.payload_offset for r in index.records)
         groups.append({"scan_group": g, "bytes_per_image": payload / images,
                        "percent_of_full": 100.0 * payload / full_payload, "read_bytes": read})
     return {"path": path, "images": images, "records": len(index.records),

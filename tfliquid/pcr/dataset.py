@@ -13,28 +13,42 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import tensorflow as tf
 
-from tfliquid._lib import ops as _ops
+from tfliquid._common.checks import check_int
+from tfliquid._lib import load_ops
 from tfliquid.cache.minio_cache import MinIOCache, each_pass
-from tfliquid.formats import pcr as pcr_format
+from tfliquid.pcr import format as pcr_format
 
 AUTOTUNE = tf.data.AUTOTUNE
 
-class _PCRRecordDataset(tf.data.Dataset):
-    """The images of one record at one scan group: {"image": progressive JPEG bytes, "label" [, "key"]}.
+
+class PCRRecordDataset(tf.data.Dataset):
+    """The images of ONE record file at one scan group: {"image": progressive JPEG bytes cut at that group,
+    "label" [, "key"]}. `PCRDataset` interleaves one per record; used alone, it reads one record back (the
+    conversion's `--verify` does).
+
+    Args:
+      filename: the record file.
+      prefix_ends: the record's scan group ends, from its index entry (`RecordEntry.prefix_ends`).
+      scan_group: 1-based; None, or more than the record has, reads it whole (full fidelity).
+      shuffle, seed: emit the images in a seeded random order instead of stored order.
+      with_keys: also emit "key", the image's key as stored.
+      cache, cache_pass: a `MinIOCache` of record prefixes, and the pass (epoch) id its lookups count in.
 
     Holds one op's variant. The op emits its tensors in the order tf.nest flattens this dict, so no map is
     needed to build it: that map would cost more per image than reading the image does.
     """
 
-    def __init__(self, filename, prefix_ends, scan_group, seed, read_bandwidth, shuffle: bool,
+    def __init__(self, filename, prefix_ends, scan_group=None, *, shuffle: bool = False, seed=0,
                  with_keys: bool = False, cache: MinIOCache | None = None, cache_pass=-1):
+        if scan_group is None:
+            scan_group = tf.size(prefix_ends, out_type=tf.int64)
         cache_attrs = cache.op_attrs if cache is not None else {}
-        variant = _ops().liquid_pcr_record_dataset(
-            filename, prefix_ends, scan_group, seed, read_bandwidth, cache_pass, shuffle=shuffle,
-            with_keys=with_keys, **cache_attrs)
+        # TODO(relayout): the -1.0 read_bandwidth input goes with the op input (ops re-layout branch).
+        variant = load_ops().liquid_pcr_record_dataset(
+            filename, prefix_ends, scan_group, seed, -1.0, cache_pass, shuffle=shuffle, with_keys=with_keys,
+            **cache_attrs)
         self._spec = {"image": tf.TensorSpec([], tf.string), "label": tf.TensorSpec([], tf.int64)}
         if with_keys:
             self._spec["key"] = tf.TensorSpec([], tf.string)
@@ -56,12 +70,7 @@ def _validate_scan_group(scan_group, num_scan_groups: int):
         if not scan_group.dtype.is_integer:
             raise TypeError(f"scan_group variable must have an integer dtype, got {scan_group.dtype.name}")
         return scan_group
-    if isinstance(scan_group, bool) or not isinstance(scan_group, (int, np.integer)):
-        raise TypeError(f"scan_group must be None, an int or an integer tf.Variable, got {scan_group!r}")
-    if not 1 <= scan_group <= num_scan_groups:
-        raise ValueError(f"scan_group must be in 1..{num_scan_groups} for this dataset (None = full fidelity), "
-                         f"got {scan_group}")
-    return int(scan_group)
+    return check_int("scan_group", scan_group, 1, num_scan_groups)
 
 
 class PCRDataset(tf.data.Dataset):
@@ -76,8 +85,6 @@ class PCRDataset(tf.data.Dataset):
       shuffle: shuffle record order and the images within each record, anew each epoch.
       seed: makes the shuffles repeatable.
       num_parallel_reads: records read concurrently.
-      read_bandwidth: bytes/s for every tfliquid reader in this process (emulates slow storage); None leaves
-        the process-wide setting (`tfliquid.io.set_read_bandwidth`) as it is.
       with_keys: also yield "key", the image's key (its source file name) when the dataset stored keys.
       cache: a `tfliquid.MinIOCache` for the record prefixes read (keyed by record file, scan group and length):
         later epochs read the cached records from memory (or its directory) instead of storage.
@@ -89,33 +96,29 @@ class PCRDataset(tf.data.Dataset):
     """
 
     def __init__(self, path, scan_group=None, decode: bool = True, shuffle: bool = True, seed: int | None = None,
-                 num_parallel_reads=AUTOTUNE, read_bandwidth: float | None = None, with_keys: bool = False,
-                 cache: MinIOCache | None = None):
+                 num_parallel_reads=AUTOTUNE, with_keys: bool = False, cache: MinIOCache | None = None):
         index = pcr_format.read_index(path)
         if not index.records:
             raise ValueError(f"{path}: the index lists no records")
-        if read_bandwidth is not None and read_bandwidth <= 0:
-            raise ValueError(f"read_bandwidth must be > 0 bytes/s or None, got {read_bandwidth}")
-        if num_parallel_reads != AUTOTUNE and (not isinstance(num_parallel_reads, int) or num_parallel_reads < 1):
-            raise ValueError(f"num_parallel_reads must be a positive int or tf.data.AUTOTUNE, got {num_parallel_reads}")
+        if num_parallel_reads != AUTOTUNE:
+            num_parallel_reads = check_int("num_parallel_reads (or tf.data.AUTOTUNE)", num_parallel_reads, 1)
         if cache is not None and not isinstance(cache, MinIOCache):
             raise TypeError(f"cache must be a tfliquid.MinIOCache or None, got {type(cache).__name__}")
         self._path = path
         self._index = index
         self._cache = cache
         self._scan_group = _validate_scan_group(scan_group, index.num_scan_groups)
-        self._impl = self._build(decode, shuffle, seed, num_parallel_reads, read_bandwidth, with_keys)
+        self._impl = self._build(decode, shuffle, seed, num_parallel_reads, with_keys)
         super().__init__(self._impl._variant_tensor)
 
-    def _build(self, decode, shuffle, seed, num_parallel_reads, read_bandwidth, with_keys):
+    def _build(self, decode, shuffle, seed, num_parallel_reads, with_keys):
         index = self._index
         num_groups = index.num_scan_groups
         filenames = tf.constant([os.path.join(self._path, r.path) for r in index.records])
-        # Records with fewer scan groups are padded with their full length: any group beyond theirs reads all.
-        padded_ends = [list(r.prefix_ends) + [r.prefix_ends[-1]] * (num_groups - len(r.prefix_ends))
+        # One row of G ends per record: a record with fewer scan groups reads whole at the groups beyond its own.
+        padded_ends = [[pcr_format.prefix_end(r.prefix_ends, g) for g in range(1, num_groups + 1)]
                        for r in index.records]
         prefix_ends = tf.constant(padded_ends, dtype=tf.int64)
-        bandwidth = tf.constant(-1.0 if read_bandwidth is None else float(read_bandwidth), tf.float64)
         scan_group = self._scan_group
 
         records = tf.data.Dataset.range(len(index.records))
@@ -129,9 +132,9 @@ class PCRDataset(tf.data.Dataset):
         def images_of_pass(cache_pass):
             def open_record(i, record_seed):
                 group = scan_group.read_value() if isinstance(scan_group, tf.Variable) else scan_group
-                return _PCRRecordDataset(tf.gather(filenames, i), tf.gather(prefix_ends, i),
-                                         tf.cast(group, tf.int64), record_seed, bandwidth, shuffle, with_keys,
-                                         self._cache, cache_pass)
+                return PCRRecordDataset(tf.gather(filenames, i), tf.gather(prefix_ends, i), tf.cast(group, tf.int64),
+                                        shuffle=shuffle, seed=record_seed, with_keys=with_keys, cache=self._cache,
+                                        cache_pass=cache_pass)
 
             if num_parallel_reads == 1:  # a plain interleave: no thread hand-off per image
                 return records.interleave(open_record, cycle_length=1)
@@ -154,6 +157,11 @@ class PCRDataset(tf.data.Dataset):
 
     def _inputs(self):
         return self._impl._inputs()
+
+    @property
+    def path(self) -> str:
+        """The dataset directory."""
+        return self._path
 
     @property
     def num_scan_groups(self) -> int:
@@ -184,9 +192,5 @@ class PCRDataset(tf.data.Dataset):
         if scan_group is None:
             current = self._scan_group
             scan_group = int(current.numpy()) if isinstance(current, tf.Variable) else current
-        return prefix_bytes(self._index, scan_group)
-
-
-def prefix_bytes(index, scan_group: int) -> int:
-    """Bytes of all record prefixes up to `scan_group`, from the index."""
-    return sum(r.prefix_ends[min(scan_group, len(r.prefix_ends)) - 1] for r in index.records)
+        scan_group = check_int("scan_group", scan_group, 1, self.num_scan_groups)
+        return pcr_format.prefix_bytes(self._index, scan_group)

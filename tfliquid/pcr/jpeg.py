@@ -7,8 +7,10 @@ that precede its SOS (DHT, DRI, COM, APPn...). Partials 1..g followed by EOI (`F
 scan group g. Malformed data raises `JpegError`, whose message starts with the byte offset of the problem.
 
 `ops/jpeg/scan_split.cc` is the C++ twin of this module: same offsets, same errors, same messages.
-This module is plain Python (no numpy, no TensorFlow) so that it stays easy to read and to trust.
+This module is plain Python (no NumPy, no TensorFlow) so that it stays easy to read and to trust.
 """
+
+from tfliquid._common.errors import FormatError
 
 SOI = b"\xff\xd8"
 EOI = b"\xff\xd9"
@@ -24,7 +26,7 @@ _SOF = set(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 _PROGRESSIVE_SOF = {0xC2, 0xC6, 0xCA}
 
 
-class JpegError(ValueError):
+class JpegError(FormatError):
     """Malformed JPEG data. The message starts with "offset N:", the byte offset of the problem."""
 
 

@@ -16,6 +16,8 @@ import struct
 
 import numpy as np
 
+from tfliquid._common.errors import FormatError
+
 MAGIC = b"\x89L3I\r\n\x1a\n"
 VERSION = 1
 HEADER = struct.Struct("<8sBBBBIIHH")  # magic, version, channels, flags, segment, width, height, patch, reserved
@@ -26,7 +28,7 @@ MAX_BYTES = 1 << 30
 PROFILES = ("default", "paper")
 
 
-class L3Error(ValueError):
+class L3Error(FormatError):
     """Corrupt or unsupported L3 data; the message starts with "offset N:"."""
 
 

@@ -15,7 +15,8 @@ from typing import Callable
 import numpy as np
 import tensorflow as tf
 
-from tfliquid.convert import common
+from tfliquid._common.files import image_files
+from tfliquid.io import read_file
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
 
@@ -42,7 +43,7 @@ def image_folder(root: str) -> Source:
         raise ValueError(f"{root}: expected one subfolder per class (root/CLASS/IMAGE), found none")
     paths, labels = [], []
     for label, name in enumerate(class_names):
-        class_paths = common.image_files(os.path.join(root, name), IMAGE_EXTENSIONS)
+        class_paths = image_files(os.path.join(root, name), IMAGE_EXTENSIONS)
         paths.extend(class_paths)
         labels.extend([label] * len(class_paths))
     if not paths:
@@ -131,15 +132,13 @@ def spool_tfrecords(src: str, spool_path: str, image_key: str = "image/encoded",
 
 
 def spooled_source(description, spool_path, offsets, sizes, labels, keys) -> Source:
-    from tfliquid import io as tfl_io
-
     labels = np.asarray(labels, np.int64)
     offset_tensor, size_tensor = tf.constant(offsets, tf.int64), tf.constant(sizes, tf.int64)
     label_tensor, key_tensor = tf.constant(labels), tf.constant(keys)
 
     def read(order: np.ndarray) -> tf.data.Dataset:
         def load(i):
-            contents = tfl_io.read_file(spool_path, tf.gather(offset_tensor, i), tf.gather(size_tensor, i))
+            contents = read_file(spool_path, tf.gather(offset_tensor, i), tf.gather(size_tensor, i))
             return contents, tf.gather(label_tensor, i), tf.gather(key_tensor, i)
 
         return tf.data.Dataset.from_tensor_slices(np.asarray(order, np.int64)).map(

@@ -1,0 +1,32 @@
+"""tfliquid's Python errors: one base class, so that `except tfliquid.TfliquidError` catches everything the package
+raises on purpose (TensorFlow errors from the ops, `tf.errors.OpError`, are TensorFlow's own)."""
+
+
+class TfliquidError(Exception):
+    """Base class of every error tfliquid raises on purpose."""
+
+
+class FormatError(TfliquidError, ValueError):
+    """Data violates one of tfliquid's formats (docs/formats/); the message gives the file or byte offset."""
+
+
+class ConversionError(TfliquidError):
+    """A conversion could not complete; the files written so far are kept and a rerun resumes."""
+
+
+class RejectedImageError(TfliquidError):
+    """One source image cannot be converted as it is; the conversion goes on without it and reports it."""
+
+
+class ArgumentError(TfliquidError, ValueError, TypeError):
+    """An argument of the wrong type or out of range. A ValueError and a TypeError both, so that callers catching
+    either, as Python's own checks would lead them to, catch it."""
+
+
+def op_error_message(error) -> str:
+    """The message of a TensorFlow op error without what eager execution wraps around it ("{{function_node ...}}"
+    before, " [Op:Name] name: ..." after), for messages that name the file or the argument and nothing else."""
+    message = error.message
+    if message.startswith("{{function_node"):
+        message = message.split("}} ", 1)[-1]
+    return message.split(" [Op:", 1)[0]

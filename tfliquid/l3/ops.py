@@ -1,0 +1,22 @@
+"""The L3 ops: decode and encode on the CPU, in graphs and `Dataset.map` (the format: docs/formats/l3.md)."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from tfliquid._lib import load_ops
+
+__all__ = ["decode_l3", "encode_l3"]
+
+
+def decode_l3(contents, name=None):
+    """Decodes an L3 image (docs/formats/l3.md) to uint8 [H, W, C] on the CPU; usable in `Dataset.map`."""
+    return load_ops().liquid_decode_l3(contents, name=name)
+
+
+def encode_l3(image, profile: str = "default", name=None):
+    """Encodes uint8 [H, W, C] (C = 1, 3, 4) as L3; profile "default" or "paper" (docs/formats/l3.md)."""
+    image = tf.convert_to_tensor(image, tf.uint8)
+    if image.shape.rank == 2:
+        image = image[..., tf.newaxis]
+    return load_ops().liquid_encode_l3(image, profile=profile, name=name)
