@@ -5,10 +5,10 @@ import pytest
 import tensorflow as tf
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
 
 import tfliquid
 from tfliquid.samples import photos as sample_photos
+from strategies import l3_images
 from tfliquid.l3 import codec as l3
 
 
@@ -32,8 +32,7 @@ def test_cpp_encoder_is_the_reference_byte_for_byte_and_decodes(profile):
 
 
 @settings(max_examples=30, deadline=None)
-@given(hnp.arrays(np.uint8, hnp.array_shapes(min_dims=3, max_dims=3, min_side=1, max_side=40).filter(
-    lambda s: s[2] in (1, 3, 4))), st.sampled_from(l3.PROFILES))
+@given(l3_images(), st.sampled_from(l3.PROFILES))
 def test_property_cpp_decodes_reference(image, profile):
     np.testing.assert_array_equal(tfliquid.l3.decode_l3(l3.encode(image, profile)).numpy(), image)
 

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
 from PIL import Image
 
 from tfliquid.samples import photos as sample_photos
+from strategies import l3_images
 from tfliquid.l3 import codec as l3
 
 
@@ -59,8 +59,7 @@ def test_real_photos_round_trip(profile):
 
 
 @settings(max_examples=40, deadline=None)
-@given(hnp.arrays(np.uint8, hnp.array_shapes(min_dims=3, max_dims=3, min_side=1, max_side=40).filter(
-    lambda s: s[2] in (1, 3, 4))), st.sampled_from(l3.PROFILES))
+@given(l3_images(), st.sampled_from(l3.PROFILES))
 def test_property_round_trip(image, profile):
     np.testing.assert_array_equal(l3.decode(l3.encode(image, profile)), image)
 
