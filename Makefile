@@ -10,13 +10,19 @@ INSTALLED := $(VENV)/.tfliquid-installed
 SOURCES := setup.py pyproject.toml $(shell find ops protos -type f 2>/dev/null)
 PYTEST_ARGS ?=
 
-.PHONY: demo test install system-deps bench clean
+.PHONY: demo test lint install system-deps bench clean
 
 demo: $(INSTALLED)
 	$(PY) examples/pcr_demo.py
 
-test: $(INSTALLED)
+test: lint $(INSTALLED)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# Style is checked, not fixed, here; `ruff format .` and `clang-format -i` fix it (settings: pyproject.toml,
+# .clang-format).
+lint: $(VENV)/.deps-installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 install: $(INSTALLED)
 

@@ -7,7 +7,6 @@ in the library (ops/common/build_info.cc); the loader refuses to load it under a
 
 import glob
 import os
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -23,8 +22,10 @@ def _tensorflow():
     try:
         import tensorflow as tf
     except ImportError as e:  # pragma: no cover - depends on the build environment
-        sys.exit(f"tfliquid: building the ops needs TensorFlow importable at build time ({e}). "
-                 "Install tensorflow first, then `pip install --no-build-isolation .`")
+        sys.exit(
+            f"tfliquid: building the ops needs TensorFlow importable at build time ({e}). "
+            "Install tensorflow first, then `pip install --no-build-isolation .`"
+        )
     return tf
 
 
@@ -57,8 +58,14 @@ class BuildTensorFlowOps(build_ext):
         compile_flags = tf.sysconfig.get_compile_flags()
         link_flags = tf.sysconfig.get_link_flags()
         for ext in self.extensions:
-            ext.extra_compile_args = compile_flags + [f'-DTFLIQUID_TF_VERSION="{tf.__version__}"', "-O3", "-fPIC", "-Wno-deprecated-declarations",
-                                                      "-Wno-sign-compare", "-Wno-unused-function"]
+            ext.extra_compile_args = compile_flags + [
+                f'-DTFLIQUID_TF_VERSION="{tf.__version__}"',
+                "-O3",
+                "-fPIC",
+                "-Wno-deprecated-declarations",
+                "-Wno-sign-compare",
+                "-Wno-unused-function",
+            ]
             ext.extra_link_args = link_flags + ["-ljpeg"]
         # The Python include directory setuptools adds is harmless; the C++ standard comes from TF's flags.
         self.compiler.compiler_so = [f for f in self.compiler.compiler_so if not f.startswith("-std=")]

@@ -33,8 +33,9 @@ import numpy as np
 import tensorflow as tf
 
 import tfliquid
-from benchmarks import common
 from tfliquid.cache import item_format as cache_item
+
+from benchmarks import common
 
 FRACTIONS = (0.25, 0.5, 0.75)
 PEERS = ("no cache", "LRU", "MinIO")
@@ -64,8 +65,9 @@ def pipeline(paths: list[str], cache: tfliquid.MinIOCache | None) -> tf.data.Dat
     if cache is None:
         files = keys.map(tfliquid.io.read_file, num_parallel_calls=tf.data.AUTOTUNE)
     else:
-        files = keys.apply(tfliquid.minio_cache(tfliquid.io.read_file, cache=cache,
-                                                num_parallel_calls=tf.data.AUTOTUNE))
+        files = keys.apply(
+            tfliquid.minio_cache(tfliquid.io.read_file, cache=cache, num_parallel_calls=tf.data.AUTOTUNE)
+        )
     # Batched so that the Python loop costs little next to the reads (and iterated, not reduced: Dataset.reduce
     # runs on the two inter-op threads, where reads sleeping on the throttle starve the rest; see pcr_read.py).
     return files.batch(32)
@@ -99,8 +101,12 @@ def measure(paths: list[str], peer: str, capacity: int, epochs: int) -> dict:
     finally:
         if cache:
             cache.release()
-    return {"seconds": statistics.median(seconds[1:]), "bytes_read": statistics.mean(bytes_read[1:]),
-            "hit_ratio": statistics.mean(hit_ratios), "teardown": max(teardown[1:])}
+    return {
+        "seconds": statistics.median(seconds[1:]),
+        "bytes_read": statistics.mean(bytes_read[1:]),
+        "hit_ratio": statistics.mean(hit_ratios),
+        "teardown": max(teardown[1:]),
+    }
 
 
 def simulated_hit_ratio(policy: str, num_items: int, fraction: float) -> float:
@@ -115,9 +121,12 @@ def main():
     parser.add_argument("--file-size", type=int, default=256 << 10, help="mean file size in bytes")
     parser.add_argument("--bandwidth", type=float, default=50e6, help="read budget in bytes/s")
     parser.add_argument("--epochs", type=int, default=3, help="timed epochs per peer, after one warm-up epoch")
-    parser.add_argument("--quick", action="store_true",
-                        help="a smoke run for tests: 40 files, 1 timed epoch (too short for the verdicts: the "
-                             "throttle banks up to 50 ms of idle link, a large share of a 0.2 s epoch)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke run for tests: 40 files, 1 timed epoch (too short for the verdicts: the "
+        "throttle banks up to 50 ms of idle link, a large share of a 0.2 s epoch)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.files, args.epochs = 40, 1
@@ -126,9 +135,11 @@ def main():
         paths = write_files(directory, args.files, args.file_size)
         file_bytes = sum(os.path.getsize(p) for p in paths)
         dataset_bytes = sum(encoded_size(p) for p in paths)
-        print(f"{len(paths)} files, {file_bytes / 1e6:.1f} MB, read at {args.bandwidth / 1e6:.3g} MB/s "
-              f"(an uncached epoch fetches for {file_bytes / args.bandwidth:.2f} s); {os.cpu_count()} cores; "
-              f"median of {args.epochs} epochs after a warm-up epoch")
+        print(
+            f"{len(paths)} files, {file_bytes / 1e6:.1f} MB, read at {args.bandwidth / 1e6:.3g} MB/s "
+            f"(an uncached epoch fetches for {file_bytes / args.bandwidth:.2f} s); {os.cpu_count()} cores; "
+            f"median of {args.epochs} epochs after a warm-up epoch"
+        )
         results = {}
         tfliquid.io.set_read_bandwidth(args.bandwidth)
         try:
@@ -138,22 +149,27 @@ def main():
         finally:
             tfliquid.io.set_read_bandwidth(None)
 
-    print(f"\n{'cache':>6}  {'peer':<9}{'epoch s':>9}{'/ uncached':>12}{'MB read':>9}{'hit ratio':>11}"
-          f"{'simulated':>11}{'teardown s':>12}")
+    print(
+        f"\n{'cache':>6}  {'peer':<9}{'epoch s':>9}{'/ uncached':>12}{'MB read':>9}{'hit ratio':>11}"
+        f"{'simulated':>11}{'teardown s':>12}"
+    )
     for f in FRACTIONS:
         uncached = results[f, "no cache"]["seconds"]
         for peer in PEERS:
             r = results[f, peer]
             simulated = f"{simulated_hit_ratio(peer.lower(), len(paths), f):.3f}" if peer != "no cache" else "-"
-            print(f"{f:>6.0%}  {peer:<9}{r['seconds']:>9.3f}{r['seconds'] / uncached:>12.3f}"
-                  f"{r['bytes_read'] / 1e6:>9.1f}{r['hit_ratio']:>11.3f}{simulated:>11}{r['teardown']:>12.3f}")
+            print(
+                f"{f:>6.0%}  {peer:<9}{r['seconds']:>9.3f}{r['seconds'] / uncached:>12.3f}"
+                f"{r['bytes_read'] / 1e6:>9.1f}{r['hit_ratio']:>11.3f}{simulated:>11}{r['teardown']:>12.3f}"
+            )
 
     print("\nTargets:")
     ok = True
     for f in FRACTIONS:
         minio, lru, uncached = (results[f, peer]["seconds"] for peer in ("MinIO", "LRU", "no cache"))
-        ok &= common.verdict(f"{f:.0%}: MinIO / ((1 - f) x uncached)", minio / ((1 - f) * uncached), 1.1,
-                             higher_is_better=False)
+        ok &= common.verdict(
+            f"{f:.0%}: MinIO / ((1 - f) x uncached)", minio / ((1 - f) * uncached), 1.1, higher_is_better=False
+        )
         ok &= common.verdict(f"{f:.0%}: MinIO / LRU", minio / lru, 1.0, higher_is_better=False)
     print("all targets met" if ok else "some targets missed")
 

@@ -23,8 +23,9 @@ import time
 import tensorflow as tf
 
 import tfliquid
-from benchmarks import common
 from tfliquid._common import sources
+
+from benchmarks import common
 
 
 def _feature_bytes(value):
@@ -39,18 +40,29 @@ def write_tfrecords(folder: str, path: str, validate: bool) -> None:
     source = sources.image_folder(folder)
     images = source.read(range(source.num_items))
     if validate:
-        images = images.map(lambda contents, label, key: (contents, label, key,
-                                                          tf.shape(tf.io.decode_jpeg(contents, channels=3))),
-                            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        images = images.map(
+            lambda contents, label, key: (contents, label, key, tf.shape(tf.io.decode_jpeg(contents, channels=3))),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
     else:
         images = images.map(lambda contents, label, key: (contents, label, key, tf.zeros([3], tf.int32)))
     with tf.io.TFRecordWriter(path) as writer:
         for contents, label, key, shape in images.as_numpy_iterator():
-            feature = {"image/encoded": _feature_bytes(contents), "image/class/label": _feature_int(label),
-                       "image/filename": _feature_bytes(key), "image/format": _feature_bytes(b"JPEG")}
+            feature = {
+                "image/encoded": _feature_bytes(contents),
+                "image/class/label": _feature_int(label),
+                "image/filename": _feature_bytes(key),
+                "image/format": _feature_bytes(b"JPEG"),
+            }
             if validate:
-                feature.update({"image/height": _feature_int(shape[0]), "image/width": _feature_int(shape[1]),
-                                "image/channels": _feature_int(shape[2])})
+                feature.update(
+                    {
+                        "image/height": _feature_int(shape[0]),
+                        "image/width": _feature_int(shape[1]),
+                        "image/channels": _feature_int(shape[2]),
+                    }
+                )
             writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
 
 
@@ -58,8 +70,7 @@ def jpegtran_seconds_per_image(folder: str, sample: int) -> float:
     files = [os.path.join(d, f) for d, _, fs in os.walk(folder) for f in sorted(fs)][:sample]
     start = time.perf_counter()
     for f in files:
-        subprocess.run(["jpegtran", "-progressive", "-optimize", "-copy", "none", f], check=True,
-                       capture_output=True)
+        subprocess.run(["jpegtran", "-progressive", "-optimize", "-copy", "none", f], check=True, capture_output=True)
     return (time.perf_counter() - start) / len(files)
 
 
@@ -75,32 +86,40 @@ def main():
     n = sources.image_folder(folder).num_items
     out = tempfile.mkdtemp(dir=args.workdir)
     try:
+
         def pcr():
-            tfliquid.pcr.convert(folder, os.path.join(out, "pcr"), images_per_record=256, overwrite=True,
-                                 progress=False)
+            tfliquid.pcr.convert(
+                folder, os.path.join(out, "pcr"), images_per_record=256, overwrite=True, progress=False
+            )
 
         times = {
             "TFRecord, TF ImageNet converter recipe": common.timed(
-                lambda: write_tfrecords(folder, os.path.join(out, "validated.tfrecord"), True), args.repeat),
+                lambda: write_tfrecords(folder, os.path.join(out, "validated.tfrecord"), True), args.repeat
+            ),
             "TFRecord, bytes only": common.timed(
-                lambda: write_tfrecords(folder, os.path.join(out, "bytes.tfrecord"), False), args.repeat),
+                lambda: write_tfrecords(folder, os.path.join(out, "bytes.tfrecord"), False), args.repeat
+            ),
             "PCR (tfliquid convert pcr)": common.timed(pcr, args.repeat),
         }
     finally:
         shutil.rmtree(out)
     spawn = jpegtran_seconds_per_image(folder, 50)
 
-    print(f"{n} JPEG crops ({args.size}x{args.size}) of the shipped photos; {os.cpu_count()} cores; "
-          f"best of {args.repeat}")
+    print(
+        f"{n} JPEG crops ({args.size}x{args.size}) of the shipped photos; {os.cpu_count()} cores; best of {args.repeat}"
+    )
     print(f"{'converter':<40}{'seconds':>9}{'images/s':>10}")
     for name, seconds in times.items():
         print(f"{name:<40}{seconds:>9.2f}{n / seconds:>10,.0f}")
-    print(f"{'jpegtran spawned per image (sample of 50)':<40}{spawn * n:>9.2f}{1 / spawn:>10,.0f}"
-          "   (one process, extrapolated)")
+    print(
+        f"{'jpegtran spawned per image (sample of 50)':<40}{spawn * n:>9.2f}{1 / spawn:>10,.0f}"
+        "   (one process, extrapolated)"
+    )
     print("\nTargets:")
     reference = times["TFRecord, TF ImageNet converter recipe"]
-    common.verdict("PCR / TFRecord conversion time", times["PCR (tfliquid convert pcr)"] / reference, 1.5,
-                   higher_is_better=False)
+    common.verdict(
+        "PCR / TFRecord conversion time", times["PCR (tfliquid convert pcr)"] / reference, 1.5, higher_is_better=False
+    )
     print(f"  (PCR / bytes-only TFRecord: {times['PCR (tfliquid convert pcr)'] / times['TFRecord, bytes only']:.2f})")
 
 

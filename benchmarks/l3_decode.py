@@ -27,16 +27,19 @@ import tensorflow as tf
 from PIL import Image
 
 import tfliquid
-from benchmarks import common
 from tfliquid.samples import photos as sample_photos
+
+from benchmarks import common
 
 FULL_HD = (1920, 1080)
 
 
 def image_sets() -> dict[str, list[np.ndarray]]:
     photos = [photo for _, photo in sample_photos.load_photos()]
-    return {"native": [np.asarray(photo) for photo in photos],
-            "full HD": [np.asarray(photo.resize(FULL_HD, Image.BICUBIC)) for photo in photos]}
+    return {
+        "native": [np.asarray(photo) for photo in photos],
+        "full HD": [np.asarray(photo.resize(FULL_HD, Image.BICUBIC)) for photo in photos],
+    }
 
 
 def png_bytes(image: np.ndarray) -> bytes:
@@ -116,14 +119,17 @@ def main():
         print(f"{set_name} ({len(images)} photos), single thread, Mpx/s:")
         for name, value in speed.items():
             print(f"  {name:18s} {value:8.1f}   ({value / speed['tf.io.decode_png']:5.2f}x tf.io.decode_png)")
-        print("  size / PNG size (geometric mean): " +
-              ", ".join(f"{name} {ratio:.3f}" for name, ratio in sizes.items()))
+        print(
+            "  size / PNG size (geometric mean): " + ", ".join(f"{name} {ratio:.3f}" for name, ratio in sizes.items())
+        )
         for profile in ("L3 default", "L3 paper"):
-            ok &= common.verdict(f"{set_name}: {profile} decode / tf.io.decode_png",
-                                 speed[profile] / speed["tf.io.decode_png"], 10.0)
+            ok &= common.verdict(
+                f"{set_name}: {profile} decode / tf.io.decode_png", speed[profile] / speed["tf.io.decode_png"], 10.0
+            )
         if set_name == "native":  # the size target is set on the photos as shipped; resized ones are for information
-            ok &= common.verdict(f"{set_name}: L3 default size / PNG size", sizes["L3 default"], 1.15,
-                                 higher_is_better=False)
+            ok &= common.verdict(
+                f"{set_name}: L3 default size / PNG size", sizes["L3 default"], 1.15, higher_is_better=False
+            )
     if not gpu_available():
         print("GPU: none here (or CuPy missing), no GPU figure")
     print("all targets met" if ok else "some targets missed")

@@ -28,12 +28,15 @@ import os
 import tensorflow as tf
 
 import tfliquid
-from benchmarks import common
 from tfliquid.samples import photos as sample_photos
 
+from benchmarks import common
+
 GROUPS = (1, 2, 5, None)
-FEATURES = {"image/encoded": tf.io.FixedLenFeature([], tf.string),
-            "image/class/label": tf.io.FixedLenFeature([], tf.int64)}
+FEATURES = {
+    "image/encoded": tf.io.FixedLenFeature([], tf.string),
+    "image/class/label": tf.io.FixedLenFeature([], tf.int64),
+}
 
 
 def tfrecord_pipeline(path: str, throttled: bool) -> tf.data.Dataset:
@@ -42,8 +45,12 @@ def tfrecord_pipeline(path: str, throttled: bool) -> tf.data.Dataset:
         # Drawn per 32 records (about TFRecordDataset's 1 MiB read buffer), as PCR draws per 1 MiB chunk: one
         # sleep per small record would let a late thread wake-up cost more than the transfer. The prefetch keeps
         # reading while records decode, as PCRDataset's interleave does.
-        records = records.batch(32).map(
-            lambda rs: tfliquid.io.draw_read_bandwidth(tf.reduce_sum(tf.strings.length(rs)), rs)).prefetch(2).unbatch()
+        records = (
+            records.batch(32)
+            .map(lambda rs: tfliquid.io.draw_read_bandwidth(tf.reduce_sum(tf.strings.length(rs)), rs))
+            .prefetch(2)
+            .unbatch()
+        )
 
     def parse(record):
         example = tf.io.parse_single_example(record, FEATURES)
@@ -86,8 +93,10 @@ def write_progressive_tfrecords(pcr: str, path: str) -> None:
         return
     with tf.io.TFRecordWriter(path + ".tmp") as writer:
         for x in tfliquid.PCRDataset(pcr, decode=False, shuffle=False).as_numpy_iterator():
-            feature = {"image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[x["image"]])),
-                       "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[x["label"]]))}
+            feature = {
+                "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[x["image"]])),
+                "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[x["label"]])),
+            }
             writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
     os.replace(path + ".tmp", path)
 
@@ -106,8 +115,12 @@ def main():
     parser.add_argument("--workdir", default="bench_data")
     parser.add_argument("--images-per-class", type=int, default=100)
     parser.add_argument("--size", type=int, default=320, help="side of the JPEG crops in pixels")
-    parser.add_argument("--bandwidth", type=float, default=None,
-                        help="throttled runs' bytes/s (default: 0.7 x the slowest unthrottled byte rate)")
+    parser.add_argument(
+        "--bandwidth",
+        type=float,
+        default=None,
+        help="throttled runs' bytes/s (default: 0.7 x the slowest unthrottled byte rate)",
+    )
     parser.add_argument("--epochs", type=int, default=3, help="best of this many epochs per measurement")
     args = parser.parse_args()
 
@@ -123,13 +136,20 @@ def main():
     info = tfliquid.pcr.inspect(pcr)
     n = info["images"]
     group_bytes = {g: info["scan_groups"][(g or len(info["scan_groups"])) - 1]["read_bytes"] for g in GROUPS}
-    readers = [("TFRecord, original JPEGs", lambda t: tfrecord_pipeline(tfrecord, t), os.path.getsize(tfrecord)),
-               ("TFRecord, PCR's JPEGs", lambda t: tfrecord_pipeline(progressive_tfrecord, t),
-                os.path.getsize(progressive_tfrecord))]
+    readers = [
+        ("TFRecord, original JPEGs", lambda t: tfrecord_pipeline(tfrecord, t), os.path.getsize(tfrecord)),
+        (
+            "TFRecord, PCR's JPEGs",
+            lambda t: tfrecord_pipeline(progressive_tfrecord, t),
+            os.path.getsize(progressive_tfrecord),
+        ),
+    ]
     readers += [(f"PCR group {g or 'full'}", lambda t, g=g: pcr_pipeline(pcr, g), group_bytes[g]) for g in GROUPS]
 
-    print(f"{n} JPEG crops ({args.size}x{args.size}) of the shipped photos, decoded to pixels; "
-          f"{os.cpu_count()} cores; best of {args.epochs} epochs")
+    print(
+        f"{n} JPEG crops ({args.size}x{args.size}) of the shipped photos, decoded to pixels; "
+        f"{os.cpu_count()} cores; best of {args.epochs} epochs"
+    )
     free = round_robin({name: lambda make=make: make(False) for name, make, _ in readers}, n, args.epochs)
     bandwidth = args.bandwidth or 0.7 * min(free[name] * size / n for name, _, size in readers)
     tfliquid.io.set_read_bandwidth(bandwidth)
@@ -149,18 +169,23 @@ def main():
     for g in (1, 2, 5):
         row = rows[f"PCR group {g}"]
         bytes_ratio = full[2] / row[2]
-        common.verdict(f"throttled speedup of group {g} / (0.9 x bytes ratio {bytes_ratio:.2f})",
-                       (row[1] / full[1]) / (0.9 * bytes_ratio), 1.0)
+        common.verdict(
+            f"throttled speedup of group {g} / (0.9 x bytes ratio {bytes_ratio:.2f})",
+            (row[1] / full[1]) / (0.9 * bytes_ratio),
+            1.0,
+        )
     same = rows["TFRecord, PCR's JPEGs"]
     common.verdict("full-fidelity PCR / TFRecord of the same JPEGs, unthrottled", full[0] / same[0], 0.95)
     common.verdict("full-fidelity PCR / TFRecord of the same JPEGs, throttled", full[1] / same[1], 0.95)
     common.verdict("PCR reader alone, GiB/s on one thread", reader / 2**30, 1.0)
     original = rows["TFRecord, original JPEGs"]
-    print(f"\nFor information, against TFRecords of the original baseline JPEGs: full-fidelity PCR runs at "
-          f"{full[0] / original[0]:.2f}x unthrottled (progressive JPEGs decode slower: the PCR paper's Table 2 "
-          f"shows the same) and {full[1] / original[1]:.2f}x when I/O-bound (it reads "
-          f"{full[2] / original[2]:.2f}x the bytes); scan group 2 runs at {rows['PCR group 2'][1] / original[1]:.2f}x "
-          "when I/O-bound.")
+    print(
+        f"\nFor information, against TFRecords of the original baseline JPEGs: full-fidelity PCR runs at "
+        f"{full[0] / original[0]:.2f}x unthrottled (progressive JPEGs decode slower: the PCR paper's Table 2 "
+        f"shows the same) and {full[1] / original[1]:.2f}x when I/O-bound (it reads "
+        f"{full[2] / original[2]:.2f}x the bytes); scan group 2 runs at {rows['PCR group 2'][1] / original[1]:.2f}x "
+        "when I/O-bound."
+    )
 
 
 if __name__ == "__main__":

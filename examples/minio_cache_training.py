@@ -78,20 +78,35 @@ def main():
         dataset_bytes = sum(os.path.getsize(p) for p in paths)
         # Half the dataset, counted as the cache counts items: the file plus its key and a small header.
         capacity = (dataset_bytes + sum(36 + 16 + 2 * len(p) for p in paths)) // 2
-        print(f"{len(paths)} JPEGs, {dataset_bytes / 1e6:.1f} MB, read at {args.read_bandwidth / 1e6:.1f} MB/s; "
-              f"caches of {capacity / 1e6:.1f} MB (half)")
+        print(
+            f"{len(paths)} JPEGs, {dataset_bytes / 1e6:.1f} MB, read at {args.read_bandwidth / 1e6:.1f} MB/s; "
+            f"caches of {capacity / 1e6:.1f} MB (half)"
+        )
         tfliquid.io.set_read_bandwidth(args.read_bandwidth)
         try:
-            for name, cache in (("no cache", None), ("LRU cache", tfliquid.MinIOCache(capacity, policy="lru")),
-                                ("MinIO cache", tfliquid.MinIOCache(capacity))):
+            for name, cache in (
+                ("no cache", None),
+                ("LRU cache", tfliquid.MinIOCache(capacity, policy="lru")),
+                ("MinIO cache", tfliquid.MinIOCache(capacity)),
+            ):
                 print(f"\n{name}")
                 keras.utils.set_random_seed(0)
-                model = keras.Sequential([keras.Input((IMAGE_SIZE, IMAGE_SIZE, 3)),
-                                          keras.layers.Conv2D(16, 3, strides=2, activation="relu"),
-                                          keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(len(classes))])
+                model = keras.Sequential(
+                    [
+                        keras.Input((IMAGE_SIZE, IMAGE_SIZE, 3)),
+                        keras.layers.Conv2D(16, 3, strides=2, activation="relu"),
+                        keras.layers.GlobalAveragePooling2D(),
+                        keras.layers.Dense(len(classes)),
+                    ]
+                )
                 model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-                model.fit(training_input(paths, labels, cache), epochs=args.epochs, verbose=0, shuffle=False,
-                          callbacks=[EpochLog(cache)])
+                model.fit(
+                    training_input(paths, labels, cache),
+                    epochs=args.epochs,
+                    verbose=0,
+                    shuffle=False,
+                    callbacks=[EpochLog(cache)],
+                )
                 if cache:
                     cache.release()
         finally:

@@ -50,16 +50,22 @@ def train_at(scan_group, train_dir, val_dir, epochs, read_bandwidth):
     keras.utils.set_random_seed(0)
     callbacks = []
     if scan_group == "auto":  # the tuner builds the dataset with a scan group variable, which it assigns
-        tuner = tfliquid.keras.ScanGroupAutotuner(train_dir, start_epoch=1, every=3, probe_batches=2,
-                                                  dataset_options={"seed": 0})
+        tuner = tfliquid.keras.ScanGroupAutotuner(
+            train_dir, start_epoch=1, every=3, probe_batches=2, dataset_options={"seed": 0}
+        )
         train, callbacks = tuner.dataset, [tuner]
     else:
         train = tfliquid.PCRDataset(train_dir, scan_group=scan_group, seed=0)
     val = tfliquid.PCRDataset(val_dir, shuffle=False)  # always full fidelity
-    train_batches = (train.apply(tf.data.experimental.assert_cardinality(train.num_images))
-                     .map(sample_model.preprocess, num_parallel_calls=tf.data.AUTOTUNE).batch(32).prefetch(2))
-    val_batches = (val.apply(tf.data.experimental.assert_cardinality(val.num_images))
-                   .map(sample_model.preprocess).batch(64))
+    train_batches = (
+        train.apply(tf.data.experimental.assert_cardinality(train.num_images))
+        .map(sample_model.preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .batch(32)
+        .prefetch(2)
+    )
+    val_batches = (
+        val.apply(tf.data.experimental.assert_cardinality(val.num_images)).map(sample_model.preprocess).batch(64)
+    )
     model = sample_model.small_cnn(train.num_classes)
     tfliquid.io.set_read_bandwidth(read_bandwidth)  # training reads from the emulated disk
     bytes_before = tfliquid.io.read_stats()["bytes_read"]
@@ -76,25 +82,34 @@ def train_at(scan_group, train_dir, val_dir, epochs, read_bandwidth):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", default="demo_data")
-    parser.add_argument("--read-bandwidth", type=float, default=1.5e6,
-                        help="emulated storage bandwidth in bytes/s for training reads (default 1.5 MB/s)")
+    parser.add_argument(
+        "--read-bandwidth",
+        type=float,
+        default=1.5e6,
+        help="emulated storage bandwidth in bytes/s for training reads (default 1.5 MB/s)",
+    )
     parser.add_argument("--epochs", type=int, default=6)
     args = parser.parse_args()
 
     train_dir, val_dir = build_dataset(args.workdir)
-    print(f"\nTraining {args.epochs} epochs per fidelity, reading at {args.read_bandwidth / 1e6:.1f} MB/s "
-          "(tfliquid.io read throttle); validation at full fidelity.")
+    print(
+        f"\nTraining {args.epochs} epochs per fidelity, reading at {args.read_bandwidth / 1e6:.1f} MB/s "
+        "(tfliquid.io read throttle); validation at full fidelity."
+    )
     print(f"{'scan group':>10}  {'images/s':>9}  {'bytes read/epoch':>16}  {'val accuracy':>12}")
     results, groups_per_epoch = {}, {}
     for scan_group in (1, 2, 5, None, "auto"):
-        images_per_s, bytes_per_epoch, accuracy, groups = train_at(scan_group, train_dir, val_dir, args.epochs,
-                                                                   args.read_bandwidth)
+        images_per_s, bytes_per_epoch, accuracy, groups = train_at(
+            scan_group, train_dir, val_dir, args.epochs, args.read_bandwidth
+        )
         results[scan_group], groups_per_epoch[scan_group] = images_per_s, groups
         label = "full" if scan_group is None else str(scan_group)
         print(f"{label:>10}  {images_per_s:>9.0f}  {bytes_per_epoch:>16,.0f}  {accuracy:>12.3f}", flush=True)
     print(f"\nAutotuned scan group per epoch: {groups_per_epoch['auto']} (its images/s include the probes).")
-    print(f"Scan group 2 trained {results[2] / results[None]:.1f}x and the autotuned run "
-          f"{results['auto'] / results[None]:.1f}x as fast as full fidelity on this emulated storage.")
+    print(
+        f"Scan group 2 trained {results[2] / results[None]:.1f}x and the autotuned run "
+        f"{results['auto'] / results[None]:.1f}x as fast as full fidelity on this emulated storage."
+    )
 
 
 if __name__ == "__main__":

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import settings
 from PIL import Image
 
-import jpeg_samples
 from tfliquid.samples.photos import photo_path
+
+import jpeg_samples
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -42,8 +43,7 @@ def photo_folder(tmp_path_factory, zoo_paths) -> pathlib.Path:
     classes = {
         "animals": ["baseline_420", "baseline_444", "metadata", "progressive_six_scans", "china"],
         "grey": ["grey", "progressive_grey", "restart_rows"],
-        "things": ["restart_blocks", "odd_size", "flower", "progressive", "progressive_restart",
-                   "progressive_pillow"],
+        "things": ["restart_blocks", "odd_size", "flower", "progressive", "progressive_restart", "progressive_pillow"],
     }
     for class_name, names in classes.items():
         (root / class_name).mkdir()

@@ -87,17 +87,20 @@ def make_jpeg_zoo(tmpdir) -> dict[str, pathlib.Path]:
     script = out / "six_scans.txt"
     script.write_text(SIX_SCAN_SCRIPT)
     prog = "-progressive"
-    zoo.update({
-        "progressive": _jpegtran(zoo["baseline_420"], out / "progressive.jpg", prog, "-optimize"),
-        "progressive_grey": _jpegtran(zoo["grey"], out / "progressive_grey.jpg", prog, "-optimize"),
-        "progressive_odd_size": _jpegtran(zoo["odd_size"], out / "progressive_odd_size.jpg", prog),
-        "progressive_restart": _jpegtran(zoo["baseline_420"], out / "progressive_restart.jpg", prog,
-                                         "-restart", "1"),
-        "progressive_six_scans": _jpegtran(zoo["baseline_444"], out / "progressive_six_scans.jpg",
-                                           "-scans", script),
-        "progressive_metadata": _jpegtran(zoo["metadata"], out / "progressive_metadata.jpg", prog,
-                                          "-copy", "all"),
-    })
+    zoo.update(
+        {
+            "progressive": _jpegtran(zoo["baseline_420"], out / "progressive.jpg", prog, "-optimize"),
+            "progressive_grey": _jpegtran(zoo["grey"], out / "progressive_grey.jpg", prog, "-optimize"),
+            "progressive_odd_size": _jpegtran(zoo["odd_size"], out / "progressive_odd_size.jpg", prog),
+            "progressive_restart": _jpegtran(
+                zoo["baseline_420"], out / "progressive_restart.jpg", prog, "-restart", "1"
+            ),
+            "progressive_six_scans": _jpegtran(
+                zoo["baseline_444"], out / "progressive_six_scans.jpg", "-scans", script
+            ),
+            "progressive_metadata": _jpegtran(zoo["metadata"], out / "progressive_metadata.jpg", prog, "-copy", "all"),
+        }
+    )
     coffee.save(out / "progressive_pillow.jpg", format="JPEG", quality=90, progressive=True)
     zoo["progressive_pillow"] = out / "progressive_pillow.jpg"
     return zoo

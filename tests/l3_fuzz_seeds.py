@@ -12,8 +12,8 @@ import pathlib
 
 import numpy as np
 
-from tfliquid.samples import photos as sample_photos
 from tfliquid.l3 import codec as l3
+from tfliquid.samples import photos as sample_photos
 
 
 def _images() -> dict[str, np.ndarray]:

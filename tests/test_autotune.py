@@ -36,7 +36,8 @@ def _write_task(folder, task, per_class=96, seed=0):
                     yy, xx = np.mgrid[:SIZE, :SIZE]
                     crop += np.where((yy + xx) % 2 == 0, 40.0, -40.0)[..., None]
             Image.fromarray(np.clip(crop, 0, 255).astype(np.uint8)).save(
-                os.path.join(folder, f"class{label}", f"{i:03d}.png"))
+                os.path.join(folder, f"class{label}", f"{i:03d}.png")
+            )
 
 
 @pytest.fixture(scope="module")
@@ -58,11 +59,15 @@ def _model(batch_norm=False):
     layers = [keras.Input((SIZE, SIZE, 3)), keras.layers.Conv2D(16, 3, activation="relu")]
     if batch_norm:
         layers += [keras.layers.BatchNormalization(), keras.layers.Dropout(0.3)]
-    layers += [keras.layers.Conv2D(16, 3, strides=2, activation="relu"), keras.layers.GlobalAveragePooling2D(),
-               keras.layers.Dense(2)]
+    layers += [
+        keras.layers.Conv2D(16, 3, strides=2, activation="relu"),
+        keras.layers.GlobalAveragePooling2D(),
+        keras.layers.Dense(2),
+    ]
     model = keras.Sequential(layers)
-    model.compile(keras.optimizers.Adam(3e-3), keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  metrics=["accuracy"])
+    model.compile(
+        keras.optimizers.Adam(3e-3), keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"]
+    )
     return model
 
 
@@ -81,14 +86,14 @@ class _BytesPerEpoch(keras.callbacks.Callback):
 def _train_with_tuner(path, epochs=5, **tuner_args):
     keras.utils.set_random_seed(0)
     # Given the directory, the tuner builds the PCRDataset with a scan group variable of its own.
-    tuner = tfliquid.keras.ScanGroupAutotuner(path, start_epoch=3, every=1, probe_batches=2, probe_batch_size=32,
-                                              dataset_options={"seed": 0}, **tuner_args)
+    tuner = tfliquid.keras.ScanGroupAutotuner(
+        path, start_epoch=3, every=1, probe_batches=2, probe_batch_size=32, dataset_options={"seed": 0}, **tuner_args
+    )
     train = tuner.dataset
     assert isinstance(train.scan_group, tf.Variable)
     reads = _BytesPerEpoch()  # listed after the tuner: it counts an epoch's training reads, not the probe's
     model = _model()
-    history = model.fit(train.map(_prep).batch(32), epochs=epochs, callbacks=[tuner, reads], verbose=0,
-                        shuffle=False)
+    history = model.fit(train.map(_prep).batch(32), epochs=epochs, callbacks=[tuner, reads], verbose=0, shuffle=False)
     return tuner, history, reads
 
 
@@ -144,9 +149,12 @@ def test_a_tuning_step_changes_no_model_optimizer_metric_or_random_state(tasks):
     tuner.set_model(model)
 
     def state():
-        return ([v.numpy().copy() for v in model.variables], [v.numpy().copy() for v in model.optimizer.variables],
-                [v.numpy().copy() for m in model.metrics for v in m.variables],
-                tf.random.get_global_generator().state.numpy().copy())
+        return (
+            [v.numpy().copy() for v in model.variables],
+            [v.numpy().copy() for v in model.optimizer.variables],
+            [v.numpy().copy() for m in model.metrics for v in m.variables],
+            tf.random.get_global_generator().state.numpy().copy(),
+        )
 
     before = state()
     decision = tuner.tune()
@@ -163,11 +171,17 @@ def test_a_tuning_step_changes_no_model_optimizer_metric_or_random_state(tasks):
 def test_tensorboard_after_the_tuner_gets_its_scalars(tasks, tmp_path):
     group = tf.Variable(10, dtype=tf.int64)
     train = tfliquid.PCRDataset(tasks["colour"], scan_group=group, seed=0)
-    tuner = tfliquid.keras.ScanGroupAutotuner(train, start_epoch=0, probe_batches=1, candidates=[1, 2],
-                                              measure_all=True)
+    tuner = tfliquid.keras.ScanGroupAutotuner(
+        train, start_epoch=0, probe_batches=1, candidates=[1, 2], measure_all=True
+    )
     model = _model()
-    model.fit(train.map(_prep).batch(32).take(2), epochs=1, verbose=0, shuffle=False,
-              callbacks=[tuner, keras.callbacks.TensorBoard(str(tmp_path))])
+    model.fit(
+        train.map(_prep).batch(32).take(2),
+        epochs=1,
+        verbose=0,
+        shuffle=False,
+        callbacks=[tuner, keras.callbacks.TensorBoard(str(tmp_path))],
+    )
     tags = set()
     for events in glob.glob(str(tmp_path / "train" / "events.*")):
         for event in tf.compat.v1.train.summary_iterator(events):
@@ -203,15 +217,20 @@ def test_parameters_are_validated(tasks):
 def test_probe_cuts_are_the_record_prefixes(tasks):
     """One full-fidelity read cut after scan g gives exactly what the record prefix at g decodes to."""
     train = tfliquid.PCRDataset(tasks["texture"], scan_group=tf.Variable(10, dtype=tf.int64))
-    tuner = tfliquid.keras.ScanGroupAutotuner(train, probe_batches=1, probe_batch_size=40,
-                                              preprocess=lambda x: (x["image"], x["label"]))
+    tuner = tfliquid.keras.ScanGroupAutotuner(
+        train, probe_batches=1, probe_batch_size=40, preprocess=lambda x: (x["image"], x["label"])
+    )
     images = tuner._read_probe()
     for group in (1, 3, 7, 10):
-        prefixes = tfliquid.PCRDataset(tasks["texture"], scan_group=group, shuffle=False, with_keys=True,
-                                       num_parallel_reads=1).take(40)
+        prefixes = tfliquid.PCRDataset(
+            tasks["texture"], scan_group=group, shuffle=False, with_keys=True, num_parallel_reads=1
+        ).take(40)
         expected = [(bytes(x["key"]), x["image"]) for x in prefixes.as_numpy_iterator()]
-        got = [(bytes(k), image) for inputs, _, keys in tuner._probe(images, group).as_numpy_iterator()
-               for k, image in zip(keys, inputs)]
+        got = [
+            (bytes(k), image)
+            for inputs, _, keys in tuner._probe(images, group).as_numpy_iterator()
+            for k, image in zip(keys, inputs)
+        ]
         assert [k for k, _ in got] == [k for k, _ in expected]
         for (_, a), (_, b) in zip(got, expected):
             np.testing.assert_array_equal(a, b)

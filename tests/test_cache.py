@@ -3,6 +3,7 @@ ratios under reshuffling, fetch only on misses, the budget, Keras epochs, parall
 the simulator, and parameter errors."""
 
 import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ def _keys(paths, seed=None):
 
 
 def _contents(paths):
-    return {p: open(p, "rb").read() for p in paths}
+    return {p: pathlib.Path(p).read_bytes() for p in paths}
 
 
 @pytest.mark.parametrize("fraction", [0.25, 0.5, 0.75])
@@ -35,8 +36,9 @@ def test_every_epoch_after_the_first_hits_the_cached_fraction(jpeg_files, fracti
     overhead = 16 + key_length + 4 + (8 + 8 + key_length) + (8 + 8)
     dataset_bytes = total + overhead * len(jpeg_files)
     cache = tfliquid.MinIOCache(int(fraction * dataset_bytes))
-    with_keys = _keys(jpeg_files).apply(tfliquid.minio_cache(
-        lambda path: (path, tfliquid.io.read_file(path)), cache=cache))
+    with_keys = _keys(jpeg_files).apply(
+        tfliquid.minio_cache(lambda path: (path, tfliquid.io.read_file(path)), cache=cache)
+    )
     orders = []
     for epoch in range(4):
         before = _bytes_read()
@@ -82,7 +84,8 @@ def test_budget_is_never_exceeded_and_counts_the_encoded_size(jpeg_files):
     capacity = 100_000
     cache = tfliquid.MinIOCache(capacity)
     ds = tf.data.Dataset.from_tensor_slices(paths).apply(
-        tfliquid.minio_cache(tfliquid.io.read_file, cache=cache, num_parallel_calls=1))
+        tfliquid.minio_cache(tfliquid.io.read_file, cache=cache, num_parallel_calls=1)
+    )
     list(ds)
     # docs/formats/cache.md: 16 header + key + 4 CRC; per tensor 8 + 8 x rank, then a string is 8 + its length.
     used, items = 0, 0
@@ -118,7 +121,8 @@ def test_integer_keys(jpeg_files):
     paths = tf.constant(jpeg_files[:10])
     cache = tfliquid.MinIOCache(1 << 20)
     ds = tf.data.Dataset.range(10).apply(
-        tfliquid.minio_cache(lambda i: tfliquid.io.read_file(tf.gather(paths, i)), cache=cache))
+        tfliquid.minio_cache(lambda i: tfliquid.io.read_file(tf.gather(paths, i)), cache=cache)
+    )
     assert list(ds.as_numpy_iterator()) == list(ds.as_numpy_iterator())
     assert cache.stats().epochs[1].hits == 10
 
@@ -128,8 +132,11 @@ def test_parallel_calls_with_repeated_keys(jpeg_files):
     contents = _contents(paths)
     keys = tf.data.Dataset.from_tensor_slices(paths * 5).shuffle(200, seed=3)
     cache = tfliquid.MinIOCache(sum(len(c) for c in contents.values()) // 2)
-    ds = keys.apply(tfliquid.minio_cache(lambda p: (p, tfliquid.io.read_file(p)), cache=cache,
-                                         num_parallel_calls=8, deterministic=False))
+    ds = keys.apply(
+        tfliquid.minio_cache(
+            lambda p: (p, tfliquid.io.read_file(p)), cache=cache, num_parallel_calls=8, deterministic=False
+        )
+    )
     for _ in range(3):
         got = list(ds.as_numpy_iterator())
         assert len(got) == 200 and all(contents[p.decode()] == data for p, data in got)
@@ -152,8 +159,13 @@ def test_survives_keras_epochs_and_partial_epochs(jpeg_files):
         image = tf.image.resize(tf.io.decode_jpeg(data, channels=3), [32, 32]) / 255.0
         return tf.image.random_flip_left_right(image), label
 
-    ds = (tf.data.Dataset.range(len(paths)).shuffle(len(paths)).apply(tfliquid.minio_cache(fetch, cache=cache))
-          .map(prepare).batch(16))
+    ds = (
+        tf.data.Dataset.range(len(paths))
+        .shuffle(len(paths))
+        .apply(tfliquid.minio_cache(fetch, cache=cache))
+        .map(prepare)
+        .batch(16)
+    )
     model = tf.keras.Sequential([tf.keras.Input((32, 32, 3)), tf.keras.layers.Flatten(), tf.keras.layers.Dense(2)])
     model.compile("sgd", tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     model.fit(ds, epochs=3, verbose=0, shuffle=False)
@@ -169,13 +181,13 @@ def test_survives_keras_epochs_and_partial_epochs(jpeg_files):
 def test_one_cache_shared_by_two_datasets(jpeg_files):
     paths = jpeg_files[:30]
     cache = tfliquid.MinIOCache(1 << 20)
-    as_bytes = tf.data.Dataset.from_tensor_slices(paths).apply(
-        tfliquid.minio_cache(tfliquid.io.read_file, cache=cache))
+    as_bytes = tf.data.Dataset.from_tensor_slices(paths).apply(tfliquid.minio_cache(tfliquid.io.read_file, cache=cache))
     list(as_bytes)
     before = _bytes_read()
     reordered = tf.data.Dataset.from_tensor_slices(paths[::-1]).apply(
-        tfliquid.minio_cache(tfliquid.io.read_file, cache=cache))
-    assert [bytes(x) for x in reordered.as_numpy_iterator()] == [open(p, "rb").read() for p in paths[::-1]]
+        tfliquid.minio_cache(tfliquid.io.read_file, cache=cache)
+    )
+    assert [bytes(x) for x in reordered.as_numpy_iterator()] == [pathlib.Path(p).read_bytes() for p in paths[::-1]]
     assert _bytes_read() == before and cache.stats().epochs[1].hits == 30
 
 
@@ -228,10 +240,12 @@ def test_parameters_are_validated(jpeg_files):
         tfliquid.minio_cache(tf.io.read_file, cache=object())
     with pytest.raises(TypeError, match="scalar string or integer keys"):
         tf.data.Dataset.range(3).map(lambda i: tf.cast(i, tf.float32)).apply(
-            tfliquid.minio_cache(lambda k: k, cache=cache))
+            tfliquid.minio_cache(lambda k: k, cache=cache)
+        )
     with pytest.raises(TypeError, match="dense tensors"):
-        tf.data.Dataset.range(3).apply(tfliquid.minio_cache(
-            lambda k: tf.RaggedTensor.from_row_lengths([1, 2, 3], [1, 2]), cache=cache))
+        tf.data.Dataset.range(3).apply(
+            tfliquid.minio_cache(lambda k: tf.RaggedTensor.from_row_lengths([1, 2, 3], [1, 2]), cache=cache)
+        )
     with pytest.raises(tfliquid.ArgumentError, match="exists with capacity_bytes=10"):
         tfliquid.MinIOCache(11, name=cache.name)
 
@@ -242,9 +256,23 @@ def test_training_example_runs(tmp_path):
     import sys
 
     example = os.path.join(os.path.dirname(__file__), "..", "examples", "minio_cache_training.py")
-    result = subprocess.run([sys.executable, example, "--workdir", str(tmp_path), "--epochs", "2",
-                             "--images-per-class", "10", "--read-bandwidth", "20e6"],
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [
+            sys.executable,
+            example,
+            "--workdir",
+            str(tmp_path),
+            "--epochs",
+            "2",
+            "--images-per-class",
+            "10",
+            "--read-bandwidth",
+            "20e6",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     minio_epochs = result.stdout.split("MinIO cache")[1].splitlines()[1:]
     hit_ratios = [float(line.split("hit ratio ")[1].split(",")[0]) for line in minio_epochs]

@@ -2,6 +2,7 @@
 reference codec (tfliquid/cache/item_format.py) and the C++ store reading each other's files."""
 
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -16,7 +17,8 @@ from tfliquid.cache import item_format as cache_item
 
 def _dataset(paths, cache, **kwargs):
     return tf.data.Dataset.from_tensor_slices(paths).apply(
-        tfliquid.minio_cache(lambda p: (p, tfliquid.io.read_file(p)), cache=cache, **kwargs))
+        tfliquid.minio_cache(lambda p: (p, tfliquid.io.read_file(p)), cache=cache, **kwargs)
+    )
 
 
 def _served(ds):
@@ -41,25 +43,31 @@ def _ledger(directory):
 
 
 _FILL_SCRIPT = textwrap.dedent("""
-    import sys, tensorflow as tf, tfliquid
+    import pathlib, sys, tensorflow as tf, tfliquid
     directory, capacity, paths = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
     cache = tfliquid.MinIOCache(capacity, directory=directory)
     ds = tf.data.Dataset.from_tensor_slices(paths).shuffle(len(paths)).apply(
         tfliquid.minio_cache(lambda p: (p, tfliquid.io.read_file(p)), cache=cache, num_parallel_calls=4))
     for epoch in range(2):
         for p, data in ds.as_numpy_iterator():
-            assert data == open(p.decode(), "rb").read()
+            assert data == pathlib.Path(p.decode()).read_bytes()
     print(cache.stats().epochs[1].hits)
 """)
 
 
 def _fill_in_processes(directory, capacity, paths, processes):
     """Runs `processes` Python processes at once, each iterating two epochs through the directory cache."""
-    running = [subprocess.Popen([sys.executable, "-c", _FILL_SCRIPT, str(directory), str(capacity), *paths],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-               for _ in range(processes)]
+    running = [
+        subprocess.Popen(
+            [sys.executable, "-c", _FILL_SCRIPT, str(directory), str(capacity), *paths],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(processes)
+    ]
     outputs = [p.communicate(timeout=300) for p in running]
-    for process, (out, err) in zip(running, outputs):
+    for process, (_, err) in zip(running, outputs):
         assert process.returncode == 0, err[-3000:]
     return [int(out.split()[-1]) for out, _ in outputs]
 
@@ -83,16 +91,17 @@ def test_two_processes_share_one_budget(jpeg_files, tmp_path):
     # This process sees the other processes' items.
     cache = tfliquid.MinIOCache(capacity, directory=directory)
     before = tfliquid.io.read_stats()["bytes_read"]
-    assert _served(_dataset(paths, cache)) == {p: open(p, "rb").read() for p in paths}
+    assert _served(_dataset(paths, cache)) == {p: pathlib.Path(p).read_bytes() for p in paths}
     assert cache.stats().epochs[0].hits == len(item_files)
     assert tfliquid.io.read_stats()["bytes_read"] - before == sum(os.path.getsize(p) for p in paths) - sum(
-        len(cache_item.decode_item((directory / f).read_bytes())[1][1].item()) for f in item_files)
+        len(cache_item.decode_item((directory / f).read_bytes())[1][1].item()) for f in item_files
+    )
     cache.release()
 
 
 def test_damaged_and_half_written_files_are_never_served(jpeg_files, tmp_path):
     paths = jpeg_files[:12]
-    contents = {p: open(p, "rb").read() for p in paths}
+    contents = {p: pathlib.Path(p).read_bytes() for p in paths}
     directory = tmp_path / "cache"
     with tfliquid.MinIOCache(1 << 20, directory=directory) as cache:
         _served(_dataset(paths, cache))
@@ -112,8 +121,9 @@ def test_damaged_and_half_written_files_are_never_served(jpeg_files, tmp_path):
     ledger = _ledger(directory)
     (directory / "tmp" / f"{'ab' * 16}.{dead_pid}.0.5000.tmp").write_bytes(b"half an item")
     with open(directory / "LEDGER", "r+b") as f:
-        f.write(cache_item.encode_ledger(cache_item.Ledger(ledger.capacity_bytes, ledger.bytes + 5000,
-                                                           ledger.items + 1)))
+        f.write(
+            cache_item.encode_ledger(cache_item.Ledger(ledger.capacity_bytes, ledger.bytes + 5000, ledger.items + 1))
+        )
 
     with tfliquid.MinIOCache(1 << 20, directory=directory) as cache:
         assert _files(directory / "tmp") == []  # the dead writer's file is removed on open ...
@@ -134,25 +144,35 @@ def test_reference_codec_and_the_store_read_each_other(jpeg_files, tmp_path):
 
     def fetch(p):
         data = tfliquid.io.read_file(p)
-        return {"data": data, "pixels": tf.io.decode_jpeg(data)[:4, :5], "size": tf.strings.length(data),
-                "scale": tf.constant([0.5, 2.0], tf.float64), "ok": tf.constant(True)}
+        return {
+            "data": data,
+            "pixels": tf.io.decode_jpeg(data)[:4, :5],
+            "size": tf.strings.length(data),
+            "scale": tf.constant([0.5, 2.0], tf.float64),
+            "ok": tf.constant(True),
+        }
 
     list(tf.data.Dataset.from_tensor_slices(paths).apply(tfliquid.minio_cache(fetch, cache=cache)))
     for p in paths:  # C++ -> reference
-        data = open(cache_item.item_path(str(directory), p.encode()), "rb").read()
+        data = pathlib.Path(cache_item.item_path(str(directory), p.encode())).read_bytes()
         key, arrays = cache_item.decode_item(data)
         # tf.nest flattens a dict by sorted key: data, ok, pixels, scale, size
-        image = tf.io.decode_jpeg(open(p, "rb").read()).numpy()[:4, :5]
+        image = tf.io.decode_jpeg(pathlib.Path(p).read_bytes()).numpy()[:4, :5]
         assert key == p.encode()
-        assert arrays[0].item() == open(p, "rb").read() and arrays[1].item() is True
+        assert arrays[0].item() == pathlib.Path(p).read_bytes() and arrays[1].item() is True
         np.testing.assert_array_equal(arrays[2], image)
         assert arrays[2].dtype == np.uint8 and arrays[3].tolist() == [0.5, 2.0]
         assert arrays[4].item() == len(arrays[0].item()) and arrays[4].dtype == np.int32
         assert cache_item.encode_item(key, arrays) == data  # and back, byte for byte
     # Reference -> C++: an item written by the reference for a new key is served as a hit.
     new_key = jpeg_files[5]
-    arrays = [np.array(b"not the file", dtype=object), np.array(False), np.zeros((4, 5, 3), np.uint8),
-              np.array([1.0, 1.0]), np.array(12, np.int32)]
+    arrays = [
+        np.array(b"not the file", dtype=object),
+        np.array(False),
+        np.zeros((4, 5, 3), np.uint8),
+        np.array([1.0, 1.0]),
+        np.array(12, np.int32),
+    ]
     path = cache_item.item_path(str(directory), new_key.encode())
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
@@ -190,14 +210,15 @@ def test_capacity_is_fixed_by_the_directory(tmp_path):
 def test_mutated_items_with_valid_checksums_never_crash_the_store(tmp_path):
     """Structure-aware fuzzing of the C++ item decoder: random bytes changed, then the CRC fixed, so the length,
     count, rank and dims checks are what stands between a damaged item and the allocator."""
-    from tfliquid._lib import load_ops
     from tfliquid._common.crc32c import crc32c
+    from tfliquid._lib import load_ops
 
     directory = tmp_path / "cache"
     cache = tfliquid.MinIOCache(1 << 20, directory=directory)
     key = b"fuzzed"
-    good = cache_item.encode_item(key, [np.array([b"ab", b"", b"cde"], dtype=object),
-                                        np.arange(12, dtype=np.int32).reshape(3, 4)])
+    good = cache_item.encode_item(
+        key, [np.array([b"ab", b"", b"cde"], dtype=object), np.arange(12, dtype=np.int32).reshape(3, 4)]
+    )
     path = cache_item.item_path(str(directory), key)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     rng = np.random.default_rng(0)
@@ -208,11 +229,13 @@ def test_mutated_items_with_valid_checksums_never_crash_the_store(tmp_path):
             position = int(rng.integers(8, len(body)))  # past the magic
             body[position] = int(rng.integers(0, 256)) if rng.random() < 0.7 else 0xFF
         if rng.random() < 0.2:
-            body = body[:int(rng.integers(16, len(body)))]
+            body = body[: int(rng.integers(16, len(body)))]
         with open(path, "wb") as f:
             f.write(bytes(body) + int.to_bytes(crc32c(bytes(body)), 4, "little"))
         try:
-            hit, values = load_ops().liquid_cache_lookup(key.decode(), 0, dtypes=[tf.string, tf.int32], **cache.op_attrs)
+            hit, values = load_ops().liquid_cache_lookup(
+                key.decode(), 0, dtypes=[tf.string, tf.int32], **cache.op_attrs
+            )
         except tf.errors.InvalidArgumentError:
             outcomes["dtype error"] += 1
             continue

@@ -3,6 +3,7 @@ its static shard, and coordinated prep (6.3) with a job shared by two trainers t
 
 import json
 import os
+import pathlib
 import socket
 import subprocess
 import sys
@@ -20,7 +21,8 @@ service = tf.data.experimental.service
 _WORKER_SCRIPT = textwrap.dedent("""
     import json, os, sys, time
     import tensorflow as tf, tfliquid
-    dispatcher, port, capacity, name, stats_path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+    dispatcher, port, capacity = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    name, stats_path = sys.argv[4], sys.argv[5]
     worker = tf.data.experimental.service.WorkerServer(tf.data.experimental.service.WorkerConfig(
         dispatcher_address=dispatcher, worker_address=f"localhost:{port}", port=port))
     cache = tfliquid.MinIOCache(capacity, name=name)
@@ -76,11 +78,25 @@ def test_partitioned_caching_adds_the_workers_capacities(tmp_path, capacity_frac
     capacity = int(capacity_fraction_per_worker * num_items) * encoded_item
     name = f"partitioned-{capacity_fraction_per_worker}"
     dispatcher_port, *worker_ports = _free_ports(3)
-    dispatcher = service.DispatchServer(service.DispatcherConfig(
-        port=dispatcher_port, worker_addresses=[f"localhost:{p}" for p in worker_ports]))
+    dispatcher = service.DispatchServer(
+        service.DispatcherConfig(port=dispatcher_port, worker_addresses=[f"localhost:{p}" for p in worker_ports])
+    )
     stats_paths = [str(tmp_path / f"worker{i}.json") for i in range(2)]
-    workers = [subprocess.Popen([sys.executable, "-c", _WORKER_SCRIPT, f"localhost:{dispatcher_port}", str(port),
-                                 str(capacity), name, stats]) for port, stats in zip(worker_ports, stats_paths)]
+    workers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                _WORKER_SCRIPT,
+                f"localhost:{dispatcher_port}",
+                str(port),
+                str(capacity),
+                name,
+                stats,
+            ]
+        )
+        for port, stats in zip(worker_ports, stats_paths)
+    ]
     try:
         # A job started before both workers have registered would run on one of them: wait for both.
         deadline = time.monotonic() + 120
@@ -90,16 +106,19 @@ def test_partitioned_caching_adds_the_workers_capacities(tmp_path, capacity_frac
             time.sleep(0.1)
         # Static sharding (the SHARD_HINT before the shuffle): each worker owns the same half of the keys every
         # epoch and shuffles it anew; its cache holds part of its half.
-        keys = (tf.data.Dataset.from_tensor_slices(paths)
-                .shard(tf.data.experimental.SHARD_HINT, tf.data.experimental.SHARD_HINT)
-                .shuffle(num_items, reshuffle_each_iteration=True))
+        keys = (
+            tf.data.Dataset.from_tensor_slices(paths)
+            .shard(tf.data.experimental.SHARD_HINT, tf.data.experimental.SHARD_HINT)
+            .shuffle(num_items, reshuffle_each_iteration=True)
+        )
         cache = tfliquid.MinIOCache(capacity, name=name)
         ds = keys.apply(tfliquid.minio_cache(lambda p: (p, tfliquid.io.read_file(p)), cache=cache)).apply(
-            service.distribute(processing_mode=service.ShardingPolicy.HINT, service=dispatcher.target))
+            service.distribute(processing_mode=service.ShardingPolicy.HINT, service=dispatcher.target)
+        )
         expected_ratio = min(1.0, 2 * int(capacity_fraction_per_worker * num_items) / num_items)
         for epoch in range(3):
             got = {p.decode(): data for p, data in ds.as_numpy_iterator()}
-            assert got == {p: open(p, "rb").read() for p in paths}  # every item once, hit or fetched
+            assert got == {p: pathlib.Path(p).read_bytes() for p in paths}  # every item once, hit or fetched
             hits = _worker_epochs(stats_paths, epoch, num_items)
             aggregate = sum(hits) / num_items
             if epoch == 0:
@@ -127,9 +146,16 @@ def test_coordinated_prep_runs_the_preprocessing_once_for_two_trainers(jpeg_file
     prepared = tf.data.Dataset.range(len(paths)).repeat().map(prepare).batch(8)
 
     def trainer(trainer_id):
-        return iter(prepared.apply(service.distribute(
-            processing_mode=service.ShardingPolicy.OFF, service=dispatcher.target, job_name="hp-search",
-            cross_trainer_cache=service.CrossTrainerCache(trainer_id=trainer_id))))
+        return iter(
+            prepared.apply(
+                service.distribute(
+                    processing_mode=service.ShardingPolicy.OFF,
+                    service=dispatcher.target,
+                    job_name="hp-search",
+                    cross_trainer_cache=service.CrossTrainerCache(trainer_id=trainer_id),
+                )
+            )
+        )
 
     before = tfliquid.io.read_stats()["bytes_read"]
     trainers = [trainer("trial-a"), trainer("trial-b")]

@@ -14,8 +14,10 @@ from tfliquid.cache import simulation
 def test_minio_hits_the_fraction_and_lru_thrashes(fraction):
     num_items, epochs = 2000, 5
     capacity = int(fraction * num_items)
-    results = {policy: tfliquid.cache.simulate(policy, num_items, capacity, epochs, seed=1)
-               for policy in ("minio", "lru", "opt")}
+    results = {
+        policy: tfliquid.cache.simulate(policy, num_items, capacity, epochs, seed=1)
+        for policy in ("minio", "lru", "opt")
+    }
     for result in results.values():
         assert result.hits[0] == 0  # a cold cache
     assert results["minio"].hit_ratios[1:] == [capacity / num_items] * (epochs - 1)
@@ -32,7 +34,8 @@ def test_full_and_empty_caches():
 
 def _best_possible_hits(trace, capacity):
     """Exhaustive search over every admission and eviction choice: the true optimum for tiny traces."""
-    @functools.lru_cache(maxsize=None)
+
+    @functools.cache
     def best(t, cached):
         if t == len(trace):
             return 0

@@ -14,8 +14,8 @@ from PIL import Image
 
 import tfliquid
 from tfliquid import cli
-from tfliquid.l3 import conversion as l3_convert
 from tfliquid.l3 import codec as l3_format
+from tfliquid.l3 import conversion as l3_convert
 from tfliquid.samples.photos import load_photos
 
 
@@ -28,9 +28,12 @@ def _png16(path, samples):
     def chunk(kind, data):
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 16, colour_type,
-                                                                         0, 0, 0))
-                     + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+    path.write_bytes(
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 16, colour_type, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +66,7 @@ def photo_tree(tmp_path_factory, photos):
     alpha = np.add.outer(np.arange(rocket.shape[0]), np.arange(rocket.shape[1])).astype(np.uint8)
     rgba = np.dstack([rocket, alpha])
     save("layouts/rgba.png", Image.fromarray(rgba), rgba)
-    la = np.dstack([grey, alpha[:grey.shape[0], :grey.shape[1]]])
+    la = np.dstack([grey, alpha[: grey.shape[0], : grey.shape[1]]])
     save("layouts/grey_alpha.png", Image.fromarray(la), np.dstack([la[..., :1]] * 3 + [la[..., 1:]]))
     palette_image = Image.fromarray(photos["china"]).quantize(64)
     palette = np.asarray(palette_image.getpalette(), np.uint8).reshape(-1, 3)
@@ -71,8 +74,11 @@ def photo_tree(tmp_path_factory, photos):
     save("layouts/palette.png", palette_image, palette[indices])
     transparent = int(indices[0, 0])
     palette_image.info["transparency"] = transparent
-    save("layouts/palette_transparent.png", palette_image,
-         np.dstack([palette[indices], np.where(indices == transparent, 0, 255).astype(np.uint8)]))
+    save(
+        "layouts/palette_transparent.png",
+        palette_image,
+        np.dstack([palette[indices], np.where(indices == transparent, 0, 255).astype(np.uint8)]),
+    )
     save("layouts/hubble.bmp", Image.fromarray(photos["hubble_deep_field"]), photos["hubble_deep_field"])
     Image.fromarray(photos["flower"]).save(root / "layouts/flower.jpg", quality=90)
     with Image.open(root / "layouts/flower.jpg") as jpeg:
@@ -101,8 +107,10 @@ def test_tree_converts_to_the_exact_source_pixels(photo_tree, tmp_path):
     assert sorted(str(p.relative_to(dst)) for p in dst.rglob("*.l3")) == sorted(expected)
     for relative, pixels in expected.items():
         np.testing.assert_array_equal(_decoded(dst / relative), pixels, err_msg=relative)
-    assert [_decoded(dst / f"layouts/{n}.l3").shape[-1] for n in ("grey", "hubble", "rgba", "palette_transparent",
-                                                                 "grey_alpha")] == [1, 3, 4, 4, 4]
+    assert [
+        _decoded(dst / f"layouts/{n}.l3").shape[-1]
+        for n in ("grey", "hubble", "rgba", "palette_transparent", "grey_alpha")
+    ] == [1, 3, 4, 4, 4]
     assert report.output_bytes == sum(p.stat().st_size for p in dst.rglob("*.l3"))
     assert report.input_bytes == sum(p.stat().st_size for p in src.rglob("*") if p.is_file())
     assert report.pixels == sum(p.shape[0] * p.shape[1] for p in expected.values())
@@ -132,7 +140,9 @@ def test_16_bit_images_are_refused_unless_reduced(photos, tmp_path):
     report = _convert(src, tmp_path / "refused")
     assert report.converted == 1
     assert [(os.path.basename(f), "16-bit" in reason) for f, reason in report.failures] == [
-        ("colour16.png", True), ("grey16.png", True)]
+        ("colour16.png", True),
+        ("grey16.png", True),
+    ]
     assert sorted(p.name for p in (tmp_path / "refused").iterdir()) == ["fine.l3"]
     report = _convert(src, tmp_path / "reduced", reduce_16bit=True, verify=True)
     assert (report.converted, report.lossy_images, report.failures) == (3, 2, [])
@@ -146,7 +156,7 @@ def test_corrupt_files_are_reported_while_the_others_convert(photo_tree, tmp_pat
     shutil.copytree(photo_tree[0] / "animals", src / "animals")
     png = (src / "animals/astronaut.png").read_bytes()
     (src / "bad").mkdir()
-    (src / "bad/truncated.png").write_bytes(png[:len(png) // 2])
+    (src / "bad/truncated.png").write_bytes(png[: len(png) // 2])
     (src / "bad/not_an_image.jpg").write_bytes(b"this is a text file")
     frames = [Image.new("RGB", (8, 8), (80 * i, 0, 0)) for i in range(3)]
     frames[0].save(src / "bad/animated.gif", save_all=True, append_images=frames[1:])
@@ -197,7 +207,8 @@ def test_failed_write_leaves_no_partial_file(photo_tree, tmp_path, monkeypatch):
     monkeypatch.setattr(os, "fsync", disk_full_on_chelsea)
     report = _convert(src, dst, workers=2)
     assert report.converted == 4 and [(os.path.basename(f), r) for f, r in report.failures] == [
-        ("chelsea.png", "[Errno 28] No space left on device")]
+        ("chelsea.png", "[Errno 28] No space left on device")
+    ]
     assert not (dst / "chelsea.l3").exists() and _leftovers(dst) == []
     monkeypatch.setattr(os, "fsync", real_fsync)
     assert (_convert(src, dst).converted, _convert(src, dst).skipped) == (1, 5)  # chelsea is done by a rerun
@@ -257,7 +268,19 @@ def test_cli(photo_tree, tmp_path, capsys):
     assert cli.main(["convert", "l3", str(tmp_path / "missing"), str(tmp_path / "x")]) == 1
     assert "no such file or folder" in capsys.readouterr().err
 
-    result = subprocess.run([sys.executable, "-m", "tfliquid", "convert", "l3", str(src / "layouts/rgba.png"),
-                             str(tmp_path / "module"), "--quiet"], capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tfliquid",
+            "convert",
+            "l3",
+            str(src / "layouts/rgba.png"),
+            str(tmp_path / "module"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0 and "1 converted" in result.stdout, result.stderr
     np.testing.assert_array_equal(_decoded(tmp_path / "module/rgba.l3"), expected["layouts/rgba.l3"])

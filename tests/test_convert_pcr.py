@@ -9,9 +9,9 @@ import tensorflow as tf
 
 import tfliquid
 from tfliquid import cli
+from tfliquid.pcr import format as pcr_format
 from tfliquid.pcr import jpeg as jpeg_format
 from tfliquid.pcr import jpeg_ops
-from tfliquid.pcr import format as pcr_format
 
 
 def test_cpp_scan_split_matches_the_reference(zoo):
@@ -26,8 +26,9 @@ def test_transcode_is_jpegtran_byte_for_byte(zoo_paths, keep_markers, copy):
     for name, path in zoo_paths.items():
         if name.startswith("progressive"):
             continue
-        expected = subprocess.run(["jpegtran", "-progressive", "-optimize", "-copy", copy, str(path)],
-                                  check=True, capture_output=True).stdout
+        expected = subprocess.run(
+            ["jpegtran", "-progressive", "-optimize", "-copy", copy, str(path)], check=True, capture_output=True
+        ).stdout
         progressive, ends = jpeg_ops.jpeg_to_progressive(path.read_bytes(), name, keep_markers=keep_markers)
         assert progressive.numpy() == expected, name
         assert ends.numpy().tolist() == jpeg_format.scan_ends(expected)
@@ -77,7 +78,7 @@ def test_resume_skips_complete_records_and_redoes_broken_ones(photo_folder, tmp_
     original = _tree_bytes(dst)
     (dst / "records/pcr-00001.pcr").unlink()  # never written
     data = (dst / "records/pcr-00002.pcr").read_bytes()
-    (dst / "records/pcr-00002.pcr").write_bytes(data[:len(data) // 2])  # half written by a crashed writer
+    (dst / "records/pcr-00002.pcr").write_bytes(data[: len(data) // 2])  # half written by a crashed writer
     (dst / "index.pcrindex").unlink()
     report = _convert(photo_folder, dst, images_per_record=4)
     assert (report.files_written, report.files_skipped, report.lossy_images) == (2, 2, 2)
@@ -104,23 +105,25 @@ def _write_tfrecords(path, photo_folder, compression):
     options = tf.io.TFRecordOptions(compression_type=compression)
     with tf.io.TFRecordWriter(str(path), options) as writer:
         for label, f in enumerate(files):
-            example = tf.train.Example(features=tf.train.Features(feature={
-                "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[f.read_bytes()])),
-                "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
-                "image/filename": tf.train.Feature(bytes_list=tf.train.BytesList(value=[f.name.encode()])),
-            }))
+            example = tf.train.Example(
+                features=tf.train.Features(
+                    feature={
+                        "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[f.read_bytes()])),
+                        "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
+                        "image/filename": tf.train.Feature(bytes_list=tf.train.BytesList(value=[f.name.encode()])),
+                    }
+                )
+            )
             writer.write(example.SerializeToString())
     return files
 
 
-@pytest.mark.parametrize("compression, suffix", [("", ".tfrecord"), ("GZIP", ".tfrecord.gz"),
-                                                 ("ZLIB", ".tfrecord.zz")])
+@pytest.mark.parametrize("compression, suffix", [("", ".tfrecord"), ("GZIP", ".tfrecord.gz"), ("ZLIB", ".tfrecord.zz")])
 def test_tfrecord_sources(photo_folder, tmp_path, compression, suffix):
     files = _write_tfrecords(tmp_path / f"train{suffix}", photo_folder, compression)
     report = _convert(tmp_path / f"train{suffix}", tmp_path / "pcr", images_per_record=4, verify=True)
     assert report.images == len(files) == 14 and report.lossy_images == 0
-    got = {bytes(x["key"]): x for x in tfliquid.PCRDataset(str(tmp_path / "pcr"), with_keys=True)
-           .as_numpy_iterator()}
+    got = {bytes(x["key"]): x for x in tfliquid.PCRDataset(str(tmp_path / "pcr"), with_keys=True).as_numpy_iterator()}
     for label, f in enumerate(files):
         assert int(got[f.name.encode()]["label"]) == label
         np.testing.assert_array_equal(got[f.name.encode()]["image"], tf.io.decode_jpeg(f.read_bytes(), channels=3))
@@ -135,8 +138,10 @@ def test_tfrecord_wrong_keys_are_a_clear_error(photo_folder, tmp_path):
 
 def test_cli_convert_and_inspect(photo_folder, tmp_path, capsys):
     dst = tmp_path / "cli"
-    assert cli.main(["convert", "pcr", str(photo_folder), str(dst), "--images-per-record", "8", "--quiet",
-                     "--verify"]) == 0
+    assert (
+        cli.main(["convert", "pcr", str(photo_folder), str(dst), "--images-per-record", "8", "--quiet", "--verify"])
+        == 0
+    )
     assert "16 images in 2 records" in capsys.readouterr().out
     assert cli.main(["inspect", str(dst)]) == 0
     out = capsys.readouterr().out
@@ -150,6 +155,7 @@ def test_cli_convert_and_inspect(photo_folder, tmp_path, capsys):
 
 
 def test_cli_entry_point_runs(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "tfliquid", "inspect", str(tmp_path)], capture_output=True,
-                            text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "tfliquid", "inspect", str(tmp_path)], capture_output=True, text=True
+    )
     assert result.returncode == 1 and "index.pcrindex is missing" in result.stderr

@@ -7,15 +7,39 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from tfliquid.pcr.jpeg import (EOI, MAX_SCANS, JpegError, frame_info, is_jpeg, is_progressive,
-                                   join_partials, scan_ends, split_partials)
+from tfliquid.pcr.jpeg import (
+    EOI,
+    MAX_SCANS,
+    JpegError,
+    frame_info,
+    is_jpeg,
+    is_progressive,
+    join_partials,
+    scan_ends,
+    split_partials,
+)
 
 SOS, DHT, DRI, COM = 0xDA, 0xC4, 0xDD, 0xFE
 
 
-ZOO = ["baseline_420", "baseline_444", "grey", "restart_rows", "restart_blocks", "odd_size", "metadata", "china",
-       "flower", "progressive", "progressive_grey", "progressive_odd_size", "progressive_restart",
-       "progressive_six_scans", "progressive_metadata", "progressive_pillow"]
+ZOO = [
+    "baseline_420",
+    "baseline_444",
+    "grey",
+    "restart_rows",
+    "restart_blocks",
+    "odd_size",
+    "metadata",
+    "china",
+    "flower",
+    "progressive",
+    "progressive_grey",
+    "progressive_odd_size",
+    "progressive_restart",
+    "progressive_six_scans",
+    "progressive_metadata",
+    "progressive_pillow",
+]
 
 
 def test_zoo_has_every_fixture(zoo):
@@ -46,7 +70,7 @@ def segment_markers(data: bytes, pos: int = 0) -> list[int]:
         codes.append(code)
         if code == SOS:
             return codes
-        pos += 2 + int.from_bytes(data[pos + 2:pos + 4], "big")
+        pos += 2 + int.from_bytes(data[pos + 2 : pos + 4], "big")
 
 
 def minimal_scan(entropy: bytes) -> bytes:
@@ -79,24 +103,31 @@ def test_partials_tile_the_data_up_to_the_last_scan(sample):
     ends = scan_ends(data)
     partials = split_partials(data)
     assert [len(p) for p in partials] == [b - a for a, b in zip([0] + ends[:-1], ends)]
-    assert b"".join(partials) == data[:ends[-1]]
-    assert data[ends[-1]:] == EOI, f"{name}: all these encoders end with EOI right after the last scan"
+    assert b"".join(partials) == data[: ends[-1]]
+    assert data[ends[-1] :] == EOI, f"{name}: all these encoders end with EOI right after the last scan"
     assert all(data[end] == 0xFF for end in ends), "every scan ends at a marker"
 
 
-@pytest.mark.parametrize("name", ["progressive", "progressive_grey", "progressive_six_scans",
-                                  "progressive_pillow"])
+@pytest.mark.parametrize("name", ["progressive", "progressive_grey", "progressive_six_scans", "progressive_pillow"])
 def test_more_scans_give_more_fidelity(zoo, name):
     partials = split_partials(zoo[name])
     full = pillow_pixels(zoo[name]).astype(np.int16)
     errors = [np.abs(pillow_pixels(join_partials(partials, g)) - full).mean() for g in range(1, len(partials) + 1)]
     assert errors[0] > 1.0 and errors[-1] == 0.0, errors
-    assert min(errors[:len(errors) // 2]) > 0.0, errors
+    assert min(errors[: len(errors) // 2]) > 0.0, errors
 
 
-@pytest.mark.parametrize("name, scans", [("progressive", 10), ("progressive_grey", 6),
-                                         ("progressive_odd_size", 10), ("progressive_restart", 10),
-                                         ("progressive_six_scans", 6), ("progressive_metadata", 10)])
+@pytest.mark.parametrize(
+    "name, scans",
+    [
+        ("progressive", 10),
+        ("progressive_grey", 6),
+        ("progressive_odd_size", 10),
+        ("progressive_restart", 10),
+        ("progressive_six_scans", 6),
+        ("progressive_metadata", 10),
+    ],
+)
 def test_jpegtran_scan_counts(zoo, name, scans):
     assert len(scan_ends(zoo[name])) == scans
     assert is_progressive(zoo[name])
@@ -145,7 +176,7 @@ def test_restart_markers_and_stuffing_do_not_end_a_scan(zoo, name):
     data = zoo[name]
     ends = scan_ends(data)
     start = data.index(b"\xff\xda")  # the first scan
-    entropy = data[start:ends[0]]
+    entropy = data[start : ends[0]]
     assert any(bytes([0xFF, rst]) in entropy for rst in range(0xD0, 0xD8))
     assert b"\xff\x00" in entropy
 
@@ -166,8 +197,8 @@ def test_synthetic_scan_with_stuffing_restart_and_fill():
 def test_missing_eoi_after_a_scan_is_tolerated(zoo):
     data = zoo["progressive"]
     ends = scan_ends(data)
-    assert scan_ends(data[:ends[-1]]) == ends
-    assert scan_ends(data[:ends[3]]) == ends[:4]
+    assert scan_ends(data[: ends[-1]]) == ends
+    assert scan_ends(data[: ends[3]]) == ends[:4]
     cut = ends[3] - 100  # inside the entropy-coded data of scan 4
     assert scan_ends(data[:cut]) == ends[:3] + [cut]
 
@@ -180,25 +211,28 @@ def test_at_most_64_scans():
         scan_ends(head + scan * (MAX_SCANS + 1) + EOI)
 
 
-@pytest.mark.parametrize("data, message", [
-    (b"", r"^offset 0: no SOI"),
-    (b"\x89PNG\r\n\x1a\n", r"^offset 0: no SOI"),
-    (b"\xff\xd8", r"^offset 2: data ends before EOI"),
-    (b"\xff\xd8\xff", r"^offset 2: marker runs past end"),
-    (b"\xff\xd8\xff\xff\xff", r"^offset 4: marker runs past end"),
-    (b"\xff\xd8\xff\xe0\x00", r"^offset 4: segment length runs past end"),
-    (b"\xff\xd8\xff\xe0\x00\x10JFIF", r"^offset 4: segment of length 16 runs past end"),
-    (b"\xff\xd8\xff\xe0\x00\x01", r"^offset 4: segment length 1 is less than 2"),
-    (b"\xff\xd8GARBAGE", r"^offset 2: expected a marker, found byte 0x47"),
-    (b"\xff\xd8\xff\xfe\x00\x02junk\xff\xd9", r"^offset 6: expected a marker, found byte 0x6a"),
-    (b"\xff\xd8\xff\xd0\x00\x02", r"^offset 2: 0xffd0 is not a segment marker"),
-    (b"\xff\xd8\xff\xd8", r"^offset 2: 0xffd8 is not a segment marker"),
-    (b"\xff\xd8\xff\x00", r"^offset 2: 0xff00 is not a segment marker"),
-    (b"\xff\xd8\xff\xd9", r"^offset 2: no scan before EOI"),
-    (b"\xff\xd8\xff\xfe\x00\x02\xff\xd9", r"^offset 6: no scan before EOI"),
-    (b"\xff\xd8" + minimal_scan(b"\x12\xff"), r"^offset 13: marker runs past end"),
-    (b"\xff\xd8" + minimal_scan(b"\x12") + b"\xff\xc4\x00\x02", r"^offset 17: data ends before EOI"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"", r"^offset 0: no SOI"),
+        (b"\x89PNG\r\n\x1a\n", r"^offset 0: no SOI"),
+        (b"\xff\xd8", r"^offset 2: data ends before EOI"),
+        (b"\xff\xd8\xff", r"^offset 2: marker runs past end"),
+        (b"\xff\xd8\xff\xff\xff", r"^offset 4: marker runs past end"),
+        (b"\xff\xd8\xff\xe0\x00", r"^offset 4: segment length runs past end"),
+        (b"\xff\xd8\xff\xe0\x00\x10JFIF", r"^offset 4: segment of length 16 runs past end"),
+        (b"\xff\xd8\xff\xe0\x00\x01", r"^offset 4: segment length 1 is less than 2"),
+        (b"\xff\xd8GARBAGE", r"^offset 2: expected a marker, found byte 0x47"),
+        (b"\xff\xd8\xff\xfe\x00\x02junk\xff\xd9", r"^offset 6: expected a marker, found byte 0x6a"),
+        (b"\xff\xd8\xff\xd0\x00\x02", r"^offset 2: 0xffd0 is not a segment marker"),
+        (b"\xff\xd8\xff\xd8", r"^offset 2: 0xffd8 is not a segment marker"),
+        (b"\xff\xd8\xff\x00", r"^offset 2: 0xff00 is not a segment marker"),
+        (b"\xff\xd8\xff\xd9", r"^offset 2: no scan before EOI"),
+        (b"\xff\xd8\xff\xfe\x00\x02\xff\xd9", r"^offset 6: no scan before EOI"),
+        (b"\xff\xd8" + minimal_scan(b"\x12\xff"), r"^offset 13: marker runs past end"),
+        (b"\xff\xd8" + minimal_scan(b"\x12") + b"\xff\xc4\x00\x02", r"^offset 17: data ends before EOI"),
+    ],
+)
 def test_errors(data, message):
     with pytest.raises(JpegError, match=message):
         scan_ends(data)
@@ -210,7 +244,7 @@ def test_truncated_real_jpeg(zoo):
     with pytest.raises(JpegError, match=r"runs past end of data"):
         scan_ends(data[:100])  # inside the quantisation tables
     with pytest.raises(JpegError, match=rf"^offset {ends[0] + 2}: segment of length \d+ runs past end"):
-        scan_ends(data[:ends[0] + 6])  # inside the DHT after scan 1
+        scan_ends(data[: ends[0] + 6])  # inside the DHT after scan 1
     with pytest.raises(JpegError, match=r"^offset 0: no SOI"):
         scan_ends(data[1:])
 
@@ -229,8 +263,12 @@ def test_is_jpeg_is_progressive_frame_info(zoo):
     assert not is_progressive(b"garbage") and not is_progressive(b"\xff\xd8\xff\xd9")
     for name, data in zoo.items():
         with Image.open(io.BytesIO(data)) as img:
-            assert frame_info(data) == (img.height, img.width, len(img.getbands()),
-                                        bool(img.info.get("progressive"))), name
+            assert frame_info(data) == (
+                img.height,
+                img.width,
+                len(img.getbands()),
+                bool(img.info.get("progressive")),
+            ), name
     with pytest.raises(JpegError, match=r"^offset 2: no frame header"):
         frame_info(b"\xff\xd8" + minimal_scan(b"") + EOI)
     with pytest.raises(JpegError, match=r"^offset 2: frame header of 2 bytes is too short"):

@@ -28,11 +28,16 @@ def seed_dir(tmp_path_factory):
 
 @pytest.mark.slow
 def test_cpp_decoder_survives_mutants_under_sanitizers(seed_dir):
-    result = subprocess.run(["bash", os.path.join(ROOT, "ops", "tests", "l3_fuzz.sh"), "30", str(seed_dir)],
-                            capture_output=True, text=True, env={**os.environ, "PYTHON": sys.executable})
+    result = subprocess.run(
+        ["bash", os.path.join(ROOT, "ops", "tests", "l3_fuzz.sh"), "30", str(seed_dir)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHON": sys.executable},
+    )
     assert result.returncode == 0, result.stdout + result.stderr
-    summaries = re.findall(r"l3_fuzz: (\d+) iterations in .* (\d+) decode rejected, (\d+) decoded and round-tripped",
-                           result.stdout)
+    summaries = re.findall(
+        r"l3_fuzz: (\d+) iterations in .* (\d+) decode rejected, (\d+) decoded and round-tripped", result.stdout
+    )
     assert len(summaries) == 2, result.stdout  # the SIMD build, then the scalar one
     for iterations, rejected, decoded in (map(int, summary) for summary in summaries):
         assert iterations >= 2000, result.stdout
@@ -48,9 +53,19 @@ def test_decode_op_agrees_with_the_reference_under_atheris(seed_dir, tmp_path):
     corpus.mkdir()
     # A fixed number of inputs, not a fixed time, so that a loaded machine makes the test slower, not weaker;
     # the time cap only stops a hang.
-    result = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "fuzz_decode_l3.py"), f"-runs={ATHERIS_RUNS}",
-                             "-max_total_time=120", f"-artifact_prefix={tmp_path}/", str(corpus), str(seed_dir)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(ROOT, "tests", "fuzz_decode_l3.py"),
+            f"-runs={ATHERIS_RUNS}",
+            "-max_total_time=120",
+            f"-artifact_prefix={tmp_path}/",
+            str(corpus),
+            str(seed_dir),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr[-5000:] + _findings(tmp_path)
     runs = re.search(r"Done (\d+) runs", result.stderr)
     assert runs and int(runs.group(1)) >= ATHERIS_RUNS, result.stderr[-5000:]
@@ -61,6 +76,8 @@ def _findings(artifact_dir) -> str:
     lines = []
     for path in sorted(artifact_dir.glob("*-*")):
         if path.is_file():
-            lines.append(f"\n{path} ({path.stat().st_size} bytes; replay: python tests/fuzz_decode_l3.py {path}):\n"
-                         f"{path.read_bytes()[:512].hex()}")
+            lines.append(
+                f"\n{path} ({path.stat().st_size} bytes; replay: python tests/fuzz_decode_l3.py {path}):\n"
+                f"{path.read_bytes()[:512].hex()}"
+            )
     return "".join(lines) or "\n(no input saved)"

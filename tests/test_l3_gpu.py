@@ -17,10 +17,10 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from tfliquid.samples import photos as sample_photos
 from tfliquid.l3 import codec as l3
 from tfliquid.l3 import decode_batch_gpu
 from tfliquid.l3.plan import TASK_FIELDS, plan_batch
+from tfliquid.samples import photos as sample_photos
 
 SHIM_DIR = Path(__file__).resolve().parent / "cuda_host"
 KERNEL = resources.files("tfliquid.l3").joinpath("kernels", "l3_decode.cu")
@@ -32,8 +32,20 @@ CORRUPT_EXIT = 2
 
 
 def _build(output: Path, *flags: str) -> Path:
-    command = ["g++", "-std=c++20", "-pthread", "-Wall", "-Wextra", "-Werror", *flags, f"-I{SHIM_DIR}",
-               f"-I{Path(str(KERNEL)).parent}", str(SHIM_DIR / "decode_driver.cc"), "-o", str(output)]
+    command = [
+        "g++",
+        "-std=c++20",
+        "-pthread",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        *flags,
+        f"-I{SHIM_DIR}",
+        f"-I{Path(str(KERNEL)).parent}",
+        str(SHIM_DIR / "decode_driver.cc"),
+        "-o",
+        str(output),
+    ]
     result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return output
@@ -52,8 +64,9 @@ def _run_driver(driver: Path, encoded: list[bytes], threads: int = THREADS):
             inputs.append(Path(tmp, f"{i}.l3"))
             inputs[-1].write_bytes(data)
         pixels, table = Path(tmp, "pixels"), Path(tmp, "table")
-        result = subprocess.run([str(driver), str(threads), str(pixels), str(table), *map(str, inputs)],
-                                capture_output=True, text=True)
+        result = subprocess.run(
+            [str(driver), str(threads), str(pixels), str(table), *map(str, inputs)], capture_output=True, text=True
+        )
         if result.returncode != 0:
             return result.returncode, result.stderr, None
         plan = plan_batch(encoded)
@@ -101,8 +114,10 @@ def test_decodes_like_the_reference(driver, name, profile):
     _assert_lossless(driver, _images()[name], profile)
 
 
-@pytest.mark.parametrize("name, profile, expected_threads", [
-    ("32+1", "default", 64), ("32+1", "paper", 32), ("N+1", "default", 128), ("N+1", "paper", 32)])
+@pytest.mark.parametrize(
+    "name, profile, expected_threads",
+    [("32+1", "default", 64), ("32+1", "paper", 32), ("N+1", "default", 128), ("N+1", "paper", 32)],
+)
 def test_planned_block_size(driver, name, profile, expected_threads):
     """The block size of the GPU launch: one thread per column of the widest patch, in whole warps."""
     image = _images()[name][..., :1]
@@ -116,7 +131,7 @@ def _segment_widths(image: np.ndarray, params: l3.Params) -> set[int]:
     for y in range(1, image.shape[0]):
         signed = (image[y] - l3.predict(image[y - 1])).view(np.int8).astype(np.int16)
         for x0 in range(0, image.shape[1], params.segment or image.shape[1]):
-            seg = signed[x0:x0 + (params.segment or image.shape[1])]
+            seg = signed[x0 : x0 + (params.segment or image.shape[1])]
             coded = (seg << 1) ^ (seg >> 7) if params.zigzag else seg - seg.min()
             widths.add(int(coded.max()).bit_length())
     return widths
@@ -142,8 +157,10 @@ def test_every_residual_bit_width(driver, profile):
 def photos() -> list[np.ndarray]:
     """Four of the shipped photos at 300x200. (Read through photo_path: load_photos decodes all ten and imports
     scikit-learn, 15 s on this machine.)"""
-    return [np.asarray(Image.open(sample_photos.photo_path(package, name)).convert("RGB").resize((300, 200)))
-            for package, name in sample_photos.PHOTOS[:4]]
+    return [
+        np.asarray(Image.open(sample_photos.photo_path(package, name)).convert("RGB").resize((300, 200)))
+        for package, name in sample_photos.PHOTOS[:4]
+    ]
 
 
 @pytest.mark.slow
@@ -168,8 +185,11 @@ def _encode_paper_with_patch(image: np.ndarray, patch: int) -> bytes:
     picks 64 and 128 only above 1080x720 and 1920x1080 pixels; the kernel sees the same streams here."""
     params = dataclasses.replace(l3.profile_params("paper", *image.shape, 1), patch=patch)
     height, width = image.shape
-    streams = [l3.encode_patch(image[y:y + patch, x:x + patch], params)
-               for y in range(0, height, patch) for x in range(0, width, patch)]
+    streams = [
+        l3.encode_patch(image[y : y + patch, x : x + patch], params)
+        for y in range(0, height, patch)
+        for x in range(0, width, patch)
+    ]
     offsets = np.cumsum([0] + [len(stream) for stream in streams]).astype("<u4")
     header = l3.HEADER.pack(l3.MAGIC, l3.VERSION, 1, 0, params.segment, width, height, patch, 0)
     return header + offsets.tobytes() + b"".join(streams)
@@ -198,11 +218,11 @@ def _corrupt_cases():
     payload = 24 + 4 * 2
 
     def patched(data, at, value):
-        return data[:at] + bytes([value]) + data[at + 1:]
+        return data[:at] + bytes([value]) + data[at + 1 :]
 
     def offset(data, index, value):
         at = 24 + 4 * index
-        return data[:at] + int(value).to_bytes(4, "little") + data[at + 4:]
+        return data[:at] + int(value).to_bytes(4, "little") + data[at + 4 :]
 
     paper_offsets = np.frombuffer(paper, "<u4", 5, 24)
     return {
@@ -230,16 +250,17 @@ def test_corrupt_stream_sets_the_error_flag(driver, name):
 def test_under_sanitizers(tmp_path):
     """ASan + UBSan (no read outside the payload, no undefined behaviour) and TSan: a __syncthreads() missing
     between two phases that share memory is a data race between the block's threads."""
-    sanitizers = {"asan": ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"],
-                  "tsan": ["-fsanitize=thread"]}
+    sanitizers = {"asan": ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"], "tsan": ["-fsanitize=thread"]}
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        builds = {name: pool.submit(_build, tmp_path / name, "-O1", "-g", *flags)
-                  for name, flags in sanitizers.items()}
+        builds = {name: pool.submit(_build, tmp_path / name, "-O1", "-g", *flags) for name, flags in sanitizers.items()}
         sanitized_drivers = [build.result() for build in builds.values()]
     images = _images()
     for driver in sanitized_drivers:
-        for name, profile, threads in [("noise_rgba", "default", THREADS), ("noise_rgba", "default", 32),
-                                       ("32+1", "paper", 32)]:
+        for name, profile, threads in [
+            ("noise_rgba", "default", THREADS),
+            ("noise_rgba", "default", 32),
+            ("32+1", "paper", 32),
+        ]:
             _assert_lossless(driver, images[name], profile, threads)
         for corrupt in _corrupt_cases().values():
             status, stderr, _ = _run_driver(driver, [corrupt])
@@ -284,8 +305,11 @@ def test_corrupt_headers_name_the_image_and_offset():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs the CUDA compiler")
 def test_nvcc_compiles_the_kernels(tmp_path):
     ptx = tmp_path / "l3_decode.ptx"
-    result = subprocess.run(["nvcc", "-ptx", "-arch=compute_75", "-Werror", "all-warnings", str(KERNEL), "-o",
-                             str(ptx)], capture_output=True, text=True)
+    result = subprocess.run(
+        ["nvcc", "-ptx", "-arch=compute_75", "-Werror", "all-warnings", str(KERNEL), "-o", str(ptx)],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     entries = re.findall(r"\.entry (\w+)\(", ptx.read_text())
     assert entries == ["l3_decode_patches", "l3_add_green"]

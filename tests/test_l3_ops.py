@@ -7,15 +7,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tfliquid
-from tfliquid.samples import photos as sample_photos
-from strategies import l3_images
 from tfliquid.l3 import codec as l3
+from tfliquid.samples import photos as sample_photos
+
+from strategies import l3_images
 
 
 def _test_images():
     rng = np.random.default_rng(1)
-    images = [rng.integers(0, 256, shape, dtype=np.uint8) for shape in
-              [(1, 1, 1), (1, 77, 3), (77, 1, 4), (65, 65, 3), (130, 67, 1), (129, 131, 3), (133, 257, 4)]]
+    images = [
+        rng.integers(0, 256, shape, dtype=np.uint8)
+        for shape in [(1, 1, 1), (1, 77, 3), (77, 1, 4), (65, 65, 3), (130, 67, 1), (129, 131, 3), (133, 257, 4)]
+    ]
     images.append(np.full((40, 33, 3), 200, np.uint8))
     for _, photo in sample_photos.load_photos()[:2]:
         photo.thumbnail((160, 160))
@@ -37,8 +40,10 @@ def test_property_cpp_decodes_reference(image, profile):
     np.testing.assert_array_equal(tfliquid.l3.decode_l3(l3.encode(image, profile)).numpy(), image)
 
 
-@pytest.mark.parametrize("profile, height, width, patch", [
-    ("paper", 720, 1080, 32), ("paper", 1080, 1920, 64), ("paper", 1088, 1920, 128), ("default", 300, 400, 128)])
+@pytest.mark.parametrize(
+    "profile, height, width, patch",
+    [("paper", 720, 1080, 32), ("paper", 1080, 1920, 64), ("paper", 1088, 1920, 128), ("default", 300, 400, 128)],
+)
 def test_full_patches_of_every_size_round_trip(profile, height, width, patch):
     """Full patches take the decoder's register path (32, 64 or 128 pixels wide): a photo, with a flat block whose
     rows code in 0 bits and a noise block whose rows need 8, round trips at each patch size."""
@@ -74,7 +79,7 @@ def test_corrupt_inputs_are_errors_never_crashes():
     for trial in range(300):
         mutated = bytearray(data)
         if trial % 2:
-            mutated = mutated[:rng.integers(0, len(mutated))]
+            mutated = mutated[: rng.integers(0, len(mutated))]
         for _ in range(rng.integers(1, 4)):
             if mutated:
                 mutated[rng.integers(0, len(mutated))] ^= 1 << int(rng.integers(0, 8))

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from PIL import Image
 
-from tfliquid.samples import photos as sample_photos
-from strategies import l3_images
 from tfliquid.l3 import codec as l3
+from tfliquid.samples import photos as sample_photos
+
+from strategies import l3_images
 
 
 def _images():
@@ -76,13 +76,16 @@ def test_default_profile_is_smaller_than_paper_profile_on_photos():
     assert len(l3.encode(photo, "default")) < len(l3.encode(photo, "paper"))
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda d: b"GIF89a\x00\x00" + d[8:], "offset 0: bad magic"),
-    (lambda d: d[:9] + b"\x02" + d[10:], "offset 9: 2 channels"),
-    (lambda d: d[:20], "offset 20: data ends inside the 24-byte header"),
-    (lambda d: d[:-1], "patch offsets are not increasing"),
-    (lambda d: d[:24] + b"\xff\xff\xff\xff" + d[28:], "patch offsets"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: b"GIF89a\x00\x00" + d[8:], "offset 0: bad magic"),
+        (lambda d: d[:9] + b"\x02" + d[10:], "offset 9: 2 channels"),
+        (lambda d: d[:20], "offset 20: data ends inside the 24-byte header"),
+        (lambda d: d[:-1], "patch offsets are not increasing"),
+        (lambda d: d[:24] + b"\xff\xff\xff\xff" + d[28:], "patch offsets"),
+    ],
+)
 def test_corrupt_inputs_are_errors(mutate, message):
     data = l3.encode(_images()["noise"], "default")
     with pytest.raises(l3.L3Error, match=message):

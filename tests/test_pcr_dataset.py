@@ -1,7 +1,7 @@
 """PCRDataset and its C++ op on a real converted dataset: every scan group, corrupt inputs, tf.Variable scan
 groups, checkpoints, tf.data service and the read throttle."""
 
-import os
+import pathlib
 import shutil
 import time
 
@@ -10,7 +10,6 @@ import pytest
 import tensorflow as tf
 
 import tfliquid
-from tfliquid.pcr import jpeg as jpeg_format
 from tfliquid.pcr import format as pcr_format
 
 
@@ -63,8 +62,9 @@ def test_low_scan_groups_are_smaller_and_still_decode(dataset):
         ds = tfliquid.PCRDataset(str(dataset), scan_group=g, decode=False, with_keys=True)
         images = _keyed(ds)
         sizes.append(sum(len(x["image"]) for x in images.values()))
-        assert ds.bytes_per_epoch() == sum(r.prefix_ends[min(g or 10, len(r.prefix_ends)) - 1]
-                                           for r in pcr_format.read_index(str(dataset)).records)
+        assert ds.bytes_per_epoch() == sum(
+            r.prefix_ends[min(g or 10, len(r.prefix_ends)) - 1] for r in pcr_format.read_index(str(dataset)).records
+        )
         for x in images.values():
             assert tf.io.decode_jpeg(x["image"], channels=3).shape[-1] == 3
     assert sizes == sorted(sizes) and sizes[0] < 0.25 * sizes[-1]
@@ -84,11 +84,14 @@ def test_shuffle_is_seeded_and_changes_every_epoch(dataset):
     again = tfliquid.PCRDataset(str(dataset), decode=False, seed=5, with_keys=True, num_parallel_reads=2)
     assert sorted(epoch1) == sorted(epoch2) and epoch1 != epoch2
     assert [bytes(x["key"]) for x in again.as_numpy_iterator()] == epoch1
-    ordered = [bytes(x["key"]) for x in
-               tfliquid.PCRDataset(str(dataset), decode=False, shuffle=False, with_keys=True).as_numpy_iterator()]
-    assert ordered == [bytes(x["key"]) for x in
-                       tfliquid.PCRDataset(str(dataset), decode=False, shuffle=False,
-                                           with_keys=True).as_numpy_iterator()]
+    ordered = [
+        bytes(x["key"])
+        for x in tfliquid.PCRDataset(str(dataset), decode=False, shuffle=False, with_keys=True).as_numpy_iterator()
+    ]
+    assert ordered == [
+        bytes(x["key"])
+        for x in tfliquid.PCRDataset(str(dataset), decode=False, shuffle=False, with_keys=True).as_numpy_iterator()
+    ]
 
 
 def test_scan_group_variable_applies_without_rebuilding(dataset):
@@ -130,14 +133,15 @@ def test_flipped_payload_byte_is_a_crc_error_naming_file_and_offset(dataset_copy
     data[entry.prefix_ends[2] + 10] ^= 0x01  # inside scan group 4
     record.write_bytes(bytes(data))
     assert len(list(tfliquid.PCRDataset(str(dataset_copy), scan_group=3, decode=False))) == 16  # not read
-    with pytest.raises(tf.errors.DataLossError,
-                       match=rf"pcr-00000.pcr: offset {entry.prefix_ends[2]}: scan group 4 CRC32C mismatch"):
+    with pytest.raises(
+        tf.errors.DataLossError, match=rf"pcr-00000.pcr: offset {entry.prefix_ends[2]}: scan group 4 CRC32C mismatch"
+    ):
         _read_all(dataset_copy)
 
 
 def test_truncated_record(dataset_copy):
     record, entry = _first_record(dataset_copy)
-    record.write_bytes(record.read_bytes()[:entry.prefix_ends[1] + 3])
+    record.write_bytes(record.read_bytes()[: entry.prefix_ends[1] + 3])
     with pytest.raises(tf.errors.DataLossError, match=r"pcr-00000.pcr: offset \d+: file is \d+ bytes but the index"):
         _read_all(dataset_copy)
 
@@ -183,11 +187,16 @@ def test_checkpoint_restore_resumes_mid_epoch(dataset, tmp_path):
 def test_runs_under_tf_data_service_with_two_workers(dataset):
     dispatcher = tf.data.experimental.service.DispatchServer()
     address = dispatcher.target.split("://")[1]
-    workers = [tf.data.experimental.service.WorkerServer(
-        tf.data.experimental.service.WorkerConfig(dispatcher_address=address)) for _ in range(2)]
+    workers = [
+        tf.data.experimental.service.WorkerServer(tf.data.experimental.service.WorkerConfig(dispatcher_address=address))
+        for _ in range(2)
+    ]
     local = tfliquid.PCRDataset(str(dataset), scan_group=2, decode=False, shuffle=False, with_keys=True)
-    distributed = local.apply(tf.data.experimental.service.distribute(
-        processing_mode=tf.data.experimental.service.ShardingPolicy.DYNAMIC, service=dispatcher.target))
+    distributed = local.apply(
+        tf.data.experimental.service.distribute(
+            processing_mode=tf.data.experimental.service.ShardingPolicy.DYNAMIC, service=dispatcher.target
+        )
+    )
     got = [(bytes(x["key"]), bytes(x["image"])) for x in distributed.as_numpy_iterator()]
     assert sorted(got) == sorted((k, v["image"]) for k, v in _keyed(local).items())  # each image once
     assert dispatcher._num_workers() == len(workers) == 2  # both registered and shared the splits
@@ -213,7 +222,7 @@ def test_the_read_throttle_applies_to_every_reader(dataset):
     # Lower bounds only: a throttle may not deliver faster than its rate (minus its 50 ms burst allowance).
     assert elapsed >= 0.5 - 0.05
     assert file_elapsed >= len(contents.numpy()) / rate - 0.05
-    assert contents.numpy() == open(record, "rb").read()
+    assert contents.numpy() == pathlib.Path(record).read_bytes()
     with pytest.raises(tf.errors.NotFoundError, match="missing.pcr"):
         tfliquid.io.read_file(str(dataset / "missing.pcr"))
 

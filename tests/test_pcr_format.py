@@ -7,12 +7,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import tfliquid
-from tfliquid._proto import pcr_pb2
 from tfliquid._common.crc32c import crc32c_fast
+from tfliquid._proto import pcr_pb2
 from tfliquid.pcr import PCRRecordDataset
-from tfliquid.pcr import jpeg as jpeg_format
 from tfliquid.pcr import format as pcr_format
+from tfliquid.pcr import jpeg as jpeg_format
 
 
 def test_crc32c_known_vector_and_cpp_agrees():
@@ -35,14 +34,14 @@ def test_reference_round_trip_every_scan_group(zoo):
     record = pcr_format.encode_record(partials, labels=[3, 1, 4, 1], keys=[n.encode() for n in NAMES])
     assert len(record.prefix_ends) == 10  # the colour images' scan count; grey (6) and six-scan get empty ones
     for g in range(1, 11):
-        prefix = record.data[:record.prefix_ends[g - 1]]  # one contiguous read
+        prefix = record.data[: record.prefix_ends[g - 1]]  # one contiguous read
         images = pcr_format.decode_record(prefix, g)
         assert [i.label for i in images] == [3, 1, 4, 1]
         assert [i.key for i in images] == [n.encode() for n in NAMES]
         for image, parts in zip(images, partials):
             assert image.jpeg == jpeg_format.join_partials(parts, min(g, len(parts)))
     full = pcr_format.decode_record(record.data)
-    assert [i.jpeg[:-2] for i in full] == [zoo[n][:jpeg_format.scan_ends(zoo[n])[-1]] for n in NAMES]
+    assert [i.jpeg[:-2] for i in full] == [zoo[n][: jpeg_format.scan_ends(zoo[n])[-1]] for n in NAMES]
 
 
 def test_reference_rejects_bad_inputs(zoo):
@@ -71,8 +70,9 @@ def _varint(value: int) -> bytes:
 
 
 def _write_record(path, header_bytes: bytes, groups: list[bytes]) -> pcr_pb2.RecordEntry:
-    preamble = pcr_format.PREAMBLE.pack(pcr_format.RECORD_MAGIC, 1, len(header_bytes),
-                                        pcr_format.crc32c(header_bytes), 0)
+    preamble = pcr_format.PREAMBLE.pack(
+        pcr_format.RECORD_MAGIC, 1, len(header_bytes), pcr_format.crc32c(header_bytes), 0
+    )
     path.write_bytes(preamble + header_bytes + b"".join(groups))
     offset = len(preamble) + len(header_bytes)
     ends, end = [], offset
@@ -92,8 +92,10 @@ def test_cpp_header_decoder_skips_unknown_fields_and_reads_unpacked_fields(zoo, 
     labels = [7, -2, 2**40, 0]  # negative and wide labels exercise 10-byte varints
     reference = pcr_format.encode_record(partials, labels, keys=[b"a", b"", b"c", b"d"])
     header = pcr_format.parse_header(reference.data)
-    groups = [reference.data[reference.payload_offset + s:reference.payload_offset + e]
-              for s, e in zip([0, *header.group_ends], header.group_ends)]
+    groups = [
+        reference.data[reference.payload_offset + s : reference.payload_offset + e]
+        for s, e in zip([0, *header.group_ends], header.group_ends)
+    ]
 
     # Unpacked labels (one tag per value, as proto2 writers emit them), then fields from a future version:
     # varint, fixed64, length-delimited and fixed32, before and after the known ones.
@@ -101,7 +103,7 @@ def test_cpp_header_decoder_skips_unknown_fields_and_reads_unpacked_fields(zoo, 
     unpacked.CopyFrom(header)
     del unpacked.labels[:]
     unknown_before = _varint(99 << 3 | 0) + _varint(12345) + _varint(100 << 3 | 1) + struct.pack("<Q", 7)
-    unknown_after = (_varint(101 << 3 | 2) + _varint(5) + b"hello" + _varint(102 << 3 | 5) + struct.pack("<I", 9))
+    unknown_after = _varint(101 << 3 | 2) + _varint(5) + b"hello" + _varint(102 << 3 | 5) + struct.pack("<I", 9)
     labels_unpacked = b"".join(_varint(3 << 3 | 0) + _varint(label) for label in labels)
     header_bytes = unknown_before + unpacked.SerializeToString() + labels_unpacked + unknown_after
     assert list(pcr_pb2.RecordHeader.FromString(header_bytes).labels) == labels  # what protobuf itself reads
@@ -112,17 +114,20 @@ def test_cpp_header_decoder_skips_unknown_fields_and_reads_unpacked_fields(zoo, 
         assert _read_cpp(tmp_path / "future.pcr", entry, g) == [(i.jpeg, i.label, i.key) for i in expected]
 
 
-@pytest.mark.parametrize("mutation, message", [
-    ("group_type", "malformed header field 1"),  # num_images sent as length-delimited
-    ("truncated_varint", "malformed header"),
-    ("group_wire_type", "malformed header"),  # wire type 3 (groups) is rejected
-    ("labels_missing", "0 labels for 2 images"),
-    ("sizes_mismatch", "scan group 1 spans"),
-])
+@pytest.mark.parametrize(
+    "mutation, message",
+    [
+        ("group_type", "malformed header field 1"),  # num_images sent as length-delimited
+        ("truncated_varint", "malformed header"),
+        ("group_wire_type", "malformed header"),  # wire type 3 (groups) is rejected
+        ("labels_missing", "0 labels for 2 images"),
+        ("sizes_mismatch", "scan group 1 spans"),
+    ],
+)
 def test_cpp_header_decoder_errors(zoo, tmp_path, mutation, message):
     reference = pcr_format.encode_record(_partials(zoo, NAMES[:2]), [0, 1])
     header = pcr_format.parse_header(reference.data)
-    payload = reference.data[reference.payload_offset:]
+    payload = reference.data[reference.payload_offset :]
     offset = 24  # the header's start, where invariant errors point
     if mutation == "group_type":
         header_bytes = _varint(1 << 3 | 2) + _varint(1) + b"\x02" + header.SerializeToString()
@@ -154,7 +159,7 @@ def test_cpp_reader_survives_random_corruption(zoo, tmp_path):
     for trial in range(150):
         data = bytearray(reference.data)
         if trial % 3 == 0:
-            data = data[:rng.integers(0, len(data))]
+            data = data[: rng.integers(0, len(data))]
         else:
             region = reference.payload_offset if trial % 3 == 1 else len(data)
             for _ in range(rng.integers(1, 4)):

@@ -14,17 +14,20 @@ from tfliquid._common.progress import Progress
 
 
 def _python(code: str, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**os.environ, **env}
+    )
 
 
 def test_import_loads_neither_tensorflow_nor_keras_until_used():
-    result = _python("import sys, tfliquid\n"
-                     "print(sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))\n"
-                     "import tfliquid.samples.photos\n"
-                     "print('keras' in sys.modules or 'tensorflow' in sys.modules)\n"
-                     "tfliquid.PCRDataset\n"
-                     "print('tensorflow' in sys.modules, 'tfliquid.keras' in sys.modules)")
+    result = _python(
+        "import sys, tfliquid\n"
+        "print(sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))\n"
+        "import tfliquid.samples.photos\n"
+        "print('keras' in sys.modules or 'tensorflow' in sys.modules)\n"
+        "tfliquid.PCRDataset\n"
+        "print('tensorflow' in sys.modules, 'tfliquid.keras' in sys.modules)"
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[:3] == ["[]", "False", "True False"]
 
@@ -38,23 +41,29 @@ def test_public_names_resolve_and_unknown_ones_raise():
 
 
 def test_help_comes_first_with_no_tensorflow_log(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "tfliquid", "--help"], capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run([sys.executable, "-m", "tfliquid", "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and result.stdout.startswith("usage: tfliquid")
     assert result.stderr == ""
     # A command that imports TensorFlow: its start-up lines are hidden unless --verbose.
     missing = tmp_path / "missing"
-    quiet = subprocess.run([sys.executable, "-m", "tfliquid", "inspect", str(missing)], capture_output=True,
-                           text=True, timeout=120)
+    quiet = subprocess.run(
+        [sys.executable, "-m", "tfliquid", "inspect", str(missing)], capture_output=True, text=True, timeout=120
+    )
     assert quiet.returncode == 1
     assert quiet.stderr.strip().splitlines() == [
         f"tfliquid: error: {missing} is not a PCR dataset: index.pcrindex is missing (convert one with "
-        "`tfliquid convert pcr SRC DST`)"]
-    verbose = subprocess.run([sys.executable, "-m", "tfliquid", "inspect", str(missing), "--verbose"],
-                             capture_output=True, text=True, timeout=120)
+        "`tfliquid convert pcr SRC DST`)"
+    ]
+    verbose = subprocess.run(
+        [sys.executable, "-m", "tfliquid", "inspect", str(missing), "--verbose"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert verbose.returncode == 1 and len(verbose.stderr.strip().splitlines()) > 1
-    usage = subprocess.run([sys.executable, "-m", "tfliquid", "convert", "png", "a", "b"], capture_output=True,
-                           text=True, timeout=60)
+    usage = subprocess.run(
+        [sys.executable, "-m", "tfliquid", "convert", "png", "a", "b"], capture_output=True, text=True, timeout=60
+    )
     assert usage.returncode == 2 and "invalid choice: 'png'" in usage.stderr
 
 
@@ -104,8 +113,12 @@ def test_errors_share_one_base_class():
 def test_check_int_takes_integers_only_and_names_the_argument():
     assert check_int("n", 3) == 3 and type(check_int("n", np.int64(3))) is int
     assert check_int("n", 0, 0, 5) == 0 and check_int("n", 5, 0, 5) == 5
-    for bad, message in ((True, "n must be an int, got True"), (1.5, "n must be an int, got 1.5"),
-                         ("3", "n must be an int, got '3'"), (None, "n must be an int, got None")):
+    for bad, message in (
+        (True, "n must be an int, got True"),
+        (1.5, "n must be an int, got 1.5"),
+        ("3", "n must be an int, got '3'"),
+        (None, "n must be an int, got None"),
+    ):
         with pytest.raises(tfliquid.ArgumentError, match=f"^{message}$"):
             check_int("n", bad)
     with pytest.raises(tfliquid.ArgumentError, match=r"^n must be an int in 0\.\.5, got 6$"):

@@ -20,10 +20,10 @@ from tfliquid._common.errors import ArgumentError, ConversionError, FormatError,
 from tfliquid._version import __version__
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
-    from tfliquid import cache, io, keras, l3, pcr, samples
-    from tfliquid._lib import load_ops
-    from tfliquid.cache import MinIOCache, minio_cache
-    from tfliquid.pcr import PCRDataset
+    from tfliquid import cache, io, keras, l3, pcr, samples  # noqa: F401
+    from tfliquid._lib import load_ops  # noqa: F401
+    from tfliquid.cache import MinIOCache, minio_cache  # noqa: F401
+    from tfliquid.pcr import PCRDataset  # noqa: F401
 
 # name -> (module, attribute in it, or None for the module itself)
 _LAZY = {

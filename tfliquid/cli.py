@@ -44,73 +44,125 @@ def _report_exit(report) -> int:
 
 
 def _add_convert_pcr(kinds):
-    p = kinds.add_parser("pcr", parents=[_common_options(progress=True)],
-                         help="image folder or TFRecords -> Progressive Compressed Records",
-                         description="Convert an image folder tree (one subfolder per class) or TFRecord files of "
-                                     "tf.train.Example into a PCR dataset. JPEGs are made progressive losslessly; "
-                                     "other images are re-encoded as JPEG (lossy). Rerunning the same command "
-                                     "resumes an interrupted conversion.")
+    p = kinds.add_parser(
+        "pcr",
+        parents=[_common_options(progress=True)],
+        help="image folder or TFRecords -> Progressive Compressed Records",
+        description="Convert an image folder tree (one subfolder per class) or TFRecord files of "
+        "tf.train.Example into a PCR dataset. JPEGs are made progressive losslessly; "
+        "other images are re-encoded as JPEG (lossy). Rerunning the same command "
+        "resumes an interrupted conversion.",
+    )
     p.add_argument("src", help="image folder, or TFRecord file / glob / directory")
     p.add_argument("dst", help="dataset directory to create or resume")
     p.add_argument("--images-per-record", type=int, default=1024, help="images per record file (default 1024)")
     p.add_argument("--seed", type=int, default=0, help="seed of the image-to-record shuffle (default 0)")
-    p.add_argument("--quality", type=int, default=90,
-                   help="JPEG quality for non-JPEG inputs, which are re-encoded lossily (default 90)")
+    p.add_argument(
+        "--quality",
+        type=int,
+        default=90,
+        help="JPEG quality for non-JPEG inputs, which are re-encoded lossily (default 90)",
+    )
     p.add_argument("--keep-metadata", action="store_true", help="keep APPn/COM segments (EXIF, ICC) of JPEGs")
-    p.add_argument("--verify", action="store_true",
-                   help="read every record back and check that full fidelity decodes to the source pixels")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="read every record back and check that full fidelity decodes to the source pixels",
+    )
     p.add_argument("--format", dest="source_format", choices=["auto", "folder", "tfrecord"], default="auto")
     p.add_argument("--image-key", default="image/encoded", help="TFRecord feature with the image bytes")
     p.add_argument("--label-key", default="image/class/label", help="TFRecord int64 feature with the label")
     p.add_argument("--key-feature", default="image/filename", help="TFRecord feature used as the image key")
-    p.add_argument("--compression", choices=["auto", "none", "gzip", "zlib"], default="auto",
-                   help="TFRecord compression (default: from the file extension)")
+    p.add_argument(
+        "--compression",
+        choices=["auto", "none", "gzip", "zlib"],
+        default="auto",
+        help="TFRecord compression (default: from the file extension)",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace a different conversion found at DST")
 
     def run(args):
         from tfliquid import pcr
 
         compression = {"auto": None, "none": "", "gzip": "GZIP", "zlib": "ZLIB"}[args.compression]
-        return _report_exit(pcr.convert(
-            args.src, args.dst, images_per_record=args.images_per_record, seed=args.seed, quality=args.quality,
-            keep_markers=args.keep_metadata, verify=args.verify, source_format=args.source_format,
-            image_key=args.image_key, label_key=args.label_key, key_feature=args.key_feature,
-            compression=compression, overwrite=args.overwrite, progress=not args.quiet))
+        return _report_exit(
+            pcr.convert(
+                args.src,
+                args.dst,
+                images_per_record=args.images_per_record,
+                seed=args.seed,
+                quality=args.quality,
+                keep_markers=args.keep_metadata,
+                verify=args.verify,
+                source_format=args.source_format,
+                image_key=args.image_key,
+                label_key=args.label_key,
+                key_feature=args.key_feature,
+                compression=compression,
+                overwrite=args.overwrite,
+                progress=not args.quiet,
+            )
+        )
 
     p.set_defaults(run=run, needs_tensorflow=True)
 
 
 def _add_convert_l3(kinds):
-    p = kinds.add_parser("l3", parents=[_common_options(progress=True)],
-                         help="image folder tree -> the same tree of lossless L3 files",
-                         description="Convert every image under SRC (PNG, BMP, GIF, TIFF, PPM/PGM, WebP, JPEG) into "
-                                     "an .l3 file at the same relative path under DST, without loss of the decoded "
-                                     "pixels. Rerunning skips the files already converted. Exits with status 1 if "
-                                     "any image failed; the others are converted.")
+    p = kinds.add_parser(
+        "l3",
+        parents=[_common_options(progress=True)],
+        help="image folder tree -> the same tree of lossless L3 files",
+        description="Convert every image under SRC (PNG, BMP, GIF, TIFF, PPM/PGM, WebP, JPEG) into "
+        "an .l3 file at the same relative path under DST, without loss of the decoded "
+        "pixels. Rerunning skips the files already converted. Exits with status 1 if "
+        "any image failed; the others are converted.",
+    )
     p.add_argument("src", help="image folder (searched recursively) or a single image")
     p.add_argument("dst", help="destination folder (for a single image: a folder or a .l3 file)")
-    p.add_argument("--profile", choices=["default", "paper"], default="default",
-                   help="encoder settings: 'default' (smaller) or 'paper' (as published) (default: default)")
+    p.add_argument(
+        "--profile",
+        choices=["default", "paper"],
+        default="default",
+        help="encoder settings: 'default' (smaller) or 'paper' (as published) (default: default)",
+    )
     p.add_argument("--workers", type=int, default=None, help="images converted at once (default: one per CPU)")
-    p.add_argument("--verify", action="store_true",
-                   help="decode every written file and check that it holds exactly the source pixels")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="decode every written file and check that it holds exactly the source pixels",
+    )
     p.add_argument("--overwrite", action="store_true", help="convert again the files already converted")
-    p.add_argument("--reduce-16bit", action="store_true",
-                   help="store 16-bit images by their high byte (lossy) instead of refusing them")
+    p.add_argument(
+        "--reduce-16bit",
+        action="store_true",
+        help="store 16-bit images by their high byte (lossy) instead of refusing them",
+    )
 
     def run(args):
         from tfliquid import l3
 
-        return _report_exit(l3.convert(args.src, args.dst, profile=args.profile, workers=args.workers,
-                                       verify=args.verify, overwrite=args.overwrite, progress=not args.quiet,
-                                       reduce_16bit=args.reduce_16bit))
+        return _report_exit(
+            l3.convert(
+                args.src,
+                args.dst,
+                profile=args.profile,
+                workers=args.workers,
+                verify=args.verify,
+                overwrite=args.overwrite,
+                progress=not args.quiet,
+                reduce_16bit=args.reduce_16bit,
+            )
+        )
 
     p.set_defaults(run=run, needs_tensorflow=True)
 
 
 def _add_inspect(verbs):
-    p = verbs.add_parser("inspect", parents=[_common_options(progress=False)],
-                         help="what a tfliquid dataset holds (PCR: size per scan group, images, records, classes)")
+    p = verbs.add_parser(
+        "inspect",
+        parents=[_common_options(progress=False)],
+        help="what a tfliquid dataset holds (PCR: size per scan group, images, records, classes)",
+    )
     p.add_argument("path", help="the dataset directory")
 
     def run(args):
@@ -122,13 +174,20 @@ def _add_inspect(verbs):
 
 
 def _add_simulate_cache(kinds):
-    p = kinds.add_parser("cache", parents=[_common_options(progress=False)],
-                         help="per-epoch hit ratios of cache policies under per-epoch shuffling",
-                         description="Simulate an access trace (every epoch reads every item once, in a fresh "
-                                     "random order) through MinIO, LRU (the page cache) and Belady's OPT.")
+    p = kinds.add_parser(
+        "cache",
+        parents=[_common_options(progress=False)],
+        help="per-epoch hit ratios of cache policies under per-epoch shuffling",
+        description="Simulate an access trace (every epoch reads every item once, in a fresh "
+        "random order) through MinIO, LRU (the page cache) and Belady's OPT.",
+    )
     p.add_argument("--items", type=int, default=10_000, help="items in the dataset (default 10000)")
-    p.add_argument("--capacity", type=float, default=0.5,
-                   help="cache size: a fraction of the dataset if < 1, else a number of items (default 0.5)")
+    p.add_argument(
+        "--capacity",
+        type=float,
+        default=0.5,
+        help="cache size: a fraction of the dataset if < 1, else a number of items (default 0.5)",
+    )
     p.add_argument("--epochs", type=int, default=5, help="epochs (default 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the shuffles (default 0)")
     p.add_argument("--policies", default="minio,lru,opt", help="comma-separated (default minio,lru,opt)")
@@ -137,8 +196,9 @@ def _add_simulate_cache(kinds):
         from tfliquid.cache.simulation import simulate
 
         capacity = round(args.capacity * args.items) if args.capacity < 1 else int(args.capacity)
-        results = [simulate(policy, args.items, capacity, args.epochs, args.seed)
-                   for policy in args.policies.split(",")]
+        results = [
+            simulate(policy, args.items, capacity, args.epochs, args.seed) for policy in args.policies.split(",")
+        ]
         print(f"{args.items} items, cache of {capacity} ({capacity / args.items:.1%}); hit ratio per epoch")
         print("epoch  " + "".join(f"{r.policy:>8}" for r in results))
         for epoch in range(args.epochs):
@@ -148,8 +208,11 @@ def _add_simulate_cache(kinds):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tfliquid", description="tf.data extensions that remove data stalls. "
-                                     "Grammar: tfliquid VERB [KIND] OPERANDS [--options] (docs/cli.md).")
+    parser = argparse.ArgumentParser(
+        prog="tfliquid",
+        description="tf.data extensions that remove data stalls. "
+        "Grammar: tfliquid VERB [KIND] OPERANDS [--options] (docs/cli.md).",
+    )
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     convert = verbs.add_parser("convert", help="convert images to a tfliquid format (pcr, l3)")
     formats = convert.add_subparsers(dest="kind", required=True, metavar="FORMAT")
@@ -184,6 +247,7 @@ def _stderr_held_back():
 def _import_tensorflow(verbose: bool) -> None:
     if verbose:
         import tensorflow  # noqa: F401
+
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # later C++ log lines, e.g. "failed call to cuInit"
     with _stderr_held_back():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Callable
+from collections.abc import Callable
 
 
 def image_files(root: str, extensions: tuple[str, ...]) -> list[str]:
@@ -13,8 +13,11 @@ def image_files(root: str, extensions: tuple[str, ...]) -> list[str]:
     paths = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        paths.extend(os.path.join(dirpath, f) for f in sorted(filenames)
-                     if not f.startswith(".") and f.lower().endswith(extensions))
+        paths.extend(
+            os.path.join(dirpath, f)
+            for f in sorted(filenames)
+            if not f.startswith(".") and f.lower().endswith(extensions)
+        )
     return paths
 
 

@@ -56,7 +56,7 @@ class Progress:
             self._stream.flush()
         self._closed = True
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -72,13 +72,17 @@ class Progress:
         bar = "=" * filled + (">" if filled < _BAR_WIDTH else "") + " " * (_BAR_WIDTH - filled - 1)
         rate = self._rate(now)
         left = (self.total - self._done) / rate if rate > 0 else 0.0
-        return (f"{self._done}/{self.total} {self.unit}s [{bar}] {fraction:4.0%}  {rate:,.0f} {self.unit}/s  "
-                f"ETA {_clock(left)} ")
+        return (
+            f"{self._done}/{self.total} {self.unit}s [{bar}] {fraction:4.0%}  {rate:,.0f} {self.unit}/s  "
+            f"ETA {_clock(left)} "
+        )
 
     def _log_line(self, now: float) -> str:
         fraction = self._done / self.total if self.total else 1.0
-        return (f"{self._done}/{self.total} {self.unit}s ({fraction:.0%}), {self._rate(now):,.1f} {self.unit}/s, "
-                f"{_clock(now - self._start)} elapsed")
+        return (
+            f"{self._done}/{self.total} {self.unit}s ({fraction:.0%}), {self._rate(now):,.1f} {self.unit}/s, "
+            f"{_clock(now - self._start)} elapsed"
+        )
 
 
 def _clock(seconds: float) -> str:

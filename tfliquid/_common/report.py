@@ -45,14 +45,20 @@ class ConversionReport:
     def __str__(self) -> str:
         files = ""
         if self.file_kind != "file":
-            files = (f" in {self.files_written + self.files_skipped} {self.file_kind}s ({self.files_written} written, "
-                     f"{self.files_skipped} already complete)")
-        lines = [f"{self.path}: {self.images} images{files}: {self.converted} converted, {self.skipped} already "
-                 f"converted, {len(self.failures)} failed; {self.seconds:.1f} s"]
+            files = (
+                f" in {self.files_written + self.files_skipped} {self.file_kind}s ({self.files_written} written, "
+                f"{self.files_skipped} already complete)"
+            )
+        lines = [
+            f"{self.path}: {self.images} images{files}: {self.converted} converted, {self.skipped} already "
+            f"converted, {len(self.failures)} failed; {self.seconds:.1f} s"
+        ]
         if self.converted and self.input_bytes:
             throughput = f", {self.megapixels_per_second:.1f} Mpx/s" if self.pixels else ""
-            lines.append(f"  {self.input_bytes / 1e6:.1f} MB -> {self.output_bytes / 1e6:.1f} MB ({self.ratio:.3f}x "
-                         f"the input){throughput}")
+            lines.append(
+                f"  {self.input_bytes / 1e6:.1f} MB -> {self.output_bytes / 1e6:.1f} MB ({self.ratio:.3f}x "
+                f"the input){throughput}"
+            )
         if self.verified_images:
             lines.append(f"  {self.verified_images} verified: they decode to their source pixels exactly")
         if self.lossy_images:

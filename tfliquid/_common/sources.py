@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import glob
 import os
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import tensorflow as tf
@@ -57,7 +57,8 @@ def image_folder(root: str) -> Source:
             return tf.io.read_file(tf.gather(path_tensor, i)), tf.gather(label_tensor, i), tf.gather(key_tensor, i)
 
         return tf.data.Dataset.from_tensor_slices(np.asarray(order, np.int64)).map(
-            load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+            load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+        )
 
     return Source(f"image folder {root}", labels, keys, class_names, read)
 
@@ -65,8 +66,11 @@ def image_folder(root: str) -> Source:
 def tfrecord_files(src: str) -> list[str]:
     """A TFRecord file, a glob, or a directory of them."""
     if os.path.isdir(src):
-        files = sorted(os.path.join(src, f) for f in os.listdir(src)
-                       if os.path.isfile(os.path.join(src, f)) and not f.startswith("."))
+        files = sorted(
+            os.path.join(src, f)
+            for f in os.listdir(src)
+            if os.path.isfile(os.path.join(src, f)) and not f.startswith(".")
+        )
     elif os.path.isfile(src):
         files = [src]
     else:
@@ -86,9 +90,14 @@ def guess_compression(files: list[str]) -> str:
     return ""
 
 
-def spool_tfrecords(src: str, spool_path: str, image_key: str = "image/encoded",
-                    label_key: str = "image/class/label", key_feature: str = "image/filename",
-                    compression: str | None = None) -> Source:
+def spool_tfrecords(
+    src: str,
+    spool_path: str,
+    image_key: str = "image/encoded",
+    label_key: str = "image/class/label",
+    key_feature: str = "image/filename",
+    compression: str | None = None,
+) -> Source:
     """Copies every Example's image bytes into `spool_path` (raw concatenation) so they can be read in any order.
 
     Labels and keys stay in memory (a few bytes per image). The key is `key_feature` when the Example has it,
@@ -104,11 +113,16 @@ def spool_tfrecords(src: str, spool_path: str, image_key: str = "image/encoded",
         label_key: tf.io.FixedLenFeature([], tf.int64),
         key_feature: tf.io.FixedLenFeature([], tf.string, default_value=""),
     }
-    examples = tf.data.Dataset.from_tensor_slices(files).map(
-        lambda f: tf.data.TFRecordDataset(f, compression_type=compression).enumerate().map(
-            lambda i, x: (f, i, x))).flat_map(lambda d: d)
-    parsed = examples.map(lambda f, i, x: (f, i, tf.io.parse_single_example(x, features)),
-                          num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    examples = (
+        tf.data.Dataset.from_tensor_slices(files)
+        .map(lambda f: tf.data.TFRecordDataset(f, compression_type=compression).enumerate().map(lambda i, x: (f, i, x)))
+        .flat_map(lambda d: d)
+    )
+    parsed = examples.map(
+        lambda f, i, x: (f, i, tf.io.parse_single_example(x, features)),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
 
     offsets, sizes, labels, keys = [], [], [], []
     tmp = spool_path + ".tmp"
@@ -123,8 +137,10 @@ def spool_tfrecords(src: str, spool_path: str, image_key: str = "image/encoded",
                 key = example[key_feature]
                 keys.append(key if key else f"{os.path.basename(filename.decode())}:{i}".encode())
         except tf.errors.OpError as e:
-            raise ValueError(f"{src}: cannot read TFRecords (compression {compression or 'none'!r}, image key "
-                             f"{image_key!r}, label key {label_key!r}): {e.message}") from None
+            raise ValueError(
+                f"{src}: cannot read TFRecords (compression {compression or 'none'!r}, image key "
+                f"{image_key!r}, label key {label_key!r}): {e.message}"
+            ) from None
     os.replace(tmp, spool_path)
     if not labels:
         raise ValueError(f"{src}: the TFRecord files hold no examples")
@@ -142,6 +158,7 @@ def spooled_source(description, spool_path, offsets, sizes, labels, keys) -> Sou
             return contents, tf.gather(label_tensor, i), tf.gather(key_tensor, i)
 
         return tf.data.Dataset.from_tensor_slices(np.asarray(order, np.int64)).map(
-            load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+            load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+        )
 
     return Source(description, labels, keys, [], read)

@@ -30,8 +30,10 @@ def built_for(library_path: str = LIBRARY_PATH) -> str:
         with open(library_path, "rb") as f:
             found = _BUILD_INFO.search(f.read())
     except FileNotFoundError:
-        raise OpLibraryError(f"tfliquid's op library is not built ({library_path} is missing). "
-                             f"Build it from the source tree with: {REBUILD_COMMAND}") from None
+        raise OpLibraryError(
+            f"tfliquid's op library is not built ({library_path} is missing). "
+            f"Build it from the source tree with: {REBUILD_COMMAND}"
+        ) from None
     if not found:
         raise OpLibraryError(f"{library_path} carries no build information; rebuild it with: {REBUILD_COMMAND}")
     return found.group(1).decode()
@@ -43,10 +45,11 @@ def check_build(tensorflow_version: str, library_path: str = LIBRARY_PATH) -> No
     if built != tensorflow_version:
         raise OpLibraryError(
             f"tfliquid's op library was built for TensorFlow {built} but TensorFlow {tensorflow_version} is "
-            f"installed. Rebuild it from the source tree with: {REBUILD_COMMAND}")
+            f"installed. Rebuild it from the source tree with: {REBUILD_COMMAND}"
+        )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_ops():
     """Loads tfliquid's ops into this process's TensorFlow (once) and returns their Python module (liquid_read_file,
     liquid_pcr_record_dataset, ...). Call it in a process that must run graphs using the ops before any tfliquid

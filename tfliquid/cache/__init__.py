@@ -15,5 +15,13 @@ from tfliquid.cache.policies import store_policies
 from tfliquid.cache.simulation import Simulation, simulate
 from tfliquid.cache.transform import minio_cache
 
-__all__ = ["CacheFormatError", "CacheStats", "EpochStats", "MinIOCache", "Simulation", "minio_cache", "simulate",
-           "store_policies"]
+__all__ = [
+    "CacheFormatError",
+    "CacheStats",
+    "EpochStats",
+    "MinIOCache",
+    "Simulation",
+    "minio_cache",
+    "simulate",
+    "store_policies",
+]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import struct
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -27,8 +27,22 @@ MAX_TENSORS = 4096
 MAX_RANK = 254
 DT_STRING = 7
 # TensorFlow DataType enum -> NumPy dtype (little-endian) for the dtypes NumPy has.
-DTYPES = {1: "<f4", 2: "<f8", 3: "<i4", 4: "u1", 5: "<i2", 6: "i1", 8: "<c8", 9: "<i8", 10: "?", 17: "<u2",
-          18: "<c16", 19: "<f2", 22: "<u4", 23: "<u8"}
+DTYPES = {
+    1: "<f4",
+    2: "<f8",
+    3: "<i4",
+    4: "u1",
+    5: "<i2",
+    6: "i1",
+    8: "<c8",
+    9: "<i8",
+    10: "?",
+    17: "<u2",
+    18: "<c16",
+    19: "<f2",
+    22: "<u4",
+    23: "<u8",
+}
 _ENUM_OF = {np.dtype(v): k for k, v in DTYPES.items()}
 _HEADER = struct.Struct("<8sII")
 _LEDGER = struct.Struct("<8sQQQ")
@@ -112,7 +126,7 @@ def decode_ledger(data: bytes) -> Ledger:
     magic, capacity, used, items = _LEDGER.unpack_from(data)
     if magic != LEDGER_MAGIC:
         raise CacheFormatError("offset 0: not a version-1 ledger")
-    if struct.unpack_from("<I", data, _LEDGER.size)[0] != crc32c(data[:_LEDGER.size]):
+    if struct.unpack_from("<I", data, _LEDGER.size)[0] != crc32c(data[: _LEDGER.size]):
         raise CacheFormatError(f"offset {_LEDGER.size}: CRC mismatch")
     return Ledger(capacity, used, items)
 
@@ -125,7 +139,7 @@ class _Reader:
         if n > self.end - self.pos:
             raise CacheFormatError(f"offset {self.pos}: {n} bytes past the end")
         self.pos += n
-        return self.data[self.pos - n:self.pos]
+        return self.data[self.pos - n : self.pos]
 
     def unpack(self, fmt: str) -> tuple:
         return struct.unpack(fmt, self.take(struct.calcsize(fmt)))

@@ -47,8 +47,10 @@ class CacheStats:
 
     def __str__(self) -> str:
         lines = [f"{self.items} items, {self.bytes} of {self.capacity_bytes} bytes"]
-        lines += [f"  epoch {i}: {e.hits} hits, {e.misses} misses (hit ratio {e.hit_ratio:.3f}), "
-                  f"{e.admitted_items} admitted" for i, e in enumerate(self.epochs)]
+        lines += [
+            f"  epoch {i}: {e.hits} hits, {e.misses} misses (hit ratio {e.hit_ratio:.3f}), {e.admitted_items} admitted"
+            for i, e in enumerate(self.epochs)
+        ]
         return "\n".join(lines)
 
 
@@ -76,8 +78,13 @@ class MinIOCache:
     >>> print(cache.stats())
     """
 
-    def __init__(self, capacity_bytes: int, directory: str | os.PathLike | None = None, name: str | None = None,
-                 policy: str = "minio"):
+    def __init__(
+        self,
+        capacity_bytes: int,
+        directory: str | os.PathLike | None = None,
+        name: str | None = None,
+        policy: str = "minio",
+    ):
         self._capacity = check_int("capacity_bytes", capacity_bytes, 0, _MAX_CAPACITY)
         self._directory = "" if directory is None else os.path.abspath(os.fspath(directory))
         if name is None:
@@ -116,8 +123,12 @@ class MinIOCache:
         return self._attrs_for("Liquid>CacheStats")
 
     def _attrs_for(self, op_name: str) -> dict:
-        values = {"name": self._name, "capacity_bytes": self._capacity, "directory": self._directory,
-                  "policy": self._policy}
+        values = {
+            "name": self._name,
+            "capacity_bytes": self._capacity,
+            "directory": self._directory,
+            "policy": self._policy,
+        }
         return {attr: values[attr.removeprefix("cache_")] for attr in cache_attr_names(op_name)}
 
     def stats(self) -> CacheStats:
@@ -135,7 +146,7 @@ class MinIOCache:
         directory's items stay on disk (delete the directory to drop them). Using the name again starts empty."""
         load_ops().liquid_cache_release(**self._attrs_for("Liquid>CacheRelease"))
 
-    def __enter__(self) -> "MinIOCache":
+    def __enter__(self) -> MinIOCache:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import heapq
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -99,8 +99,7 @@ class Simulation:
         return [h / self.num_items for h in self.hits]
 
     def __str__(self) -> str:
-        head = (f"{self.policy}: {self.num_items} items, capacity {self.capacity} "
-                f"({self.capacity / self.num_items:.1%})")
+        head = f"{self.policy}: {self.num_items} items, capacity {self.capacity} ({self.capacity / self.num_items:.1%})"
         return "\n".join([head] + [f"  epoch {i}: hit ratio {r:.4f}" for i, r in enumerate(self.hit_ratios)])
 
 

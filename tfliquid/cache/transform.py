@@ -14,12 +14,33 @@ from tfliquid._lib import load_ops
 from tfliquid.cache.minio_cache import MinIOCache, each_pass
 
 AUTOTUNE = tf.data.AUTOTUNE
-_STORABLE = {tf.bool, tf.string, tf.half, tf.bfloat16, tf.float32, tf.float64, tf.complex64, tf.complex128,
-             tf.int8, tf.int16, tf.int32, tf.int64, tf.uint8, tf.uint16, tf.uint32, tf.uint64}
+_STORABLE = {
+    tf.bool,
+    tf.string,
+    tf.half,
+    tf.bfloat16,
+    tf.float32,
+    tf.float64,
+    tf.complex64,
+    tf.complex128,
+    tf.int8,
+    tf.int16,
+    tf.int32,
+    tf.int64,
+    tf.uint8,
+    tf.uint16,
+    tf.uint32,
+    tf.uint64,
+}
 
 
-def minio_cache(fetch, capacity_bytes: int | None = None, cache: MinIOCache | None = None,
-                num_parallel_calls=AUTOTUNE, deterministic: bool | None = None):
+def minio_cache(
+    fetch,
+    capacity_bytes: int | None = None,
+    cache: MinIOCache | None = None,
+    num_parallel_calls=AUTOTUNE,
+    deterministic: bool | None = None,
+):
     """A `Dataset.apply` transform: a dataset of keys -> what `fetch(key)` returns, through a MinIO cache.
 
     `fetch` (e.g. `tf.io.read_file`, or `tfliquid.io.read_file`) runs only on cache misses, `num_parallel_calls`
@@ -47,15 +68,19 @@ def minio_cache(fetch, capacity_bytes: int | None = None, cache: MinIOCache | No
     elif not isinstance(cache, MinIOCache):
         raise TypeError(f"cache must be a tfliquid.MinIOCache, got {type(cache).__name__}")
     elif capacity_bytes is not None and capacity_bytes != cache.capacity_bytes:
-        raise ValueError(f"capacity_bytes={capacity_bytes} contradicts the cache's {cache.capacity_bytes}; "
-                         "give one or the other")
+        raise ValueError(
+            f"capacity_bytes={capacity_bytes} contradicts the cache's {cache.capacity_bytes}; give one or the other"
+        )
     if not callable(fetch):
         raise TypeError(f"fetch must be callable, got {fetch!r}")
 
     def _apply_fn(keys: tf.data.Dataset) -> tf.data.Dataset:
         key_spec = keys.element_spec
-        if (not isinstance(key_spec, tf.TensorSpec) or key_spec.shape.rank != 0
-                or not (key_spec.dtype == tf.string or key_spec.dtype.is_integer)):
+        if (
+            not isinstance(key_spec, tf.TensorSpec)
+            or key_spec.shape.rank != 0
+            or not (key_spec.dtype == tf.string or key_spec.dtype.is_integer)
+        ):
             raise TypeError(f"minio_cache needs a dataset of scalar string or integer keys, got {key_spec}")
         fetched_spec = keys.take(0).map(fetch).element_spec  # traces fetch once, for its output structure
         specs = tf.nest.flatten(fetched_spec)
@@ -81,8 +106,11 @@ def minio_cache(fetch, capacity_bytes: int | None = None, cache: MinIOCache | No
             return tf.cond(hit, from_cache, from_fetch)
 
         def one_pass(pass_id):
-            return keys.map(lambda key: lookup_or_fetch(key, pass_id), num_parallel_calls=num_parallel_calls,
-                            deterministic=deterministic)
+            return keys.map(
+                lambda key: lookup_or_fetch(key, pass_id),
+                num_parallel_calls=num_parallel_calls,
+                deterministic=deterministic,
+            )
 
         return each_pass(cache, one_pass)
 

@@ -52,9 +52,19 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
     >>> model.fit(tuner.dataset.map(prep).batch(256), epochs=90, callbacks=[tuner])
     """
 
-    def __init__(self, dataset: PCRDataset | str | os.PathLike, threshold: float = 0.8, candidates=None,
-                 probe_batches: int = 10, start_epoch: int = 5, every: int = 20, preprocess=None,
-                 probe_batch_size: int = 32, measure_all: bool = False, dataset_options: dict | None = None):
+    def __init__(
+        self,
+        dataset: PCRDataset | str | os.PathLike,
+        threshold: float = 0.8,
+        candidates=None,
+        probe_batches: int = 10,
+        start_epoch: int = 5,
+        every: int = 20,
+        preprocess=None,
+        probe_batch_size: int = 32,
+        measure_all: bool = False,
+        dataset_options: dict | None = None,
+    ):
         super().__init__()
         if isinstance(dataset, (str, os.PathLike)):
             dataset = _dataset_with_a_scan_group_variable(dataset, dataset_options or {})
@@ -63,16 +73,20 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
         if not isinstance(dataset, PCRDataset):
             raise TypeError(f"dataset must be a tfliquid.PCRDataset or its directory, got {type(dataset).__name__}")
         if not isinstance(dataset.scan_group, tf.Variable):
-            raise ValueError("the PCRDataset must be built with a tf.Variable scan group, which the tuner assigns: "
-                             "PCRDataset(path, scan_group=tf.Variable(G, dtype=tf.int64))")
+            raise ValueError(
+                "the PCRDataset must be built with a tf.Variable scan group, which the tuner assigns: "
+                "PCRDataset(path, scan_group=tf.Variable(G, dtype=tf.int64))"
+            )
         full = dataset.num_scan_groups
         if candidates is None:
             candidates = list(range(1, full))
         candidates = sorted(set(candidates))
-        if not candidates or any(isinstance(g, bool) or not isinstance(g, (int, np.integer)) or not 1 <= g < full
-                                 for g in candidates):
-            raise ValueError(f"candidates must be scan groups in 1..{full - 1} (below full fidelity {full}), "
-                             f"got {candidates}")
+        if not candidates or any(
+            isinstance(g, bool) or not isinstance(g, (int, np.integer)) or not 1 <= g < full for g in candidates
+        ):
+            raise ValueError(
+                f"candidates must be scan groups in 1..{full - 1} (below full fidelity {full}), got {candidates}"
+            )
         if not 0 < threshold <= 1:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
         if preprocess is not None and not callable(preprocess):
@@ -135,8 +149,10 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
         if self._probe_images is None:
             count = self.probe_batches * self.probe_batch_size
             reader = PCRDataset(self.dataset.path, decode=False, shuffle=False, with_keys=True, num_parallel_reads=1)
-            self._probe_images = [{**x, "scan_ends": jpeg_scan_ends(x["image"]).numpy().tolist()}
-                                  for x in reader.take(count).as_numpy_iterator()]
+            self._probe_images = [
+                {**x, "scan_ends": jpeg_scan_ends(x["image"]).numpy().tolist()}
+                for x in reader.take(count).as_numpy_iterator()
+            ]
         return self._probe_images
 
     def _probe(self, images: list[dict], group: int) -> tf.data.Dataset:
@@ -144,15 +160,21 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
         group `group` (`pcr.prefix_end`) and closed with EOI: byte for byte what the record prefix at that group
         holds (docs/formats/pcr.md), without reading storage again for every group."""
         prepare = self.preprocess or self._default_preprocess
-        cut = {"image": [x["image"][:pcr_format.prefix_end(x["scan_ends"], group)] + EOI for x in images],
-               "label": [x["label"] for x in images], "key": [x["key"] for x in images]}
+        cut = {
+            "image": [x["image"][: pcr_format.prefix_end(x["scan_ends"], group)] + EOI for x in images],
+            "label": [x["label"] for x in images],
+            "key": [x["key"] for x in images],
+        }
 
         def decoded(x):
             return {**x, "image": tf.io.decode_jpeg(x["image"], channels=3)}
 
-        return (tf.data.Dataset.from_tensor_slices(cut)
-                .map(lambda x: (*prepare(decoded(x)), x["key"]), num_parallel_calls=tf.data.AUTOTUNE)
-                .batch(self.probe_batch_size).prefetch(1))
+        return (
+            tf.data.Dataset.from_tensor_slices(cut)
+            .map(lambda x: (*prepare(decoded(x)), x["key"]), num_parallel_calls=tf.data.AUTOTUNE)
+            .batch(self.probe_batch_size)
+            .prefetch(1)
+        )
 
     def _default_preprocess(self, example):
         height, width = self.model.input_shape[1:3]
@@ -184,8 +206,9 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
             with tf.GradientTape() as tape:
                 loss = loss_fn(targets, model(inputs, training=False))
             gradients = tape.gradient(loss, weights)
-            return tf.concat([tf.reshape(tf.zeros_like(w) if g is None else g, [-1])
-                              for g, w in zip(gradients, weights)], axis=0)
+            return tf.concat(
+                [tf.reshape(tf.zeros_like(w) if g is None else g, [-1]) for g, w in zip(gradients, weights)], axis=0
+            )
 
         self._batch_gradient = (model, batch_gradient)
         return batch_gradient

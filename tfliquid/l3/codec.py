@@ -149,7 +149,7 @@ class _Reader:
     def take(self, n: int) -> bytes:
         if self.pos + n > self.end:
             raise L3Error(f"offset {self.pos}: patch data ends {self.pos + n - self.end} bytes early")
-        chunk = self.data[self.pos:self.pos + n]
+        chunk = self.data[self.pos : self.pos + n]
         self.pos += n
         return chunk
 
@@ -162,7 +162,7 @@ def decode_row(reader: _Reader, width: int, params: Params) -> np.ndarray:
     header_bits = np.unpackbits(np.frombuffer(reader.take(header_bytes), np.uint8))
     widths, bases = [], []
     for k in range(len(segments)):
-        fields = header_bits[k * params.header_bits:(k + 1) * params.header_bits]
+        fields = header_bits[k * params.header_bits : (k + 1) * params.header_bits]
         seg_width = int(np.packbits(np.concatenate([np.zeros(4, np.uint8), fields[:4]]))[0])
         if seg_width > 8:
             raise L3Error(f"offset {at}: segment width {seg_width} > 8")
@@ -177,7 +177,7 @@ def decode_row(reader: _Reader, width: int, params: Params) -> np.ndarray:
     for (x0, x1), seg_width, base in zip(segments, widths, bases):
         n = x1 - x0
         if seg_width:
-            fields = bits[pos:pos + n * seg_width].reshape(n, seg_width).astype(np.uint16)
+            fields = bits[pos : pos + n * seg_width].reshape(n, seg_width).astype(np.uint16)
             coded = (fields << np.arange(seg_width - 1, -1, -1, dtype=np.uint16)).sum(axis=1)
         else:
             coded = np.zeros(n, np.uint16)
@@ -215,8 +215,7 @@ def parse_params(data: bytes):
         raise L3Error(f"offset 12: image {width}x{height}x{channels} outside the format's limits")
     if not 1 <= patch <= 4096 or reserved:
         raise L3Error(f"offset 20: patch size {patch} outside 1..4096 or reserved field set")
-    return Params(channels, bool(flags & FLAG_SUBTRACT_GREEN), bool(flags & FLAG_ZIGZAG), segment, patch), \
-        height, width
+    return Params(channels, bool(flags & FLAG_SUBTRACT_GREEN), bool(flags & FLAG_ZIGZAG), segment, patch), height, width
 
 
 def parse_header(data: bytes):
@@ -243,8 +242,9 @@ def decode(data: bytes) -> np.ndarray:
             reader = _Reader(data, payload + int(offsets[i]), payload + int(offsets[i + 1]))
             planes[c, y0:y1, x0:x1] = decode_patch(reader, y1 - y0, x1 - x0, params)
             if reader.pos != reader.end:
-                raise L3Error(f"offset {reader.pos}: {reader.end - reader.pos} bytes left over in channel {c} "
-                              f"patch {p}")
+                raise L3Error(
+                    f"offset {reader.pos}: {reader.end - reader.pos} bytes left over in channel {c} patch {p}"
+                )
     if params.subtract_green:
         planes[0] += planes[1]
         planes[2] += planes[1]

@@ -31,13 +31,20 @@ from tfliquid._common.report import ConversionReport
 from tfliquid.l3 import codec as l3_format
 from tfliquid.l3.ops import decode_l3, encode_l3
 
-SOURCE_EXTENSIONS = (".png", ".bmp", ".gif", ".tif", ".tiff", ".ppm", ".pgm", ".pbm", ".pnm", ".webp",
-                     ".jpg", ".jpeg")
+SOURCE_EXTENSIONS = (".png", ".bmp", ".gif", ".tif", ".tiff", ".ppm", ".pgm", ".pbm", ".pnm", ".webp", ".jpg", ".jpeg")
 
 # Pillow mode -> the mode stored, for modes converted without loss. "1" becomes greys 0 and 255; LA becomes
 # RGBA (L3 has no grey + alpha); a palette image becomes RGB, or RGBA if it has transparency.
-_LOSSLESS_MODES = {"1": "L", "L": "L", "LA": "RGBA", "P": "RGB", "PA": "RGBA", "RGB": "RGB", "RGBA": "RGBA",
-                   "RGBX": "RGB"}
+_LOSSLESS_MODES = {
+    "1": "L",
+    "L": "L",
+    "LA": "RGBA",
+    "P": "RGB",
+    "PA": "RGBA",
+    "RGB": "RGB",
+    "RGBA": "RGBA",
+    "RGBX": "RGB",
+}
 # Colour spaces L3 cannot hold: converted to RGB as Pillow does, which is not reversible (counted as lossy).
 _RGB_CONVERTED_MODES = ("CMYK", "YCbCr", "LAB", "HSV")
 
@@ -59,8 +66,17 @@ class _Converted:
     lossy: bool
 
 
-def convert(src: str, dst: str, *, profile: str = "default", workers: int | None = None, verify: bool = False,
-            overwrite: bool = False, progress: bool = True, reduce_16bit: bool = False) -> ConversionReport:
+def convert(
+    src: str,
+    dst: str,
+    *,
+    profile: str = "default",
+    workers: int | None = None,
+    verify: bool = False,
+    overwrite: bool = False,
+    progress: bool = True,
+    reduce_16bit: bool = False,
+) -> ConversionReport:
     """Converts the images under `src` into `.l3` files under `dst`, at the same relative paths.
 
     Inputs are what Pillow reads (SOURCE_EXTENSIONS): PNG, BMP, GIF, TIFF, PPM/PGM/PBM and WebP are stored
@@ -91,8 +107,9 @@ def convert(src: str, dst: str, *, profile: str = "default", workers: int | None
     start = time.perf_counter()
     jobs = _plan(src, dst)
     report = ConversionReport(dst, lossy_reason="reduced to 8 bits or converted to RGB (not reversible)")
-    convert_file = functools.partial(_convert_file, profile=profile, verify=verify, overwrite=overwrite,
-                                     reduce_16bit=reduce_16bit)
+    convert_file = functools.partial(
+        _convert_file, profile=profile, verify=verify, overwrite=overwrite, reduce_16bit=reduce_16bit
+    )
 
     def collect(job: _Job, done: concurrent.futures.Future):
         try:
@@ -138,8 +155,9 @@ def _refuse_shared_targets(jobs: list[_Job]) -> None:
     for job in jobs:
         other = first_source.setdefault(job.target, job.source)
         if other != job.source:
-            raise ConversionError(f"{other} and {job.source} would both be converted to {job.target}; "
-                                  "rename one of them")
+            raise ConversionError(
+                f"{other} and {job.source} would both be converted to {job.target}; rename one of them"
+            )
 
 
 def _run_on_threads(function, jobs: list[_Job], workers: int, collect) -> None:
@@ -221,8 +239,9 @@ def _pixels(image: Image.Image, reduce_16bit: bool) -> tuple[np.ndarray, bool]:
         if image.mode.startswith("I"):  # grey; Pillow already keeps the high byte of 16-bit colour on load
             image = Image.fromarray((np.asarray(image) >> 8).astype(np.uint8))
     elif bits == 16:
-        raise RejectedImageError("16-bit samples; L3 stores 8 bits per sample (reduce_16bit=True, "
-                                  "--reduce-16bit, keeps the high byte)")
+        raise RejectedImageError(
+            "16-bit samples; L3 stores 8 bits per sample (reduce_16bit=True, --reduce-16bit, keeps the high byte)"
+        )
     elif bits != 8:
         raise RejectedImageError(f"{bits}-bit samples (mode {image.mode}); L3 stores 8 bits per sample")
     if image.mode == "P" and image.has_transparency_data:
@@ -256,8 +275,9 @@ def _check_decodes_to(pixels: np.ndarray, path: str) -> None:
     with open(path, "rb") as f:
         decoded = decode_l3(f.read()).numpy()
     if decoded.shape != pixels.shape:
-        raise RejectedImageError(f"verification failed: the L3 file decodes to {decoded.shape}, the source is "
-                                  f"{pixels.shape}")
+        raise RejectedImageError(
+            f"verification failed: the L3 file decodes to {decoded.shape}, the source is {pixels.shape}"
+        )
     if not np.array_equal(decoded, pixels):
         wrong = int(np.count_nonzero(np.any(decoded != pixels, axis=-1)))
         raise RejectedImageError(f"verification failed: {wrong} pixels of the L3 file differ from the source")

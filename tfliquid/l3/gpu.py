@@ -49,8 +49,7 @@ def _kernels(device_id: int):
 def _byte_strings(encoded) -> list[bytes]:
     if isinstance(encoded, (tf.Tensor, tf.Variable)):
         if encoded.shape.rank != 1 or encoded.dtype != tf.string:
-            raise ValueError(f"decode_batch_gpu expects a 1-D string tensor, got {encoded.dtype.name} "
-                             f"{encoded.shape}")
+            raise ValueError(f"decode_batch_gpu expects a 1-D string tensor, got {encoded.dtype.name} {encoded.shape}")
         return list(encoded.numpy())
     if isinstance(encoded, (bytes, str)):
         raise TypeError("decode_batch_gpu expects a list of L3 byte strings, not a single one")
@@ -64,16 +63,29 @@ def _launch(cupy, plan: BatchPlan):
     out = cupy.empty(plan.shape, cupy.uint8)
     errors = cupy.full(batch, _NO_ERROR, cupy.uint64)
     decode_patches(
-        (len(plan.tasks),), (plan.threads,),
-        (cupy.asarray(plan.payload), cupy.asarray(plan.tasks), out, np.int32(height), np.int32(width),
-         np.int32(channels), np.int32(plan.max_width), np.int32(plan.max_segments), errors),
-        shared_mem=plan.shared_bytes)
+        (len(plan.tasks),),
+        (plan.threads,),
+        (
+            cupy.asarray(plan.payload),
+            cupy.asarray(plan.tasks),
+            out,
+            np.int32(height),
+            np.int32(width),
+            np.int32(channels),
+            np.int32(plan.max_width),
+            np.int32(plan.max_segments),
+            errors,
+        ),
+        shared_mem=plan.shared_bytes,
+    )
     if plan.subtract_green.any():
         pixels = batch * height * width
         blocks = min(-(-pixels // _GREEN_THREADS), 65535)  # the loop strides over the rest
-        add_green((blocks,), (_GREEN_THREADS,),
-                  (out, np.int64(height * width), np.int32(batch), np.int32(channels),
-                   cupy.asarray(plan.subtract_green)))
+        add_green(
+            (blocks,),
+            (_GREEN_THREADS,),
+            (out, np.int64(height * width), np.int32(batch), np.int32(channels), cupy.asarray(plan.subtract_green)),
+        )
     return out, errors
 
 

@@ -40,8 +40,9 @@ class BatchPlan:
         return 4 * (self.max_segments + self.threads + 1) + 2 * self.max_segments + 2 * self.max_width
 
 
-def _image_tasks(image: int, params: l3.Params, height: int, width: int, offsets: np.ndarray,
-                 base: int, file_bias: int) -> np.ndarray:
+def _image_tasks(
+    image: int, params: l3.Params, height: int, width: int, offsets: np.ndarray, base: int, file_bias: int
+) -> np.ndarray:
     """The task rows of one image: channel-major, patches row-major, as its offsets table lists them."""
     n = params.patch
     y0, x0 = np.meshgrid(np.arange(0, height, n), np.arange(0, width, n), indexing="ij")
@@ -81,8 +82,10 @@ def plan_batch(encoded: list[bytes]) -> BatchPlan:
         if shape is None:
             shape = (height, width, params.channels)
         elif (height, width, params.channels) != shape:
-            raise ValueError(f"image {i} is {height}x{width}x{params.channels} (HxWxC), image 0 is "
-                             f"{shape[0]}x{shape[1]}x{shape[2]}: a batch needs one shape")
+            raise ValueError(
+                f"image {i} is {height}x{width}x{params.channels} (HxWxC), image 0 is "
+                f"{shape[0]}x{shape[1]}x{shape[2]}: a batch needs one shape"
+            )
         payloads.append(np.frombuffer(data, np.uint8, offset=payload_start))
         tasks.append(_image_tasks(i, params, height, width, offsets, base, payload_start - base))
         subtract_green.append(params.subtract_green)

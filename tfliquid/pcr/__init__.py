@@ -15,5 +15,13 @@ from tfliquid.pcr.dataset import PCRDataset, PCRRecordDataset
 from tfliquid.pcr.format import PCRFormatError, prefix_end, read_index
 from tfliquid.pcr.inspection import format_inspection, inspect
 
-__all__ = ["PCRDataset", "PCRFormatError", "PCRRecordDataset", "convert", "format_inspection", "inspect",
-           "prefix_end", "read_index"]
+__all__ = [
+    "PCRDataset",
+    "PCRFormatError",
+    "PCRRecordDataset",
+    "convert",
+    "format_inspection",
+    "inspect",
+    "prefix_end",
+    "read_index",
+]

@@ -69,8 +69,10 @@ class _State:
             with open(self.path) as f:
                 previous = json.load(f)
             if previous.get("plan") != fingerprint:
-                raise ConversionError(f"{dst} holds a conversion of other images or settings; use a new "
-                                      "destination or overwrite=True (--overwrite)")
+                raise ConversionError(
+                    f"{dst} holds a conversion of other images or settings; use a new "
+                    "destination or overwrite=True (--overwrite)"
+                )
             self.lossy = previous.get("lossy", {})
         self.save()
 
@@ -116,8 +118,12 @@ def _record_entry(path: str, relative: str) -> pcr_pb2.RecordEntry | None:
     payload_offset = pcr_format.PREAMBLE.size + header_length
     if payload_offset + header.group_ends[-1] != size:
         return None
-    return pcr_pb2.RecordEntry(path=relative, num_images=header.num_images, payload_offset=payload_offset,
-                               prefix_ends=[payload_offset + e for e in header.group_ends])
+    return pcr_pb2.RecordEntry(
+        path=relative,
+        num_images=header.num_images,
+        payload_offset=payload_offset,
+        prefix_ends=[payload_offset + e for e in header.group_ends],
+    )
 
 
 def _verify_record(path: str, entry: pcr_pb2.RecordEntry, expected_sources: list[bytes], keys: list[bytes]):
@@ -133,15 +139,29 @@ def _verify_record(path: str, entry: pcr_pb2.RecordEntry, expected_sources: list
     results = pairs.map(same_pixels, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     mismatched = [keys[i].decode(errors="replace") for i, ok in enumerate(results.as_numpy_iterator()) if not ok]
     if mismatched:
-        raise ConversionError(f"{path}: {len(mismatched)} images do not decode to their source pixels at full "
-                              f"fidelity, e.g. {mismatched[:3]}")
+        raise ConversionError(
+            f"{path}: {len(mismatched)} images do not decode to their source pixels at full "
+            f"fidelity, e.g. {mismatched[:3]}"
+        )
 
 
-def convert(src: str, dst: str, *, images_per_record: int = 1024, seed: int = 0, quality: int = 90,
-            keep_markers: bool = False, verify: bool = False, source_format: str = "auto",
-            image_key: str = "image/encoded", label_key: str = "image/class/label",
-            key_feature: str = "image/filename", compression: str | None = None, overwrite: bool = False,
-            progress: bool = True) -> ConversionReport:
+def convert(
+    src: str,
+    dst: str,
+    *,
+    images_per_record: int = 1024,
+    seed: int = 0,
+    quality: int = 90,
+    keep_markers: bool = False,
+    verify: bool = False,
+    source_format: str = "auto",
+    image_key: str = "image/encoded",
+    label_key: str = "image/class/label",
+    key_feature: str = "image/filename",
+    compression: str | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> ConversionReport:
     """Converts an image folder tree or TFRecord files into a PCR dataset at `dst`.
 
     Args:
@@ -165,16 +185,24 @@ def convert(src: str, dst: str, *, images_per_record: int = 1024, seed: int = 0,
     seed = check_int("seed", seed, 0)
     start = time.perf_counter()
     os.makedirs(os.path.join(dst, RECORDS_DIR), exist_ok=True)
-    source = _open_source(src, source_format, dst,
-                          dict(image_key=image_key, label_key=label_key, key_feature=key_feature,
-                               compression=compression))
-    settings = dict(images_per_record=images_per_record, seed=seed, quality=quality, keep_markers=keep_markers,
-                    format_version=pcr_format.FORMAT_VERSION)
+    source = _open_source(
+        src,
+        source_format,
+        dst,
+        dict(image_key=image_key, label_key=label_key, key_feature=key_feature, compression=compression),
+    )
+    settings = dict(
+        images_per_record=images_per_record,
+        seed=seed,
+        quality=quality,
+        keep_markers=keep_markers,
+        format_version=pcr_format.FORMAT_VERSION,
+    )
     state = _State(dst, _plan_fingerprint(source, settings), overwrite)
 
     order = np.random.default_rng(seed).permutation(source.num_items)
     num_records = -(-source.num_items // images_per_record)
-    record_items = [order[r * images_per_record:(r + 1) * images_per_record] for r in range(num_records)]
+    record_items = [order[r * images_per_record : (r + 1) * images_per_record] for r in range(num_records)]
     relatives = [os.path.join(RECORDS_DIR, f"pcr-{r:05d}.pcr") for r in range(num_records)]
     entries = [None if overwrite else _record_entry(os.path.join(dst, rel), rel) for rel in relatives]
     pending = [r for r in range(num_records) if entries[r] is None or entries[r].num_images != len(record_items[r])]
@@ -186,12 +214,14 @@ def convert(src: str, dst: str, *, images_per_record: int = 1024, seed: int = 0,
         bar.update(report.skipped)
         if pending:
             # One pipeline for every pending record: images of the next record transcode while this one is written.
-            images = _prepared_images(source, np.concatenate([record_items[r] for r in pending]),
-                                      _prepare_images(quality, keep_markers, verify))
+            images = _prepared_images(
+                source,
+                np.concatenate([record_items[r] for r in pending]),
+                _prepare_images(quality, keep_markers, verify),
+            )
             for r in pending:
                 path = os.path.join(dst, relatives[r])
-                entries[r], lossy, input_bytes = _write_record(images, len(record_items[r]), path, relatives[r],
-                                                               verify)
+                entries[r], lossy, input_bytes = _write_record(images, len(record_items[r]), path, relatives[r], verify)
                 state.record_done(relatives[r], lossy)
                 report.converted += len(record_items[r])
                 report.files_written += 1
@@ -209,9 +239,14 @@ def convert(src: str, dst: str, *, images_per_record: int = 1024, seed: int = 0,
         num_classes=len(source.class_names) or int(source.labels.max()) + 1,
         records=entries,
         has_keys=True,
-        conversion=pcr_pb2.ConversionInfo(source=source.description, seed=seed,
-                                          images_per_record=images_per_record, quality=quality,
-                                          tfliquid_version=__version__, lossy_images=lossy_total),
+        conversion=pcr_pb2.ConversionInfo(
+            source=source.description,
+            seed=seed,
+            images_per_record=images_per_record,
+            quality=quality,
+            tfliquid_version=__version__,
+            lossy_images=lossy_total,
+        ),
     )
     pcr_format.write_index(dst, index)
     spool = os.path.join(dst, "spool.tmp")
@@ -228,14 +263,24 @@ def _prepared_images(source, items, prepare):
     """Yields (progressive, scan ends, label, key, lossy, source bytes, source size) per item, in order.
 
     Batched through the iterator: per-element iterator calls would cost more Python time than assembling."""
-    batches = (source.read(items).map(prepare, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-               .padded_batch(_BATCH, padding_values=(b"", np.int64(-1), np.int64(0), b"", False, b"", 0))
-               .prefetch(2))
+    batches = (
+        source.read(items)
+        .map(prepare, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        .padded_batch(_BATCH, padding_values=(b"", np.int64(-1), np.int64(0), b"", False, b"", 0))
+        .prefetch(2)
+    )
     for progressive, scan_ends, label, key, lossy, contents, size in batches.as_numpy_iterator():
         for i in range(len(label)):
             ends = scan_ends[i]
-            yield (progressive[i], ends[ends >= 0].tolist(), int(label[i]), key[i], bool(lossy[i]), contents[i],
-                   int(size[i]))
+            yield (
+                progressive[i],
+                ends[ends >= 0].tolist(),
+                int(label[i]),
+                key[i],
+                bool(lossy[i]),
+                contents[i],
+                int(size[i]),
+            )
 
 
 def _write_record(images, count, path, relative, verify):
@@ -257,8 +302,12 @@ def _write_record(images, count, path, relative, verify):
     if any(len(p) > pcr_format.MAX_SCAN_GROUPS for p in partials):
         raise ConversionError(f"{relative}: an image has more than {jpeg_format.MAX_SCANS} scans")
     record = pcr_format.encode_record(partials, labels, keys, crc=crc32c_fast)
-    entry = pcr_pb2.RecordEntry(path=relative, num_images=record.num_images, payload_offset=record.payload_offset,
-                                prefix_ends=record.prefix_ends)
+    entry = pcr_pb2.RecordEntry(
+        path=relative,
+        num_images=record.num_images,
+        payload_offset=record.payload_offset,
+        prefix_ends=record.prefix_ends,
+    )
     check = (lambda tmp: _verify_record(tmp, entry, source_bytes, keys)) if verify else None
     write_atomically(path, record.data, check)
     return entry, lossy, input_bytes

@@ -40,15 +40,33 @@ class PCRRecordDataset(tf.data.Dataset):
     needed to build it: that map would cost more per image than reading the image does.
     """
 
-    def __init__(self, filename, prefix_ends, scan_group=None, *, shuffle: bool = False, seed=0,
-                 with_keys: bool = False, cache: MinIOCache | None = None, cache_pass=-1):
+    def __init__(
+        self,
+        filename,
+        prefix_ends,
+        scan_group=None,
+        *,
+        shuffle: bool = False,
+        seed=0,
+        with_keys: bool = False,
+        cache: MinIOCache | None = None,
+        cache_pass=-1,
+    ):
         if scan_group is None:
             scan_group = tf.size(prefix_ends, out_type=tf.int64)
         cache_attrs = cache.op_attrs if cache is not None else {}
         # TODO(relayout): the -1.0 read_bandwidth input goes with the op input (ops re-layout branch).
         variant = load_ops().liquid_pcr_record_dataset(
-            filename, prefix_ends, scan_group, seed, -1.0, cache_pass, shuffle=shuffle, with_keys=with_keys,
-            **cache_attrs)
+            filename,
+            prefix_ends,
+            scan_group,
+            seed,
+            -1.0,
+            cache_pass,
+            shuffle=shuffle,
+            with_keys=with_keys,
+            **cache_attrs,
+        )
         self._spec = {"image": tf.TensorSpec([], tf.string), "label": tf.TensorSpec([], tf.int64)}
         if with_keys:
             self._spec["key"] = tf.TensorSpec([], tf.string)
@@ -95,8 +113,17 @@ class PCRDataset(tf.data.Dataset):
     >>> ds = ds.map(lambda x: (tf.image.resize(x["image"], [224, 224]), x["label"])).batch(256)
     """
 
-    def __init__(self, path, scan_group=None, decode: bool = True, shuffle: bool = True, seed: int | None = None,
-                 num_parallel_reads=AUTOTUNE, with_keys: bool = False, cache: MinIOCache | None = None):
+    def __init__(
+        self,
+        path,
+        scan_group=None,
+        decode: bool = True,
+        shuffle: bool = True,
+        seed: int | None = None,
+        num_parallel_reads=AUTOTUNE,
+        with_keys: bool = False,
+        cache: MinIOCache | None = None,
+    ):
         index = pcr_format.read_index(path)
         if not index.records:
             raise ValueError(f"{path}: the index lists no records")
@@ -116,8 +143,9 @@ class PCRDataset(tf.data.Dataset):
         num_groups = index.num_scan_groups
         filenames = tf.constant([os.path.join(self._path, r.path) for r in index.records])
         # One row of G ends per record: a record with fewer scan groups reads whole at the groups beyond its own.
-        padded_ends = [[pcr_format.prefix_end(r.prefix_ends, g) for g in range(1, num_groups + 1)]
-                       for r in index.records]
+        padded_ends = [
+            [pcr_format.prefix_end(r.prefix_ends, g) for g in range(1, num_groups + 1)] for r in index.records
+        ]
         prefix_ends = tf.constant(padded_ends, dtype=tf.int64)
         scan_group = self._scan_group
 
@@ -132,22 +160,32 @@ class PCRDataset(tf.data.Dataset):
         def images_of_pass(cache_pass):
             def open_record(i, record_seed):
                 group = scan_group.read_value() if isinstance(scan_group, tf.Variable) else scan_group
-                return PCRRecordDataset(tf.gather(filenames, i), tf.gather(prefix_ends, i), tf.cast(group, tf.int64),
-                                        shuffle=shuffle, seed=record_seed, with_keys=with_keys, cache=self._cache,
-                                        cache_pass=cache_pass)
+                return PCRRecordDataset(
+                    tf.gather(filenames, i),
+                    tf.gather(prefix_ends, i),
+                    tf.cast(group, tf.int64),
+                    shuffle=shuffle,
+                    seed=record_seed,
+                    with_keys=with_keys,
+                    cache=self._cache,
+                    cache_pass=cache_pass,
+                )
 
             if num_parallel_reads == 1:  # a plain interleave: no thread hand-off per image
                 return records.interleave(open_record, cycle_length=1)
-            return records.interleave(open_record, cycle_length=num_parallel_reads,
-                                      num_parallel_calls=num_parallel_reads)
+            return records.interleave(
+                open_record, cycle_length=num_parallel_reads, num_parallel_calls=num_parallel_reads
+            )
 
         images = each_pass(self._cache, images_of_pass)
         if decode:
             # As many decodes in flight as cores, not AUTOTUNE: under throttled reads tf.data's autotuner starves
             # this map now and then, and a whole epoch takes twice as long (measured on 2 cores: 10.7 s epochs
             # became 20.5 s in 2 of 6; with a fixed parallelism, 10.7 s in all).
-            images = images.map(lambda x: {**x, "image": tf.io.decode_jpeg(x["image"], channels=3)},
-                                num_parallel_calls=os.cpu_count() or 1)
+            images = images.map(
+                lambda x: {**x, "image": tf.io.decode_jpeg(x["image"], channels=3)},
+                num_parallel_calls=os.cpu_count() or 1,
+            )
         # No assert_cardinality: under tf.data service's dynamic sharding each worker sees a part of the images.
         return images
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import struct
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from tfliquid._common.crc32c import crc32c
 from tfliquid._common.errors import FormatError
@@ -48,8 +48,12 @@ class EncodedRecord:
     prefix_ends: list[int]
 
 
-def encode_record(partials: Sequence[Sequence[bytes]], labels: Sequence[int], keys: Sequence[bytes] = (),
-                  crc: Callable[[bytes], int] = crc32c) -> EncodedRecord:
+def encode_record(
+    partials: Sequence[Sequence[bytes]],
+    labels: Sequence[int],
+    keys: Sequence[bytes] = (),
+    crc: Callable[[bytes], int] = crc32c,
+) -> EncodedRecord:
     """Serializes one record.
 
     partials[i] lists image i's partials (tfliquid.pcr.jpeg.split_partials); images may have different
@@ -114,21 +118,28 @@ def parse_header(data: bytes, crc: Callable[[bytes], int] = crc32c) -> pcr_pb2.R
     header_length = parse_preamble(data)
     if PREAMBLE.size + header_length > len(data):
         raise PCRFormatError(f"offset 12: header length {header_length} runs past the {len(data)} bytes read")
-    header_bytes = data[PREAMBLE.size:PREAMBLE.size + header_length]
+    header_bytes = data[PREAMBLE.size : PREAMBLE.size + header_length]
     stored = PREAMBLE.unpack_from(data)[3]
     if crc(header_bytes) != stored:
         raise PCRFormatError("offset 24: header CRC32C mismatch")
     header = pcr_pb2.RecordHeader.FromString(header_bytes)
     n, g = header.num_images, header.num_scan_groups
-    if not (1 <= n <= MAX_IMAGES and 1 <= g <= MAX_SCAN_GROUPS and len(header.labels) == n
-            and len(header.keys) in (0, n) and len(header.partial_sizes) == n * g
-            and len(header.group_ends) == g and len(header.group_crc32c) == g):
+    if not (
+        1 <= n <= MAX_IMAGES
+        and 1 <= g <= MAX_SCAN_GROUPS
+        and len(header.labels) == n
+        and len(header.keys) in (0, n)
+        and len(header.partial_sizes) == n * g
+        and len(header.group_ends) == g
+        and len(header.group_crc32c) == g
+    ):
         raise PCRFormatError("offset 24: header fields are inconsistent")
     return header
 
 
-def decode_record(data: bytes, scan_group: int | None = None,
-                  crc: Callable[[bytes], int] = crc32c) -> list[DecodedImage]:
+def decode_record(
+    data: bytes, scan_group: int | None = None, crc: Callable[[bytes], int] = crc32c
+) -> list[DecodedImage]:
     """Reference decoder: every image of a record prefix at `scan_group` (None = all), in stored order.
 
     `data` may be just the prefix up to that scan group; the CRC of every group read is checked.
@@ -150,7 +161,7 @@ def decode_record(data: bytes, scan_group: int | None = None,
         offset = start
         for i in range(n):
             size = header.partial_sizes[k * n + i]
-            images[i] += data[offset:offset + size]
+            images[i] += data[offset : offset + size]
             offset += size
         if offset != end:
             raise PCRFormatError(f"offset {start}: scan group {k + 1} size does not match its partials")
@@ -166,11 +177,13 @@ def read_index(dataset_dir: str) -> pcr_pb2.DatasetIndex:
         with open(path, "rb") as f:
             data = f.read()
     except FileNotFoundError:
-        raise FileNotFoundError(f"{dataset_dir} is not a PCR dataset: {INDEX_FILENAME} is missing "
-                                "(convert one with `tfliquid convert pcr SRC DST`)") from None
+        raise FileNotFoundError(
+            f"{dataset_dir} is not a PCR dataset: {INDEX_FILENAME} is missing "
+            "(convert one with `tfliquid convert pcr SRC DST`)"
+        ) from None
     if not data.startswith(INDEX_MAGIC):
         raise PCRFormatError(f"{path}: offset 0: bad magic: not a PCR index")
-    index = pcr_pb2.DatasetIndex.FromString(data[len(INDEX_MAGIC):])
+    index = pcr_pb2.DatasetIndex.FromString(data[len(INDEX_MAGIC) :])
     if index.format_version != FORMAT_VERSION:
         raise PCRFormatError(f"{path}: unsupported format version {index.format_version}")
     return index

@@ -17,19 +17,35 @@ def inspect(path: str) -> dict:
     for g in range(1, index.num_scan_groups + 1):
         read = prefix_bytes(index, g)
         payload = sum(prefix_end(r.prefix_ends, g) - r.payload_offset for r in index.records)
-        groups.append({"scan_group": g, "bytes_per_image": payload / images,
-                       "percent_of_full": 100.0 * payload / full_payload, "read_bytes": read})
-    return {"path": path, "images": images, "records": len(index.records),
-            "classes": index.num_classes, "class_names": list(index.class_names),
-            "scan_groups": groups, "lossy_images": index.conversion.lossy_images,
-            "source": index.conversion.source}
+        groups.append(
+            {
+                "scan_group": g,
+                "bytes_per_image": payload / images,
+                "percent_of_full": 100.0 * payload / full_payload,
+                "read_bytes": read,
+            }
+        )
+    return {
+        "path": path,
+        "images": images,
+        "records": len(index.records),
+        "classes": index.num_classes,
+        "class_names": list(index.class_names),
+        "scan_groups": groups,
+        "lossy_images": index.conversion.lossy_images,
+        "source": index.conversion.source,
+    }
 
 
 def format_inspection(info: dict) -> str:
-    lines = [f"{info['path']}: {info['images']} images, {info['records']} records, {info['classes']} classes"
-             f" (source: {info['source']}; {info['lossy_images']} images re-encoded lossily)",
-             f"{'scan group':>10}  {'bytes/image':>12}  {'% of full':>9}  {'bytes read/epoch':>16}"]
+    lines = [
+        f"{info['path']}: {info['images']} images, {info['records']} records, {info['classes']} classes"
+        f" (source: {info['source']}; {info['lossy_images']} images re-encoded lossily)",
+        f"{'scan group':>10}  {'bytes/image':>12}  {'% of full':>9}  {'bytes read/epoch':>16}",
+    ]
     for g in info["scan_groups"]:
-        lines.append(f"{g['scan_group']:>10}  {g['bytes_per_image']:>12,.0f}  {g['percent_of_full']:>8.1f}%"
-                     f"  {g['read_bytes']:>16,}")
+        lines.append(
+            f"{g['scan_group']:>10}  {g['bytes_per_image']:>12,.0f}  {g['percent_of_full']:>8.1f}%"
+            f"  {g['read_bytes']:>16,}"
+        )
     return "\n".join(lines)

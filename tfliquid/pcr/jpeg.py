@@ -150,7 +150,7 @@ def frame_info(data: bytes) -> tuple[int, int, int, bool]:
     """(height, width, components, progressive) from the frame header. Raises JpegError."""
     data = bytes(data)
     code, offset, end = _frame_header(data)
-    body = data[offset + 4:end]  # precision, height (2), width (2), components, ...
+    body = data[offset + 4 : end]  # precision, height (2), width (2), components, ...
     if len(body) < 6:
         raise JpegError(f"offset {offset}: frame header of {len(body)} bytes is too short")
     height = body[1] << 8 | body[2]

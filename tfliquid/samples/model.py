@@ -16,14 +16,19 @@ def preprocess(example: dict) -> tuple[tf.Tensor, tf.Tensor]:
 
 def small_cnn(num_classes: int) -> keras.Model:
     """Three strided convolutions and a linear classifier, compiled with Adam and sparse cross-entropy."""
-    model = keras.Sequential([
-        keras.Input((IMAGE_SIZE, IMAGE_SIZE, 3)),
-        keras.layers.Conv2D(16, 3, strides=2, activation="relu"),
-        keras.layers.Conv2D(32, 3, strides=2, activation="relu"),
-        keras.layers.Conv2D(64, 3, strides=2, activation="relu"),
-        keras.layers.GlobalAveragePooling2D(),
-        keras.layers.Dense(num_classes),
-    ])
-    model.compile(optimizer=keras.optimizers.Adam(3e-3),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    model = keras.Sequential(
+        [
+            keras.Input((IMAGE_SIZE, IMAGE_SIZE, 3)),
+            keras.layers.Conv2D(16, 3, strides=2, activation="relu"),
+            keras.layers.Conv2D(32, 3, strides=2, activation="relu"),
+            keras.layers.Conv2D(64, 3, strides=2, activation="relu"),
+            keras.layers.GlobalAveragePooling2D(),
+            keras.layers.Dense(num_classes),
+        ]
+    )
+    model.compile(
+        optimizer=keras.optimizers.Adam(3e-3),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
     return model

@@ -14,10 +14,16 @@ from PIL import Image
 
 # (package, file) of every colour photograph used; one class each.
 PHOTOS = [
-    ("skimage", "astronaut.png"), ("skimage", "chelsea.png"), ("skimage", "coffee.png"),
-    ("skimage", "motorcycle_left.png"), ("skimage", "rocket.jpg"), ("skimage", "retina.jpg"),
-    ("skimage", "hubble_deep_field.jpg"), ("skimage", "ihc.png"),
-    ("sklearn", "china.jpg"), ("sklearn", "flower.jpg"),
+    ("skimage", "astronaut.png"),
+    ("skimage", "chelsea.png"),
+    ("skimage", "coffee.png"),
+    ("skimage", "motorcycle_left.png"),
+    ("skimage", "rocket.jpg"),
+    ("skimage", "retina.jpg"),
+    ("skimage", "hubble_deep_field.jpg"),
+    ("skimage", "ihc.png"),
+    ("sklearn", "china.jpg"),
+    ("sklearn", "flower.jpg"),
 ]
 
 
@@ -34,14 +40,12 @@ def photo_path(package: str, name: str) -> str:
 def load_photos() -> list[tuple[str, Image.Image]]:
     """(class name, RGB photo) for every shipped photograph."""
     try:
-        return [(os.path.splitext(name)[0], Image.open(photo_path(pkg, name)).convert("RGB"))
-                for pkg, name in PHOTOS]
+        return [(os.path.splitext(name)[0], Image.open(photo_path(pkg, name)).convert("RGB")) for pkg, name in PHOTOS]
     except ImportError as e:
         raise ImportError(f"the sample photos ship with scikit-image and scikit-learn: {e}") from None
 
 
-def write_image_folder(root: str, images_per_class: int, size: int = 128, quality: int = 90,
-                       seed: int = 0) -> int:
+def write_image_folder(root: str, images_per_class: int, size: int = 128, quality: int = 90, seed: int = 0) -> int:
     """Writes root/CLASS/NNNN.jpg: random crops (a quarter to all of the photo's shorter side, random flip)
     resized to size x size. Returns the number of images written."""
     rng = np.random.default_rng(seed)
@@ -76,7 +80,8 @@ def write_tfrecords(folder: str, path: str, compression: str = "") -> int:
                     "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[encoded])),
                     "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
                     "image/filename": tf.train.Feature(
-                        bytes_list=tf.train.BytesList(value=[f"{class_name}/{name}".encode()])),
+                        bytes_list=tf.train.BytesList(value=[f"{class_name}/{name}".encode()])
+                    ),
                 }
                 writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
                 count += 1
