@@ -41,12 +41,12 @@ def write_tfrecords(folder: str, path: str, validate: bool) -> None:
     images = source.read(range(source.num_items))
     if validate:
         images = images.map(
-            lambda contents, label, key: (contents, label, key, tf.shape(tf.io.decode_jpeg(contents, channels=3))),
+            lambda _, contents, label, key: (contents, label, key, tf.shape(tf.io.decode_jpeg(contents, channels=3))),
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=True,
         )
     else:
-        images = images.map(lambda contents, label, key: (contents, label, key, tf.zeros([3], tf.int32)))
+        images = images.map(lambda _, contents, label, key: (contents, label, key, tf.zeros([3], tf.int32)))
     with tf.io.TFRecordWriter(path) as writer:
         for contents, label, key, shape in images.as_numpy_iterator():
             feature = {

@@ -89,15 +89,24 @@ def test_resume_skips_complete_records_and_redoes_broken_ones(photo_folder, tmp_
     assert _convert(photo_folder, dst, images_per_record=3, overwrite=True).files_written == 6
 
 
-def test_corrupt_source_image_names_the_file_and_keeps_finished_records(photo_folder, tmp_path):
+def test_a_corrupt_image_is_rejected_and_listed_or_stops_the_run_with_fail_fast(photo_folder, tmp_path):
     src = tmp_path / "src"
     (src / "ok").mkdir(parents=True)
     for i, name in enumerate(["animals/china.jpg", "things/flower.jpg"]):
         (src / "ok" / f"{i}.jpg").write_bytes((photo_folder / name).read_bytes())
     (src / "ok" / "2.jpg").write_bytes(b"\xff\xd8\xff\xe0 this is not a jpeg")
+    report = _convert(src, tmp_path / "dst", images_per_record=2, seed=0)
+    assert report.images == 2 and [(f, "not a jpeg" in r or "JPEG" in r) for f, r in report.failures] == [
+        (str(src / "ok" / "2.jpg"), True)
+    ]
+    assert f"{src / 'ok' / '2.jpg'}: " in str(report)
+    keys = sorted(
+        x["key"] for x in tfliquid.PCRDataset(str(tmp_path / "dst"), decode=False, with_keys=True).as_numpy_iterator()
+    )
+    assert keys == [b"ok/0.jpg", b"ok/1.jpg"]
     with pytest.raises(tfliquid.ConversionError, match="ok/2.jpg"):
-        _convert(src, tmp_path / "dst", images_per_record=1, seed=0)
-    assert not list((tmp_path / "dst/records").glob("*.tmp-*"))  # no half-written files left behind
+        _convert(src, tmp_path / "fast", images_per_record=1, seed=0, on_error="raise")
+    assert not list((tmp_path / "fast/records").glob("*.tmp-*"))  # no half-written files left behind
 
 
 def _write_tfrecords(path, photo_folder, compression):
@@ -132,7 +141,7 @@ def test_tfrecord_sources(photo_folder, tmp_path, compression, suffix):
 
 def test_tfrecord_wrong_keys_are_a_clear_error(photo_folder, tmp_path):
     _write_tfrecords(tmp_path / "train.tfrecord", photo_folder, "")
-    with pytest.raises(ValueError, match="image key 'jpeg'"):
+    with pytest.raises(tfliquid.ConversionError, match="image key .jpeg."):
         _convert(tmp_path / "train.tfrecord", tmp_path / "pcr", image_key="jpeg")
 
 

@@ -25,12 +25,19 @@ EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
 
 
-def _common_options(progress: bool) -> argparse.ArgumentParser:
-    """The options every command takes (and, for long jobs, --quiet)."""
+def _common_options(progress: bool, conversion: bool = False) -> argparse.ArgumentParser:
+    """The options every command takes; --quiet for long jobs, --fail-fast for conversions."""
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument("--verbose", action="store_true", help="show TensorFlow's own log on stderr")
     if progress:
         options.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    if conversion:
+        options.add_argument(
+            "--fail-fast",
+            action="store_true",
+            help="stop at the first image that cannot be converted (default: leave it out, list it with the reason "
+            "in the report, and exit with status 1)",
+        )
     return options
 
 
@@ -46,7 +53,7 @@ def _report_exit(report) -> int:
 def _add_convert_pcr(kinds):
     p = kinds.add_parser(
         "pcr",
-        parents=[_common_options(progress=True)],
+        parents=[_common_options(progress=True, conversion=True)],
         help="image folder or TFRecords -> Progressive Compressed Records",
         description="Convert an image folder tree (one subfolder per class) or TFRecord files of "
         "tf.train.Example into a PCR dataset. JPEGs are made progressive losslessly; "
@@ -100,6 +107,7 @@ def _add_convert_pcr(kinds):
                 key_feature=args.key_feature,
                 compression=compression,
                 overwrite=args.overwrite,
+                on_error="raise" if args.fail_fast else "reject",
                 progress=not args.quiet,
             )
         )
@@ -110,7 +118,7 @@ def _add_convert_pcr(kinds):
 def _add_convert_l3(kinds):
     p = kinds.add_parser(
         "l3",
-        parents=[_common_options(progress=True)],
+        parents=[_common_options(progress=True, conversion=True)],
         help="image folder tree -> the same tree of lossless L3 files",
         description="Convert every image under SRC (PNG, BMP, GIF, TIFF, PPM/PGM, WebP, JPEG) into "
         "an .l3 file at the same relative path under DST, without loss of the decoded "
@@ -151,6 +159,7 @@ def _add_convert_l3(kinds):
                 overwrite=args.overwrite,
                 progress=not args.quiet,
                 reduce_16bit=args.reduce_16bit,
+                on_error="raise" if args.fail_fast else "reject",
             )
         )
 

@@ -1,6 +1,8 @@
 """tfliquid's Python errors: one base class, so that `except tfliquid.TfliquidError` catches everything the package
 raises on purpose (TensorFlow errors from the ops, `tf.errors.OpError`, are TensorFlow's own)."""
 
+import re
+
 
 class TfliquidError(Exception):
     """Base class of every error tfliquid raises on purpose."""
@@ -24,9 +26,13 @@ class ArgumentError(TfliquidError, ValueError, TypeError):
 
 
 def op_error_message(error) -> str:
-    """The message of a TensorFlow op error without what eager execution wraps around it ("{{function_node ...}}"
-    before, " [Op:Name] name: ..." after), for messages that name the file or the argument and nothing else."""
+    """The message of a TensorFlow op error without what TensorFlow wraps around it: "{{function_node ...}}" and
+    "Error in user-defined function passed to ... with iterator: ...: " before, " [Op:Name] name: ..." and
+    "\n\t [[{{node ...}}]]" after. What is left names the file or the argument and says what is wrong."""
     message = error.message
     if message.startswith("{{function_node"):
         message = message.split("}} ", 1)[-1]
-    return message.split(" [Op:", 1)[0]
+    wrapped = re.match(r"Error in user-defined function passed to \S+ transformation with iterator: \S+: ", message)
+    if wrapped:
+        message = message[wrapped.end() :]
+    return message.split("\n\t [[", 1)[0].split(" [Op:", 1)[0]

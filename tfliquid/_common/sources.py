@@ -1,7 +1,7 @@
 """Where conversion jobs read images from: an image folder tree or TFRecord files of tf.train.Example.
 
 A source is a list of items (label, key) and a way to read any subset of them, in any order, as a tf.data
-pipeline of (image bytes, label, key). Image folders are read file by file; TFRecords cannot be read at random,
+pipeline of (item, image bytes, label, key). Image folders are read file by file; TFRecords cannot be read at random,
 so they are first copied once into a spool file of raw image bytes (`spool_tfrecords`).
 """
 
@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
+from tfliquid._common.errors import ArgumentError, ConversionError, op_error_message
 from tfliquid._common.files import image_files
 from tfliquid.io import read_file
 
@@ -23,13 +24,15 @@ IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
 
 @dataclasses.dataclass
 class Source:
-    """Items to convert. `read(order)` yields (image bytes, label, key) for items `order`, in that order."""
+    """Items to convert. `read(order)` yields (item, image bytes, label, key) for the items `order` (int64
+    indices into `labels` and `keys`), in that order."""
 
     description: str
     labels: np.ndarray  # int64, one per item
     keys: list[bytes]
     class_names: list[str]
     read: Callable[[np.ndarray], tf.data.Dataset]
+    origins: list[str]  # where each item comes from, for messages: its file, or its TFRecord file and index
 
     @property
     def num_items(self) -> int:
@@ -38,29 +41,36 @@ class Source:
 
 def image_folder(root: str) -> Source:
     """root/CLASS/IMAGE: classes are the sorted subfolder names, labels their positions."""
-    class_names = sorted(e.name for e in os.scandir(root) if e.is_dir() and not e.name.startswith("."))
+    class_names = sorted(e.name for e in os.scandir(root) if _is_folder(e) and not e.name.startswith("."))
     if not class_names:
-        raise ValueError(f"{root}: expected one subfolder per class (root/CLASS/IMAGE), found none")
+        raise ConversionError(f"{root}: expected one subfolder per class (root/CLASS/IMAGE), found none")
     paths, labels = [], []
     for label, name in enumerate(class_names):
         class_paths = image_files(os.path.join(root, name), IMAGE_EXTENSIONS)
         paths.extend(class_paths)
         labels.extend([label] * len(class_paths))
     if not paths:
-        raise ValueError(f"{root}: no images ({', '.join(IMAGE_EXTENSIONS)}) in its class subfolders")
+        raise ConversionError(f"{root}: no images ({', '.join(IMAGE_EXTENSIONS)}) in its class subfolders")
     keys = [os.path.relpath(p, root).encode() for p in paths]
     labels = np.asarray(labels, np.int64)
     path_tensor, label_tensor, key_tensor = tf.constant(paths), tf.constant(labels), tf.constant(keys)
 
     def read(order: np.ndarray) -> tf.data.Dataset:
         def load(i):
-            return tf.io.read_file(tf.gather(path_tensor, i)), tf.gather(label_tensor, i), tf.gather(key_tensor, i)
+            return i, tf.io.read_file(tf.gather(path_tensor, i)), tf.gather(label_tensor, i), tf.gather(key_tensor, i)
 
         return tf.data.Dataset.from_tensor_slices(np.asarray(order, np.int64)).map(
             load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
         )
 
-    return Source(f"image folder {root}", labels, keys, class_names, read)
+    return Source(f"image folder {root}", labels, keys, class_names, read, paths)
+
+
+def _is_folder(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError as e:  # a symlink loop, a folder we may not read
+        raise ConversionError(f"{entry.path}: {e.strerror}") from None
 
 
 def tfrecord_files(src: str) -> list[str]:
@@ -107,7 +117,7 @@ def spool_tfrecords(
     if compression is None:
         compression = guess_compression(files)
     if compression not in ("", "GZIP", "ZLIB"):
-        raise ValueError(f"compression must be '', 'GZIP' or 'ZLIB', got {compression!r}")
+        raise ArgumentError(f"compression must be '', 'GZIP' or 'ZLIB', got {compression!r}")
     features = {
         image_key: tf.io.FixedLenFeature([], tf.string),
         label_key: tf.io.FixedLenFeature([], tf.int64),
@@ -124,10 +134,10 @@ def spool_tfrecords(
         deterministic=True,
     )
 
-    offsets, sizes, labels, keys = [], [], [], []
+    offsets, sizes, labels, keys, origins = [], [], [], [], []
     tmp = spool_path + ".tmp"
-    with open(tmp, "wb") as spool:
-        try:
+    try:
+        with open(tmp, "wb") as spool:
             for filename, i, example in parsed.as_numpy_iterator():
                 image = example[image_key]
                 offsets.append(spool.tell())
@@ -136,18 +146,24 @@ def spool_tfrecords(
                 labels.append(example[label_key])
                 key = example[key_feature]
                 keys.append(key if key else f"{os.path.basename(filename.decode())}:{i}".encode())
-        except tf.errors.OpError as e:
-            raise ValueError(
+                origins.append(
+                    f"{filename.decode()}: example {i}" + (f" ({key.decode(errors='replace')})" if key else "")
+                )
+    except BaseException as e:
+        os.remove(tmp)  # a partial spool is never used: the next run spools again
+        if isinstance(e, tf.errors.OpError):
+            raise ConversionError(
                 f"{src}: cannot read TFRecords (compression {compression or 'none'!r}, image key "
-                f"{image_key!r}, label key {label_key!r}): {e.message}"
+                f"{image_key!r}, label key {label_key!r}): {op_error_message(e)}"
             ) from None
+        raise
     os.replace(tmp, spool_path)
     if not labels:
-        raise ValueError(f"{src}: the TFRecord files hold no examples")
-    return spooled_source(f"TFRecords {src}", spool_path, offsets, sizes, labels, keys)
+        raise ConversionError(f"{src}: the TFRecord files hold no examples")
+    return spooled_source(f"TFRecords {src}", spool_path, offsets, sizes, labels, keys, origins)
 
 
-def spooled_source(description, spool_path, offsets, sizes, labels, keys) -> Source:
+def spooled_source(description, spool_path, offsets, sizes, labels, keys, origins) -> Source:
     labels = np.asarray(labels, np.int64)
     offset_tensor, size_tensor = tf.constant(offsets, tf.int64), tf.constant(sizes, tf.int64)
     label_tensor, key_tensor = tf.constant(labels), tf.constant(keys)
@@ -155,10 +171,10 @@ def spooled_source(description, spool_path, offsets, sizes, labels, keys) -> Sou
     def read(order: np.ndarray) -> tf.data.Dataset:
         def load(i):
             contents = read_file(spool_path, tf.gather(offset_tensor, i), tf.gather(size_tensor, i))
-            return contents, tf.gather(label_tensor, i), tf.gather(key_tensor, i)
+            return i, contents, tf.gather(label_tensor, i), tf.gather(key_tensor, i)
 
         return tf.data.Dataset.from_tensor_slices(np.asarray(order, np.int64)).map(
             load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
         )
 
-    return Source(description, labels, keys, [], read)
+    return Source(description, labels, keys, [], read, origins)

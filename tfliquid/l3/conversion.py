@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import errno
 import functools
 import os
+import re
 import time
 
 import numpy as np
@@ -24,8 +26,9 @@ import tensorflow as tf
 from PIL import Image
 
 from tfliquid._common.checks import check_int
-from tfliquid._common.errors import ConversionError, RejectedImageError, op_error_message
+from tfliquid._common.errors import ArgumentError, ConversionError, RejectedImageError, op_error_message
 from tfliquid._common.files import image_files, write_atomically
+from tfliquid._common.lock import DestinationLock
 from tfliquid._common.progress import Progress
 from tfliquid._common.report import ConversionReport
 from tfliquid.l3 import codec as l3_format
@@ -47,6 +50,7 @@ _LOSSLESS_MODES = {
 }
 # Colour spaces L3 cannot hold: converted to RGB as Pillow does, which is not reversible (counted as lossy).
 _RGB_CONVERTED_MODES = ("CMYK", "YCbCr", "LAB", "HSV")
+ON_ERROR = ("reject", "raise")
 
 # What a bad source file raises: unreadable or truncated (OSError), refused here, too large for Pillow or the op.
 _FILE_ERRORS = (OSError, RejectedImageError, Image.DecompressionBombError, tf.errors.OpError)
@@ -76,6 +80,7 @@ def convert(
     overwrite: bool = False,
     progress: bool = True,
     reduce_16bit: bool = False,
+    on_error: str = "reject",
 ) -> ConversionReport:
     """Converts the images under `src` into `.l3` files under `dst`, at the same relative paths.
 
@@ -86,8 +91,10 @@ def convert(
     CMYK, YCbCr, LAB and HSV are converted to RGB (not reversible; counted in `lossy_images`). EXIF orientation
     is not applied and metadata (EXIF, ICC profiles) is dropped.
 
-    A source file that cannot be stored (unreadable, corrupt, animated, 16-bit without `reduce_16bit`) does not
-    stop the run: it is listed in the report's `failures`, and the CLI exits with status 1.
+    A source file that cannot be stored (unreadable, empty, corrupt, animated, 16-bit without `reduce_16bit`,
+    larger than Pillow's decompression-bomb limit) does not stop the run: it is listed in the report's `failures`,
+    and the CLI exits with status 1 (`on_error="raise"` stops at the first one). One run at a time holds the
+    destination folder (DST/.tfliquid-lock); a full disk stops the run.
 
     Args:
       src: a folder (searched recursively; hidden files and folders skipped) or a single image file.
@@ -100,13 +107,28 @@ def convert(
         the same profile is skipped, so rerunning an interrupted conversion resumes it.
       progress: show a progress bar.
       reduce_16bit: store 16-bit images by their high byte (lossy) instead of refusing them.
+      on_error: "reject" (default): list a file that cannot be converted and go on; "raise": stop at the first.
     """
     if profile not in l3_format.PROFILES:
-        raise ValueError(f"profile must be one of {l3_format.PROFILES}, got {profile!r}")
+        raise ArgumentError(f"profile must be one of {l3_format.PROFILES}, got {profile!r}")
+    if on_error not in ON_ERROR:
+        raise ArgumentError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
     workers = (os.cpu_count() or 1) if workers is None else check_int("workers", workers, 1)
     start = time.perf_counter()
     jobs = _plan(src, dst)
     report = ConversionReport(dst, lossy_reason="reduced to 8 bits or converted to RGB (not reversible)")
+    folder = os.path.dirname(jobs[0].target) if os.path.isfile(src) else dst
+    os.makedirs(folder, exist_ok=True)
+    with DestinationLock(folder):
+        _remove_temporaries(folder)
+        _convert_jobs(jobs, report, profile, workers, verify, overwrite, reduce_16bit, on_error, progress)
+    report.failures.sort()
+    report.verified_images = report.converted if verify else 0
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _convert_jobs(jobs, report, profile, workers, verify, overwrite, reduce_16bit, on_error, progress) -> None:
     convert_file = functools.partial(
         _convert_file, profile=profile, verify=verify, overwrite=overwrite, reduce_16bit=reduce_16bit
     )
@@ -114,18 +136,34 @@ def convert(
     def collect(job: _Job, done: concurrent.futures.Future):
         try:
             result = done.result()
+        except OSError as e:
+            if e.errno in (errno.ENOSPC, errno.EDQUOT) or (e.filename and e.filename.startswith(job.target)):
+                raise ConversionError(
+                    f"cannot write {job.target}: {e.strerror}; the files written so far are kept, "
+                    "and rerunning the same command resumes"
+                ) from None
+            _reject(job, _reason(job, e))
         except _FILE_ERRORS as e:
-            report.failures.append((job.source, _reason(e)))
+            _reject(job, _reason(job, e))
         else:
             _count(report, result)
         bar.update(report.images + len(report.failures))
 
+    def _reject(job: _Job, reason: str):
+        if on_error == "raise":
+            raise ConversionError(f"{job.source}: {reason}")
+        report.failures.append((job.source, reason))
+
     with Progress(len(jobs), "image", progress) as bar:
         _run_on_threads(convert_file, jobs, workers, collect)
-    report.failures.sort()
-    report.verified_images = report.converted if verify else 0
-    report.seconds = time.perf_counter() - start
-    return report
+
+
+def _remove_temporaries(folder: str) -> None:
+    """Files a killed run was writing (NAME.tmp-PID). Safe only under the destination's lock."""
+    for dirpath, _, filenames in os.walk(folder):
+        for name in filenames:
+            if re.search(r"\.tmp-\d+$", name):
+                os.remove(os.path.join(dirpath, name))
 
 
 def _plan(src: str, dst: str) -> list[_Job]:
@@ -198,7 +236,9 @@ def _count(report: ConversionReport, result: _Converted | None) -> None:
     report.lossy_images += result.lossy
 
 
-def _reason(error: Exception) -> str:
+def _reason(job: _Job, error: Exception) -> str:
+    if os.path.isfile(job.source) and os.path.getsize(job.source) == 0:
+        return "empty file (0 bytes)"
     return op_error_message(error) if isinstance(error, tf.errors.OpError) else str(error)
 
 

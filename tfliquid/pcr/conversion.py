@@ -6,13 +6,19 @@ Per image (graph ops, in parallel on every core): read -> make progressive -> sp
   - anything else (PNG, ...): decoded and encoded as progressive JPEG at `quality` (lossy, counted).
 Per record (Python): partials grouped by scan, header, CRCs, written to a temp file and renamed into place.
 
-The plan (which image goes to which record) is a function of the source and the seed, and is saved in
-DST/convert_state.json: a rerun of the same command skips the records already complete, so an interrupted job
-resumes where it stopped and a finished one does nothing. The index is written last.
+The plan (which image goes to which record) is a function of the source and the seed, and its fingerprint is
+saved in DST/convert_state.json: a rerun of the same command keeps the records that are complete (every planned
+image, every CRC right) and converts the others, so an interrupted job resumes where it stopped and a finished one
+only checks. The index is written last. One run at a time holds the destination (DST/.tfliquid-lock).
+
+An image that cannot be converted (unreadable, truncated, corrupt, not an image) is rejected: its record is
+written without it, the report lists it with the reason, and the CLI exits with status 1; a rerun tries it again.
+`on_error="raise"` stops at the first one instead.
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -24,8 +30,9 @@ import tensorflow as tf
 from tfliquid._common import sources
 from tfliquid._common.checks import check_int
 from tfliquid._common.crc32c import crc32c_fast
-from tfliquid._common.errors import ConversionError
+from tfliquid._common.errors import ArgumentError, ConversionError, op_error_message
 from tfliquid._common.files import write_atomically
+from tfliquid._common.lock import DestinationLock
 from tfliquid._common.progress import Progress
 from tfliquid._common.report import ConversionReport
 from tfliquid._proto import pcr_pb2
@@ -37,112 +44,9 @@ from tfliquid.pcr.jpeg_ops import jpeg_to_progressive
 
 STATE_FILENAME = "convert_state.json"
 RECORDS_DIR = "records"
-
-
-def _open_source(src, source_format, dst, tfrecord_options) -> sources.Source:
-    if source_format == "auto":
-        is_folder = os.path.isdir(src) and any(e.is_dir() for e in os.scandir(src))
-        source_format = "folder" if is_folder else "tfrecord"
-    if source_format == "folder":
-        return sources.image_folder(src)
-    if source_format == "tfrecord":
-        return sources.spool_tfrecords(src, os.path.join(dst, "spool.tmp"), **tfrecord_options)
-    raise ValueError(f"source_format must be 'auto', 'folder' or 'tfrecord', got {source_format!r}")
-
-
-def _plan_fingerprint(source: sources.Source, settings: dict) -> str:
-    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
-    digest.update(source.labels.tobytes())
-    for key in source.keys:
-        digest.update(len(key).to_bytes(4, "little") + key)
-    return digest.hexdigest()
-
-
-class _State:
-    """DST/convert_state.json: the plan's fingerprint and how many images of each record were lossy."""
-
-    def __init__(self, dst: str, fingerprint: str, overwrite: bool):
-        self.path = os.path.join(dst, STATE_FILENAME)
-        self.fingerprint = fingerprint
-        self.lossy: dict[str, int] = {}
-        if os.path.exists(self.path) and not overwrite:
-            with open(self.path) as f:
-                previous = json.load(f)
-            if previous.get("plan") != fingerprint:
-                raise ConversionError(
-                    f"{dst} holds a conversion of other images or settings; use a new "
-                    "destination or overwrite=True (--overwrite)"
-                )
-            self.lossy = previous.get("lossy", {})
-        self.save()
-
-    def record_done(self, relative: str, lossy: int) -> None:
-        self.lossy[relative] = lossy
-        self.save()
-
-    def save(self) -> None:
-        state = {"plan": self.fingerprint, "lossy": self.lossy}
-        write_atomically(self.path, json.dumps(state).encode())
-
-
-def _prepare_images(quality: int, keep_markers: bool, verify: bool):
-    """(image bytes, label, key) -> (progressive JPEG, scan ends, label, key, lossy, source bytes if verify, source
-    size)."""
-
-    def encode_other(contents):
-        image = tf.io.decode_image(contents, expand_animations=False)
-        channels = tf.shape(image)[-1]
-        image = tf.cond(channels >= 3, lambda: image[..., :3], lambda: image[..., :1])  # drop alpha
-        return tf.io.encode_jpeg(image, quality=quality, progressive=True, optimize_size=True)
-
-    def prepare(contents, label, key):
-        is_jpeg = tf.io.is_jpeg(contents)
-        jpeg = tf.cond(is_jpeg, lambda: contents, lambda: encode_other(contents))
-        progressive, scan_ends = jpeg_to_progressive(jpeg, key, keep_markers=keep_markers)
-        source_bytes = contents if verify else ""
-        return progressive, scan_ends, label, key, tf.logical_not(is_jpeg), source_bytes, tf.strings.length(contents)
-
-    return prepare
-
-
-def _record_entry(path: str, relative: str) -> pcr_pb2.RecordEntry | None:
-    """The index entry of a complete, valid record file, or None if it is missing, partial or corrupt."""
-    try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as f:
-            head = f.read(pcr_format.PREAMBLE.size)
-            header_length = pcr_format.parse_preamble(head)
-            header = pcr_format.parse_header(head + f.read(header_length), crc=crc32c_fast)
-    except (OSError, pcr_format.PCRFormatError, ValueError):
-        return None
-    payload_offset = pcr_format.PREAMBLE.size + header_length
-    if payload_offset + header.group_ends[-1] != size:
-        return None
-    return pcr_pb2.RecordEntry(
-        path=relative,
-        num_images=header.num_images,
-        payload_offset=payload_offset,
-        prefix_ends=[payload_offset + e for e in header.group_ends],
-    )
-
-
-def _verify_record(path: str, entry: pcr_pb2.RecordEntry, expected_sources: list[bytes], keys: list[bytes]):
-    """Reads the written record back through the C++ reader and compares full-fidelity pixels."""
-    written = PCRRecordDataset(path, list(entry.prefix_ends))
-    pairs = tf.data.Dataset.zip(written, tf.data.Dataset.from_tensor_slices(expected_sources))
-
-    def same_pixels(record_element, source):
-        decoded, expected = tf.io.decode_jpeg(record_element["image"]), tf.io.decode_jpeg(source)
-        same_shape = tf.reduce_all(tf.equal(tf.shape(decoded), tf.shape(expected)))
-        return tf.cond(same_shape, lambda: tf.reduce_all(tf.equal(decoded, expected)), lambda: False)
-
-    results = pairs.map(same_pixels, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    mismatched = [keys[i].decode(errors="replace") for i, ok in enumerate(results.as_numpy_iterator()) if not ok]
-    if mismatched:
-        raise ConversionError(
-            f"{path}: {len(mismatched)} images do not decode to their source pixels at full "
-            f"fidelity, e.g. {mismatched[:3]}"
-        )
+SPOOL_FILENAME = "spool.tmp"
+SOURCE_FORMATS = ("auto", "folder", "tfrecord")
+ON_ERROR = ("reject", "raise")
 
 
 def convert(
@@ -160,6 +64,7 @@ def convert(
     key_feature: str = "image/filename",
     compression: str | None = None,
     overwrite: bool = False,
+    on_error: str = "reject",
     progress: bool = True,
 ) -> ConversionReport:
     """Converts an image folder tree or TFRecord files into a PCR dataset at `dst`.
@@ -167,112 +72,291 @@ def convert(
     Args:
       src: a folder with one subfolder per class (sorted names = labels 0, 1, ...), or TFRecord files of
         tf.train.Example (a file, a glob or a directory).
-      dst: the dataset directory to create or resume.
+      dst: the dataset directory to create or resume; not `src` or inside it.
       images_per_record: N, images per record file.
       seed: the shuffle that assigns images to records; same seed and source = same bytes out.
       quality: JPEG quality for images that are not JPEGs (re-encoding them is lossy; JPEGs are lossless).
       keep_markers: keep APPn/COM segments (EXIF, ICC) of transcoded JPEGs; they are dropped by default.
-      verify: read every record back and check that full fidelity decodes to the source's exact pixels (for
-        non-JPEG sources: to the pixels of the JPEG they were encoded to).
+      verify: check that every record of the dataset, the ones a rerun keeps included, holds what the sources
+        make, and that it decodes at full fidelity to the source's exact pixels (for non-JPEG sources: to the
+        pixels of the JPEG they were encoded to).
       source_format: "auto", "folder" or "tfrecord".
       image_key, label_key, key_feature: tf.train.Example features of TFRecord sources.
       compression: of TFRecord sources: "", "GZIP" or "ZLIB"; None guesses from the file extension.
       overwrite: discard a different conversion found at `dst` instead of refusing to touch it.
-      progress: show a progress bar.
+      on_error: "reject" (default): an image that cannot be converted is left out, listed in the report's
+        `failures` with the reason, and the others are converted; "raise": stop at the first one.
+      progress: show progress on stderr.
+
+    Raises ConversionError (the destination is held by another run, holds another conversion, cannot be written)
+    and ArgumentError, both before anything is written when they concern the arguments.
     """
     images_per_record = check_int("images_per_record", images_per_record, 1, pcr_format.MAX_IMAGES)
     quality = check_int("quality", quality, 1, 100)
-    seed = check_int("seed", seed, 0)
+    seed = check_int("seed", seed, 0, (1 << 64) - 1)
+    if source_format not in SOURCE_FORMATS:
+        raise ArgumentError(f"source_format must be one of {SOURCE_FORMATS}, got {source_format!r}")
+    if on_error not in ON_ERROR:
+        raise ArgumentError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+    _check_destination(src, dst)
     start = time.perf_counter()
-    os.makedirs(os.path.join(dst, RECORDS_DIR), exist_ok=True)
-    source = _open_source(
-        src,
-        source_format,
-        dst,
-        dict(image_key=image_key, label_key=label_key, key_feature=key_feature, compression=compression),
-    )
-    settings = dict(
-        images_per_record=images_per_record,
-        seed=seed,
-        quality=quality,
-        keep_markers=keep_markers,
-        format_version=pcr_format.FORMAT_VERSION,
-    )
-    state = _State(dst, _plan_fingerprint(source, settings), overwrite)
-
-    order = np.random.default_rng(seed).permutation(source.num_items)
-    num_records = -(-source.num_items // images_per_record)
-    record_items = [order[r * images_per_record : (r + 1) * images_per_record] for r in range(num_records)]
-    relatives = [os.path.join(RECORDS_DIR, f"pcr-{r:05d}.pcr") for r in range(num_records)]
-    entries = [None if overwrite else _record_entry(os.path.join(dst, rel), rel) for rel in relatives]
-    pending = [r for r in range(num_records) if entries[r] is None or entries[r].num_images != len(record_items[r])]
-
-    report = ConversionReport(dst, file_kind="record", lossy_reason="re-encoded lossily (they were not JPEGs)")
-    report.skipped = source.num_items - sum(len(record_items[r]) for r in pending)
-    report.files_skipped = num_records - len(pending)
-    with Progress(source.num_items, "image", progress) as bar:
-        bar.update(report.skipped)
-        if pending:
-            # One pipeline for every pending record: images of the next record transcode while this one is written.
-            images = _prepared_images(
-                source,
-                np.concatenate([record_items[r] for r in pending]),
-                _prepare_images(quality, keep_markers, verify),
-            )
-            for r in pending:
-                path = os.path.join(dst, relatives[r])
-                entries[r], lossy, input_bytes = _write_record(images, len(record_items[r]), path, relatives[r], verify)
-                state.record_done(relatives[r], lossy)
-                report.converted += len(record_items[r])
-                report.files_written += 1
-                report.input_bytes += input_bytes
-                report.output_bytes += entries[r].prefix_ends[-1]
-                bar.update(report.images)
-    report.verified_images = report.converted if verify else 0
-
-    report.lossy_images = lossy_total = sum(state.lossy.get(e.path, 0) for e in entries)
-    index = pcr_pb2.DatasetIndex(
-        format_version=pcr_format.FORMAT_VERSION,
-        num_images=source.num_items,
-        num_scan_groups=max(len(e.prefix_ends) for e in entries),
-        class_names=source.class_names,
-        num_classes=len(source.class_names) or int(source.labels.max()) + 1,
-        records=entries,
-        has_keys=True,
-        conversion=pcr_pb2.ConversionInfo(
-            source=source.description,
-            seed=seed,
+    os.makedirs(dst, exist_ok=True)
+    with DestinationLock(dst):
+        os.makedirs(os.path.join(dst, RECORDS_DIR), exist_ok=True)
+        _remove_temporaries(dst)
+        source = _open_source(
+            src,
+            source_format,
+            os.path.join(dst, SPOOL_FILENAME),
+            dict(image_key=image_key, label_key=label_key, key_feature=key_feature, compression=compression),
+        )
+        settings = dict(
             images_per_record=images_per_record,
+            seed=seed,
             quality=quality,
-            tfliquid_version=__version__,
-            lossy_images=lossy_total,
-        ),
-    )
-    pcr_format.write_index(dst, index)
-    spool = os.path.join(dst, "spool.tmp")
-    if os.path.exists(spool):
-        os.remove(spool)
+            keep_markers=keep_markers,
+            format_version=pcr_format.FORMAT_VERSION,
+        )
+        plan = _Plan(source, images_per_record, seed)
+        state = _State(dst, _plan_fingerprint(source, settings), overwrite)
+        report = ConversionReport(dst, file_kind="record", lossy_reason="re-encoded lossily (they were not JPEGs)")
+        entries = _convert_records(
+            source, plan, dst, state, report, quality, keep_markers, verify, overwrite, on_error, progress
+        )
+        written = [e for e in entries if e is not None]
+        if not written:
+            raise ConversionError(f"{src}: no image could be converted (the report lists why):\n{report}")
+        report.lossy_images = lossy_total = sum(state.lossy.get(e.path, 0) for e in written)
+        index = pcr_pb2.DatasetIndex(
+            format_version=pcr_format.FORMAT_VERSION,
+            num_images=sum(e.num_images for e in written),
+            num_scan_groups=max(len(e.prefix_ends) for e in written),
+            class_names=source.class_names,
+            num_classes=len(source.class_names) or int(source.labels.max()) + 1,
+            records=written,
+            has_keys=True,
+            conversion=pcr_pb2.ConversionInfo(
+                source=source.description,
+                seed=seed,
+                images_per_record=images_per_record,
+                quality=quality,
+                tfliquid_version=__version__,
+                lossy_images=lossy_total,
+            ),
+        )
+        _write(dst, pcr_format.write_index, dst, index)
+        if os.path.exists(os.path.join(dst, SPOOL_FILENAME)):
+            os.remove(os.path.join(dst, SPOOL_FILENAME))
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _check_destination(src: str, dst: str) -> None:
+    """Refuses, before anything is written, a destination that is a file or lies in a source folder (it would be
+    read as one more class, or as TFRecords)."""
+    if os.path.exists(dst) and not os.path.isdir(dst):
+        raise ConversionError(f"{dst} is a file; the destination of a PCR conversion is a directory")
+    if os.path.isdir(src):
+        source, destination = os.path.realpath(src), os.path.realpath(dst)
+        if os.path.commonpath([source, destination]) == source:
+            raise ConversionError(f"the destination {dst} is inside the source folder {src}; choose one outside it")
+
+
+def _remove_temporaries(dst: str) -> None:
+    """What a killed run left: files being written (NAME.tmp-PID) and a partial spool. Safe only under the lock:
+    no other run writes here."""
+    for pattern in ("*.tmp-*", os.path.join(RECORDS_DIR, "*.tmp-*"), SPOOL_FILENAME + ".tmp"):
+        for path in glob.glob(os.path.join(glob.escape(dst), pattern)):
+            os.remove(path)
+
+
+def _open_source(src: str, source_format: str, spool_path: str, tfrecord_options: dict) -> sources.Source:
+    if source_format == "auto":
+        source_format = _guess_source_format(src)
+    if source_format == "folder":
+        return sources.image_folder(src)
+    return sources.spool_tfrecords(src, spool_path, **tfrecord_options)
+
+
+def _guess_source_format(src: str) -> str:
+    """ "folder" for a folder of class subfolders, "tfrecord" for TFRecord files; a clear error for a folder that
+    holds neither."""
+    if not os.path.isdir(src):
+        return "tfrecord"  # a file or a glob
+    entries = [e for e in os.scandir(src) if not e.name.startswith(".")]
+    if any(e.is_dir() for e in entries):
+        return "folder"
+    if not entries:
+        raise ConversionError(f"{src} is an empty folder: expected class subfolders of images, or TFRecord files")
+    if any(e.name.lower().endswith(sources.IMAGE_EXTENSIONS) for e in entries):
+        raise ConversionError(
+            f"{src} holds images but no class subfolders: put them in one subfolder per class (SRC/CLASS/IMAGE)"
+        )
+    return "tfrecord"
+
+
+def _plan_fingerprint(source: sources.Source, settings: dict) -> str:
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
+    digest.update(source.labels.tobytes())
+    for key in source.keys:
+        digest.update(len(key).to_bytes(4, "little") + key)
+    return digest.hexdigest()
+
+
+class _Plan:
+    """Which items go to which record, from the seed: record r holds items[r] in that order, in file relatives[r]."""
+
+    def __init__(self, source: sources.Source, images_per_record: int, seed: int):
+        order = np.random.default_rng(seed).permutation(source.num_items)
+        count = -(-source.num_items // images_per_record)
+        self.items = [order[r * images_per_record : (r + 1) * images_per_record] for r in range(count)]
+        self.relatives = [os.path.join(RECORDS_DIR, f"pcr-{r:05d}.pcr") for r in range(count)]
+
+
+class _State:
+    """DST/convert_state.json: the plan's fingerprint and how many images of each record were lossy."""
+
+    def __init__(self, dst: str, fingerprint: str, overwrite: bool):
+        self.path = os.path.join(dst, STATE_FILENAME)
+        self.fingerprint = fingerprint
+        self.lossy: dict[str, int] = {}
+        if os.path.exists(self.path) and not overwrite:
+            try:
+                with open(self.path) as f:
+                    previous = json.load(f)
+            except (OSError, ValueError) as e:
+                raise ConversionError(f"{self.path} is unreadable ({e}); rerun with --overwrite") from None
+            if previous.get("plan") != fingerprint:
+                raise ConversionError(
+                    f"{dst} holds a conversion of other images or settings; use a new "
+                    "destination or overwrite=True (--overwrite)"
+                )
+            self.lossy = previous.get("lossy", {})
+        self.save()
+
+    def record_done(self, relative: str, lossy: int) -> None:
+        self.lossy[relative] = lossy
+        self.save()
+
+    def save(self) -> None:
+        state = {"plan": self.fingerprint, "lossy": self.lossy}
+        _write(os.path.dirname(self.path), write_atomically, self.path, json.dumps(state).encode())
+
+
+def _write(dst: str, write, *args) -> None:
+    """write(*args), with a full disk or a write error said in one line: what was written stays, a rerun resumes."""
+    try:
+        write(*args)
+    except OSError as e:
+        raise ConversionError(
+            f"cannot write into {dst}: {e.strerror or e}; what was written is kept, and "
+            "rerunning the same command resumes"
+        ) from None
+
+
+def _convert_records(
+    source, plan, dst, state, report, quality, keep_markers, verify, overwrite, on_error, progress
+) -> list[pcr_pb2.RecordEntry | None]:
+    """Keeps the complete records, converts the others (and, with `verify`, rebuilds the kept ones to check them);
+    returns every record's index entry, None for a record none of whose images could be converted."""
+    entries = [
+        None if overwrite else _complete_record(dst, relative, source, items)
+        for relative, items in zip(plan.relatives, plan.items)
+    ]
+    build = [r for r, entry in enumerate(entries) if entry is None or verify]
+    kept = [r for r, entry in enumerate(entries) if entry is not None and not verify]
+    report.skipped = sum(len(plan.items[r]) for r in kept)
+    report.files_skipped = len(kept)
+    with Progress(source.num_items, "image", progress) as bar:
+        bar.update(report.skipped)
+        if not build:
+            return entries
+        prepare = _prepare_images(quality, keep_markers, verify)
+        # One pipeline for every record to build: images of the next record transcode while this one is written.
+        images = _Lookahead(_prepared_images(source, np.concatenate([plan.items[r] for r in build]), prepare))
+        for r in build:
+            built = _take_record(images, plan.items[r], source, prepare, on_error, report)
+            path = os.path.join(dst, plan.relatives[r])
+            if built.empty:
+                entries[r] = None
+                if os.path.exists(path):
+                    os.remove(path)
+            else:
+                entries[r] = _store_record(built, path, plan.relatives[r], entries[r], verify, dst, report)
+                state.record_done(plan.relatives[r], built.lossy)
+            bar.update(report.images + len(report.failures))
+    report.verified_images = report.images if verify else 0
+    return entries
+
+
+def _complete_record(dst: str, relative: str, source: sources.Source, items: np.ndarray):
+    """The index entry of the record file `relative` if it is complete: every planned image (keys and labels in
+    planned order) and every CRC right; None if it is missing, partial, corrupt or holds other images."""
+    try:
+        with open(os.path.join(dst, relative), "rb") as f:
+            data = f.read()
+        header = pcr_format.parse_header(data, crc=crc32c_fast)
+    except (OSError, pcr_format.PCRFormatError, ValueError):  # ValueError: protobuf cannot parse the header
+        return None
+    payload_offset = pcr_format.PREAMBLE.size + pcr_format.PREAMBLE.unpack_from(data)[2]
+    if payload_offset + header.group_ends[-1] != len(data):
+        return None
+    if list(header.keys) != [source.keys[i] for i in items] or list(header.labels) != source.labels[items].tolist():
+        return None
+    start = payload_offset
+    for end, crc in zip(header.group_ends, header.group_crc32c):
+        if crc32c_fast(data[start : payload_offset + end]) != crc:
+            return None
+        start = payload_offset + end
+    return pcr_pb2.RecordEntry(
+        path=relative,
+        num_images=header.num_images,
+        payload_offset=payload_offset,
+        prefix_ends=[payload_offset + e for e in header.group_ends],
+    )
+
+
+def _prepare_images(quality: int, keep_markers: bool, verify: bool):
+    """(item, image bytes, label, key) -> (item, progressive JPEG, scan ends, label, key, lossy, source bytes if
+    verify, source size)."""
+
+    def encode_other(contents):
+        image = tf.io.decode_image(contents, expand_animations=False)
+        channels = tf.shape(image)[-1]
+        image = tf.cond(channels >= 3, lambda: image[..., :3], lambda: image[..., :1])  # drop alpha
+        return tf.io.encode_jpeg(image, quality=quality, progressive=True, optimize_size=True)
+
+    def prepare(item, contents, label, key):
+        is_jpeg = tf.io.is_jpeg(contents)
+        jpeg = tf.cond(is_jpeg, lambda: contents, lambda: encode_other(contents))
+        progressive, scan_ends = jpeg_to_progressive(jpeg, key, keep_markers=keep_markers)
+        source_bytes = contents if verify else ""
+        lossy = tf.logical_not(is_jpeg)
+        return item, progressive, scan_ends, label, key, lossy, source_bytes, tf.strings.length(contents)
+
+    return prepare
 
 
 _BATCH = 32
 
 
 def _prepared_images(source, items, prepare):
-    """Yields (progressive, scan ends, label, key, lossy, source bytes, source size) per item, in order.
+    """Yields (item, progressive, scan ends, label, key, lossy, source bytes, source size) per item that could be
+    prepared, in order; the others are left out (the caller finds out why).
 
     Batched through the iterator: per-element iterator calls would cost more Python time than assembling."""
     batches = (
         source.read(items)
         .map(prepare, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        .padded_batch(_BATCH, padding_values=(b"", np.int64(-1), np.int64(0), b"", False, b"", 0))
+        .ignore_errors()
+        .padded_batch(_BATCH, padding_values=(np.int64(0), b"", np.int64(-1), np.int64(0), b"", False, b"", 0))
         .prefetch(2)
     )
-    for progressive, scan_ends, label, key, lossy, contents, size in batches.as_numpy_iterator():
+    for item, progressive, scan_ends, label, key, lossy, contents, size in batches.as_numpy_iterator():
         for i in range(len(label)):
             ends = scan_ends[i]
             yield (
+                int(item[i]),
                 progressive[i],
                 ends[ends >= 0].tolist(),
                 int(label[i]),
@@ -283,31 +367,123 @@ def _prepared_images(source, items, prepare):
             )
 
 
-def _write_record(images, count, path, relative, verify):
-    """Takes `count` images from the `images` stream and writes them as one record, atomically. Returns its index
-    entry, how many of its images were stored lossily, and the size of their sources."""
-    partials, labels, keys, lossy, source_bytes, input_bytes = [], [], [], 0, [], 0
+class _Lookahead:
+    """An iterator whose next element can be looked at without taking it."""
+
+    _END = object()
+
+    def __init__(self, iterator):
+        self._iterator = iterator
+        self._next = next(iterator, self._END)
+
+    def peek(self):
+        return None if self._next is self._END else self._next
+
+    def take(self):
+        taken, self._next = self._next, next(self._iterator, self._END)
+        return taken
+
+
+class _BuiltRecord:
+    """The images of one record that could be prepared, in planned order."""
+
+    def __init__(self):
+        self.partials, self.labels, self.keys, self.verify_against = [], [], [], []
+        self.lossy = 0
+        self.input_bytes = 0
+
+    @property
+    def empty(self) -> bool:
+        return not self.keys
+
+
+def _take_record(images: _Lookahead, items, source, prepare, on_error, report) -> _BuiltRecord:
+    """Takes the prepared images of `items` from the stream; an item the stream lacks was rejected, and why is
+    found out by preparing it alone."""
+    built = _BuiltRecord()
+    for item in items:
+        head = images.peek()
+        if head is None or head[0] != item:
+            reason = _rejection_reason(source, int(item), prepare)
+            if on_error == "raise":
+                raise ConversionError(f"{source.origins[item]}: {reason}")
+            report.failures.append((source.origins[item], reason))
+            continue
+        _, progressive, ends, label, key, is_lossy, contents, size = images.take()
+        if len(ends) > pcr_format.MAX_SCAN_GROUPS:
+            reason = f"more than {jpeg_format.MAX_SCANS} scans"
+            if on_error == "raise":
+                raise ConversionError(f"{source.origins[item]}: {reason}")
+            report.failures.append((source.origins[item], reason))
+            continue
+        built.partials.append([progressive[a:b] for a, b in zip([0, *ends], ends)])
+        built.labels.append(label)
+        built.keys.append(key)
+        built.lossy += is_lossy
+        built.input_bytes += size
+        built.verify_against.append(progressive if is_lossy else contents)
+    return built
+
+
+def _rejection_reason(source: sources.Source, item: int, prepare) -> str:
+    """Why an item could not be prepared: the error of reading it, or of preparing it alone."""
+    read = source.read(np.array([item], np.int64))
     try:
-        for _ in range(count):
-            progressive, ends, label, key, is_lossy, contents, size = next(images)
-            input_bytes += size
-            partials.append([progressive[a:b] for a, b in zip([0, *ends], ends)])
-            labels.append(label)
-            keys.append(key)
-            lossy += is_lossy
-            if verify:
-                source_bytes.append(progressive if is_lossy else contents)
+        _, contents, _, _ = read.get_single_element()
+        if len(contents.numpy()) == 0:
+            return "empty file (0 bytes)"
+        read.map(prepare).get_single_element()
     except tf.errors.OpError as e:
-        raise ConversionError(f"converting record {relative}: {e.message}") from None
-    if any(len(p) > pcr_format.MAX_SCAN_GROUPS for p in partials):
-        raise ConversionError(f"{relative}: an image has more than {jpeg_format.MAX_SCANS} scans")
-    record = pcr_format.encode_record(partials, labels, keys, crc=crc32c_fast)
+        return op_error_message(e)
+    return "could not be prepared in the conversion pipeline, but was when retried alone"
+
+
+def _store_record(built: _BuiltRecord, path, relative, kept_entry, verify, dst, report) -> pcr_pb2.RecordEntry:
+    """Writes the record atomically, unless the complete record `kept_entry` on disk is already these bytes (a
+    verifying rerun); with `verify`, the file is read back through the C++ reader first."""
+    record = pcr_format.encode_record(built.partials, built.labels, built.keys, crc=crc32c_fast)
     entry = pcr_pb2.RecordEntry(
         path=relative,
         num_images=record.num_images,
         payload_offset=record.payload_offset,
         prefix_ends=record.prefix_ends,
     )
-    check = (lambda tmp: _verify_record(tmp, entry, source_bytes, keys)) if verify else None
-    write_atomically(path, record.data, check)
-    return entry, lossy, input_bytes
+    check = (lambda written: _verify_record(written, entry, built.verify_against, built.keys)) if verify else None
+    if kept_entry is not None and _file_bytes(path) == record.data:
+        check(path)
+        report.skipped += record.num_images
+        report.files_skipped += 1
+        return entry
+    _write(dst, write_atomically, path, record.data, check)
+    report.converted += record.num_images
+    report.files_written += 1
+    report.input_bytes += built.input_bytes
+    report.output_bytes += len(record.data)
+    return entry
+
+
+def _file_bytes(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _verify_record(path: str, entry: pcr_pb2.RecordEntry, expected_sources: list[bytes], keys: list[bytes]):
+    """Reads the record back through the C++ reader and compares full-fidelity pixels with the sources'."""
+    written = PCRRecordDataset(path, list(entry.prefix_ends))
+    pairs = tf.data.Dataset.zip(written, tf.data.Dataset.from_tensor_slices(expected_sources))
+
+    def same_pixels(record_element, source):
+        decoded, expected = tf.io.decode_jpeg(record_element["image"]), tf.io.decode_jpeg(source)
+        same_shape = tf.reduce_all(tf.equal(tf.shape(decoded), tf.shape(expected)))
+        return tf.cond(same_shape, lambda: tf.reduce_all(tf.equal(decoded, expected)), lambda: False)
+
+    results = pairs.map(same_pixels, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    try:
+        mismatched = [keys[i].decode(errors="replace") for i, ok in enumerate(results.as_numpy_iterator()) if not ok]
+    except tf.errors.OpError as e:
+        raise ConversionError(f"verifying {path}: {op_error_message(e)}") from None
+    if mismatched:
+        raise ConversionError(
+            f"{path}: {len(mismatched)} images do not decode to their source pixels at full "
+            f"fidelity, e.g. {mismatched[:3]}"
+        )

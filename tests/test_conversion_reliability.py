@@ -1,0 +1,163 @@
+"""Conversion jobs under misuse and damage: concurrent runs, damaged or foreign records on resume, destinations
+that cannot work, bad source files. Each is refused, repaired or rejected with a message naming the file."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import tfliquid
+from tfliquid import cli
+from tfliquid._common.lock import LOCK_FILENAME
+from tfliquid.pcr import format as pcr_format
+
+
+def _convert(src, dst, **kwargs):
+    return tfliquid.pcr.convert(str(src), str(dst), progress=False, **kwargs)
+
+
+def _tree_bytes(root):
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _records(dst):
+    return sorted((dst / "records").glob("*.pcr"))
+
+
+_HOLD_LOCK = textwrap.dedent("""
+    import sys, time
+    from tfliquid._common.lock import DestinationLock
+    with DestinationLock(sys.argv[1]):
+        print("holding", flush=True)
+        time.sleep(60)
+""")
+
+
+def test_a_second_conversion_into_a_held_destination_is_refused_and_a_dead_holder_holds_nothing(photo_folder, tmp_path):
+    dst = tmp_path / "dst"
+    dst.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(dst)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "holding\n"
+        with pytest.raises(tfliquid.ConversionError, match=rf"being converted by another process \(pid {holder.pid} "):
+            _convert(photo_folder, dst, images_per_record=4)
+        assert sorted(p.name for p in dst.iterdir()) == [LOCK_FILENAME]  # nothing written
+    finally:
+        holder.send_signal(signal.SIGKILL)  # dies holding the lock: the kernel releases it
+        holder.wait()
+    report = _convert(photo_folder, dst, images_per_record=4)
+    assert report.images == 16 and not (dst / LOCK_FILENAME).exists()
+
+
+def test_resume_repairs_a_damaged_payload_and_a_record_holding_other_images(photo_folder, tmp_path):
+    dst = tmp_path / "dst"
+    _convert(photo_folder, dst, images_per_record=4)
+    original = _tree_bytes(dst)
+    first, second = _records(dst)[:2]
+    data = bytearray(first.read_bytes())
+    data[-10] ^= 0x01  # a payload byte: the header and the size are intact
+    first.write_bytes(bytes(data))
+    shutil.copy(second, _records(dst)[2])  # a complete, valid record, of the wrong images
+    report = _convert(photo_folder, dst, images_per_record=4)
+    assert (report.files_written, report.files_skipped) == (2, 2)
+    assert _tree_bytes(dst) == original
+
+
+def test_verify_on_a_rerun_verifies_the_records_it_keeps(photo_folder, tmp_path):
+    dst = tmp_path / "dst"
+    _convert(photo_folder, dst, images_per_record=4)
+    original = _tree_bytes(dst)
+    report = _convert(photo_folder, dst, images_per_record=4, verify=True)
+    assert (report.files_written, report.files_skipped, report.verified_images) == (0, 4, 16)
+    assert _tree_bytes(dst) == original
+
+
+@pytest.mark.parametrize("inside", [".", "pcr", "deeper/pcr"])
+def test_a_destination_in_the_source_folder_is_refused_before_anything_is_written(photo_folder, tmp_path, inside):
+    src = tmp_path / "src"
+    shutil.copytree(photo_folder, src)
+    before = _tree_bytes(src)
+    with pytest.raises(tfliquid.ConversionError, match="is inside the source folder"):
+        _convert(src, src / inside)
+    assert _tree_bytes(src) == before
+
+
+def test_destinations_and_sources_that_cannot_work_are_one_line_errors(photo_folder, tmp_path):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    with pytest.raises(tfliquid.ConversionError, match="a_file is a file"):
+        _convert(photo_folder, a_file)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(tfliquid.ConversionError, match="empty is an empty folder"):
+        _convert(empty, tmp_path / "out1")
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    shutil.copy(photo_folder / "animals" / "china.jpg", flat)
+    with pytest.raises(tfliquid.ConversionError, match="holds images but no class subfolders"):
+        _convert(flat, tmp_path / "out2")
+    looped = tmp_path / "looped"
+    shutil.copytree(photo_folder, looped)
+    os.symlink("loop", looped / "loop")
+    with pytest.raises(tfliquid.ConversionError, match="loop: Too many levels of symbolic links"):
+        _convert(looped, tmp_path / "out3")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(seed=-1),
+        dict(seed="1"),
+        dict(images_per_record=0),
+        dict(quality=101),
+        dict(source_format="zip"),
+        dict(on_error="ignore"),
+    ],
+)
+def test_invalid_arguments_are_refused_before_anything_is_written(photo_folder, tmp_path, bad):
+    with pytest.raises(tfliquid.ArgumentError, match=next(iter(bad))):
+        _convert(photo_folder, tmp_path / "dst", **bad)
+    assert not (tmp_path / "dst").exists()
+
+
+def test_what_a_killed_run_left_is_removed_and_the_rerun_completes(photo_folder, tmp_path):
+    dst = tmp_path / "dst"
+    _convert(photo_folder, dst, images_per_record=4)
+    original = _tree_bytes(dst)
+    leftovers = [dst / "records" / "pcr-00001.pcr.tmp-99999", dst / "index.pcrindex.tmp-99998", dst / "spool.tmp.tmp"]
+    for path in leftovers:
+        path.write_bytes(b"half written")
+    _convert(photo_folder, dst, images_per_record=4)
+    assert _tree_bytes(dst) == original
+
+
+def test_a_truncated_tfrecord_is_an_error_naming_it_and_leaves_no_spool(tmp_path, photo_folder):
+    from tfliquid.samples.photos import write_tfrecords
+
+    path = tmp_path / "train.tfrecord"
+    write_tfrecords(str(photo_folder), str(path))
+    path.write_bytes(path.read_bytes()[:-100])
+    with pytest.raises(tfliquid.ConversionError, match="train.tfrecord: cannot read TFRecords .*truncated"):
+        _convert(path, tmp_path / "dst")
+    assert sorted(p.name for p in (tmp_path / "dst").iterdir()) == ["records"]
+
+
+def test_rejected_images_are_listed_with_their_reason_and_make_the_cli_exit_1(photo_folder, tmp_path, capsys):
+    src = tmp_path / "src"
+    shutil.copytree(photo_folder, src)
+    (src / "things" / "empty.png").write_bytes(b"")
+    (src / "things" / "text.jpg").write_bytes(b"not an image at all")
+    status = cli.main(["convert", "pcr", str(src), str(tmp_path / "dst"), "--images-per-record", "4", "--quiet"])
+    out, err = capsys.readouterr()
+    assert status == 1 and "tfliquid: error: 2 images could not be converted (listed above)" in err
+    assert f"{src / 'things' / 'empty.png'}: empty file (0 bytes)" in out
+    assert f"{src / 'things' / 'text.jpg'}: " in out
+    assert pcr_format.read_index(str(tmp_path / "dst")).num_images == 16
+    start = time.perf_counter()
+    assert cli.main(["convert", "pcr", str(src), str(tmp_path / "fast"), "--fail-fast", "--quiet"]) == 1
+    assert "tfliquid: error: " in capsys.readouterr().err and time.perf_counter() - start < 60
