@@ -43,5 +43,12 @@ def test_reads_and_draws_share_one_budget(data_file):
     assert granted == 2 * size
     assert elapsed >= 0.6 - 0.05  # a lower bound: the budget may not be exceeded (50 ms burst allowance)
     assert tfliquid.io.read_stats()["bytes_per_second"] == 0
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(ValueError, match="at least 1"):
         tfliquid.io.set_read_bandwidth(-1)
+
+
+@pytest.mark.parametrize("rate", [True, float("nan"), float("inf"), 1e-300, 0.5, -1, "1e6"])
+def test_read_bandwidth_is_a_finite_rate_of_at_least_one_byte_per_second(rate):
+    with pytest.raises(tfliquid.ArgumentError, match="bytes_per_second"):
+        tfliquid.io.set_read_bandwidth(rate)
+    assert tfliquid.io.read_stats()["bytes_per_second"] == 0

@@ -96,3 +96,17 @@ def test_encode_validates():
         tfliquid.l3.encode_l3(np.zeros((4, 4, 2), np.uint8))
     with pytest.raises(tf.errors.InvalidArgumentError, match="profile"):
         tfliquid.l3.encode_l3(np.zeros((4, 4, 3), np.uint8), "fast")
+
+
+@pytest.mark.parametrize(
+    "pixels",
+    [
+        np.full((4, 4, 3), 300.0),
+        np.full((4, 4, 3), -1, np.int32),
+        np.zeros((4, 4, 3), np.uint16),
+        tf.zeros([4, 4, 3], tf.float32),
+    ],
+)
+def test_encode_refuses_pixels_that_are_not_uint8_instead_of_wrapping_them(pixels):
+    with pytest.raises(tfliquid.ArgumentError, match="encode_l3 stores uint8 pixels, got"):
+        tfliquid.l3.encode_l3(pixels)

@@ -252,3 +252,44 @@ def test_minio_cache_of_record_prefixes(dataset):
     cache.release()
     with pytest.raises(TypeError, match="MinIOCache"):
         tfliquid.PCRDataset(str(dataset), cache=1 << 20)
+
+
+def test_every_bit_flip_of_the_index_is_an_error_naming_it(dataset_copy):
+    path = dataset_copy / pcr_format.INDEX_FILENAME
+    data = path.read_bytes()
+    silent = []
+    for bit in range(8 * len(data)):
+        flipped = bytearray(data)
+        flipped[bit // 8] ^= 1 << (bit % 8)
+        path.write_bytes(bytes(flipped))
+        try:
+            pcr_format.read_index(str(dataset_copy))
+            silent.append(bit)
+        except tfliquid.FormatError as e:
+            assert str(e).startswith(str(path)), e
+    assert silent == []
+
+
+def test_a_version_1_index_still_reads(dataset, dataset_copy):
+    index = pcr_format.read_index(str(dataset))
+    (dataset_copy / pcr_format.INDEX_FILENAME).write_bytes(pcr_format.INDEX_MAGIC + index.SerializeToString())
+    assert pcr_format.read_index(str(dataset_copy)) == index
+    assert (
+        _keyed(tfliquid.PCRDataset(str(dataset_copy), decode=False, with_keys=True)).keys()
+        == _keyed(tfliquid.PCRDataset(str(dataset), decode=False, with_keys=True)).keys()
+    )
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", "../outside.pcr", "records/../../outside.pcr", ""])
+def test_an_index_may_not_point_outside_its_dataset(dataset, dataset_copy, path):
+    index = pcr_format.read_index(str(dataset))
+    index.records[0].path = path
+    pcr_format.write_index(str(dataset_copy), index)
+    with pytest.raises(tfliquid.FormatError, match="its path leaves the dataset directory"):
+        tfliquid.PCRDataset(str(dataset_copy))
+
+
+def test_inspect_of_a_record_file_says_what_to_inspect(dataset):
+    record = next((dataset / "records").glob("*.pcr"))
+    with pytest.raises(tfliquid.FormatError, match="is a file; a PCR dataset is the directory"):
+        tfliquid.pcr.inspect(str(record))

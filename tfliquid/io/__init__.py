@@ -10,8 +10,12 @@ be run as if its storage delivered `bytes_per_second` (the PCR paper's experimen
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import tensorflow as tf
 
+from tfliquid._common.errors import ArgumentError
 from tfliquid._lib import load_ops
 
 __all__ = ["read_file", "set_read_bandwidth", "draw_read_bandwidth", "read_stats"]
@@ -30,11 +34,20 @@ def read_file(filename, offset=None, length=None, name=None):
 
 
 def set_read_bandwidth(bytes_per_second: float | None) -> None:
-    """Limits every tfliquid reader in this process to `bytes_per_second` together; None or 0 removes it."""
-    rate = float(bytes_per_second or 0)
-    if rate < 0:
-        raise ValueError(f"bytes_per_second must be positive or None, got {bytes_per_second}")
-    load_ops().liquid_set_read_bandwidth(tf.constant(rate, tf.float64))
+    """Limits every tfliquid reader in this process to `bytes_per_second` together (a finite number >= 1); None
+    or 0 removes the limit."""
+    load_ops().liquid_set_read_bandwidth(tf.constant(_checked_rate(bytes_per_second), tf.float64))
+
+
+def _checked_rate(bytes_per_second) -> float:
+    if bytes_per_second is None:
+        return 0.0
+    if isinstance(bytes_per_second, bool) or not isinstance(bytes_per_second, numbers.Real):
+        raise ArgumentError(f"bytes_per_second must be a number or None, got {bytes_per_second!r}")
+    rate = float(bytes_per_second)
+    if rate != 0 and not (math.isfinite(rate) and rate >= 1):
+        raise ArgumentError(f"bytes_per_second must be at least 1 (or 0 or None: no limit), got {bytes_per_second}")
+    return rate
 
 
 def draw_read_bandwidth(num_bytes, payload):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from tfliquid._common.errors import ArgumentError
 from tfliquid._lib import load_ops
 
 __all__ = ["decode_l3", "encode_l3"]
@@ -15,7 +16,16 @@ def decode_l3(contents, name=None):
 
 
 def encode_l3(image, profile: str = "default", name=None):
-    """Encodes uint8 [H, W, C] (C = 1, 3, 4) as L3; profile "default" or "paper" (docs/formats/l3.md)."""
+    """Encodes uint8 [H, W, C] (C = 1, 3, 4) as L3; profile "default" or "paper" (docs/formats/l3.md).
+
+    Pixels of another dtype are refused, not converted: casting would wrap (300.0 -> 44, -1 -> 255) and the file
+    would hold other pixels than the caller's."""
+    dtype = getattr(image, "dtype", None)
+    if dtype is not None and tf.as_dtype(dtype) != tf.uint8:
+        raise ArgumentError(
+            f"encode_l3 stores uint8 pixels, got {tf.as_dtype(dtype).name}: convert them first, choosing how "
+            "(e.g. np.clip(x, 0, 255).astype(np.uint8))"
+        )
     image = tf.convert_to_tensor(image, tf.uint8)
     if image.shape.rank == 2:
         image = image[..., tf.newaxis]

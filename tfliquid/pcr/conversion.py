@@ -144,7 +144,7 @@ def convert(
                 lossy_images=lossy_total,
             ),
         )
-        _write(dst, pcr_format.write_index, dst, index)
+        _write(dst, pcr_format.write_index, dst, index, crc32c_fast)
         if os.path.exists(os.path.join(dst, SPOOL_FILENAME)):
             os.remove(os.path.join(dst, SPOOL_FILENAME))
     report.seconds = time.perf_counter() - start

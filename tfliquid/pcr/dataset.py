@@ -16,6 +16,7 @@ import os
 import tensorflow as tf
 
 from tfliquid._common.checks import check_int
+from tfliquid._common.crc32c import crc32c_fast
 from tfliquid._lib import load_ops
 from tfliquid.cache.minio_cache import MinIOCache, each_pass
 from tfliquid.pcr import format as pcr_format
@@ -124,7 +125,7 @@ class PCRDataset(tf.data.Dataset):
         with_keys: bool = False,
         cache: MinIOCache | None = None,
     ):
-        index = pcr_format.read_index(path)
+        index = pcr_format.read_index(path, crc=crc32c_fast)
         if not index.records:
             raise ValueError(f"{path}: the index lists no records")
         if num_parallel_reads != AUTOTUNE:

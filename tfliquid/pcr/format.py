@@ -19,6 +19,8 @@ import os
 import struct
 from collections.abc import Callable, Sequence
 
+from google.protobuf.message import DecodeError
+
 from tfliquid._common.crc32c import crc32c
 from tfliquid._common.errors import FormatError
 from tfliquid._common.files import write_atomically
@@ -27,7 +29,10 @@ from tfliquid.pcr.jpeg import EOI
 
 RECORD_MAGIC = b"\x89PCR\r\n\x1a\n"
 INDEX_MAGIC = b"\x89PCI\r\n\x1a\n"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 1  # of records (their preamble), and DatasetIndex.format_version
+INDEX_VERSION = 2  # of the index file: magic | u32 version | u32 crc32c(message) | message
+INDEX_HEADER = struct.Struct("<II")
+INDEX_V1_FIRST_BYTE = b"\x08"  # version 1 had no header: the message's first byte, field 1 (varint) tag
 PREAMBLE = struct.Struct("<8sIIII")  # magic, version, header_length, header_crc32c, flags
 MAX_IMAGES = 1 << 20
 MAX_SCAN_GROUPS = 64
@@ -170,9 +175,11 @@ def decode_record(
     return [DecodedImage(bytes(img) + EOI, label, key) for img, label, key in zip(images, header.labels, keys)]
 
 
-def read_index(dataset_dir: str) -> pcr_pb2.DatasetIndex:
-    """Reads DATASET/index.pcrindex."""
+def read_index(dataset_dir: str, crc: Callable[[bytes], int] = crc32c) -> pcr_pb2.DatasetIndex:
+    """Reads and validates DATASET/index.pcrindex (index version 2, or version 1, which has no checksum)."""
     path = os.path.join(dataset_dir, INDEX_FILENAME)
+    if os.path.isfile(dataset_dir):
+        raise PCRFormatError(f"{dataset_dir} is a file; a PCR dataset is the directory that holds {INDEX_FILENAME}")
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -183,16 +190,49 @@ def read_index(dataset_dir: str) -> pcr_pb2.DatasetIndex:
         ) from None
     if not data.startswith(INDEX_MAGIC):
         raise PCRFormatError(f"{path}: offset 0: bad magic: not a PCR index")
-    index = pcr_pb2.DatasetIndex.FromString(data[len(INDEX_MAGIC) :])
-    if index.format_version != FORMAT_VERSION:
-        raise PCRFormatError(f"{path}: unsupported format version {index.format_version}")
+    body = data[len(INDEX_MAGIC) :]
+    if body[:1] == INDEX_V1_FIRST_BYTE:  # version 1: the message follows the magic
+        message = body
+    else:
+        if len(body) < INDEX_HEADER.size:
+            raise PCRFormatError(f"{path}: offset {len(data)}: the index ends inside its header")
+        version, stored_crc = INDEX_HEADER.unpack_from(body)
+        if version != INDEX_VERSION:
+            raise PCRFormatError(f"{path}: offset 8: unsupported index version {version}")
+        message = body[INDEX_HEADER.size :]
+        if crc(message) != stored_crc:
+            raise PCRFormatError(f"{path}: offset 12: index CRC32C mismatch: the index is damaged")
+    try:
+        index = pcr_pb2.DatasetIndex.FromString(message)
+    except DecodeError:
+        raise PCRFormatError(f"{path}: the index message cannot be parsed: the index is damaged") from None
+    _check_index(path, index)
     return index
 
 
-def write_index(dataset_dir: str, index: pcr_pb2.DatasetIndex) -> None:
-    """Writes the index atomically (temp file + rename): readers see the old one or the new one."""
-    path = os.path.join(dataset_dir, INDEX_FILENAME)
-    write_atomically(path, INDEX_MAGIC + index.SerializeToString())
+def _check_index(path: str, index: pcr_pb2.DatasetIndex) -> None:
+    """What a reader relies on: the record format version, record paths inside the dataset directory, record
+    entries that fit together, and counts that add up."""
+    if index.format_version != FORMAT_VERSION:
+        raise PCRFormatError(f"{path}: unsupported record format version {index.format_version}")
+    for i, record in enumerate(index.records):
+        where = f"{path}: record {i} ({record.path!r})"
+        if os.path.isabs(record.path) or os.path.normpath(record.path).split(os.sep)[0] in ("..", ".", ""):
+            raise PCRFormatError(f"{where}: its path leaves the dataset directory")
+        ends = list(record.prefix_ends)
+        if not ends or not record.num_images or record.payload_offset < PREAMBLE.size:
+            raise PCRFormatError(f"{where}: empty entry")
+        if len(ends) > index.num_scan_groups or any(b < a for a, b in zip([record.payload_offset, *ends], ends)):
+            raise PCRFormatError(f"{where}: scan group ends are not increasing, or more than the dataset's groups")
+    if sum(r.num_images for r in index.records) != index.num_images:
+        raise PCRFormatError(f"{path}: the records hold other than the {index.num_images} images the index counts")
+
+
+def write_index(dataset_dir: str, index: pcr_pb2.DatasetIndex, crc: Callable[[bytes], int] = crc32c) -> None:
+    """Writes the index (version 2) atomically (temp file + rename): readers see the old one or the new one."""
+    message = index.SerializeToString()
+    data = INDEX_MAGIC + INDEX_HEADER.pack(INDEX_VERSION, crc(message)) + message
+    write_atomically(os.path.join(dataset_dir, INDEX_FILENAME), data)
 
 
 def prefix_end(ends: Sequence[int], scan_group: int) -> int:
