@@ -31,9 +31,10 @@ def test_every_epoch_after_the_first_hits_the_cached_fraction(jpeg_files, fracti
     total = sum(len(c) for c in contents.values())
     # An item is (path, file bytes); its budget size (docs/formats/cache.md) is the file plus a fixed overhead,
     # fixed because every path here has the same length.
-    key_length = len(jpeg_files[0].encode())
-    assert all(len(p.encode()) == key_length for p in jpeg_files)
-    overhead = 16 + key_length + 4 + (8 + 8 + key_length) + (8 + 8)
+    path_length = len(jpeg_files[0].encode())
+    assert all(len(p.encode()) == path_length for p in jpeg_files)
+    key_length = len("string:") + path_length  # a cache key carries its dtype
+    overhead = 16 + key_length + 4 + (8 + 8 + path_length) + (8 + 8)
     dataset_bytes = total + overhead * len(jpeg_files)
     cache = tfliquid.MinIOCache(int(fraction * dataset_bytes))
     with_keys = _keys(jpeg_files).apply(
@@ -90,7 +91,7 @@ def test_budget_is_never_exceeded_and_counts_the_encoded_size(jpeg_files):
     # docs/formats/cache.md: 16 header + key + 4 CRC; per tensor 8 + 8 x rank, then a string is 8 + its length.
     used, items = 0, 0
     for p in paths:  # admitted in key order while each fits
-        size = 16 + len(p.encode()) + 4 + 8 + 8 + os.path.getsize(p)
+        size = 16 + len(b"string:" + p.encode()) + 4 + 8 + 8 + os.path.getsize(p)
         if used + size <= capacity:
             used, items = used + size, items + 1
     stats = cache.stats()
@@ -213,7 +214,7 @@ def test_memory_store_replays_the_simulator(tmp_path, policy):
         path = tmp_path / f"{i:04d}.bin"
         path.write_bytes(bytes([i]) * 100)
         paths.append(str(path))
-    item_bytes = 16 + len(paths[0]) + 4 + 8 + 8 + 100
+    item_bytes = 16 + len("string:" + paths[0]) + 4 + 8 + 8 + 100
     cache = tfliquid.MinIOCache(capacity_items * item_bytes, policy=policy)
     for order in simulation.epoch_orders(num_items, epochs, seed=7):
         keys = tf.data.Dataset.from_tensor_slices([paths[i] for i in order])
@@ -279,3 +280,30 @@ def test_training_example_runs(tmp_path):
     # Half the bytes are cached: about half the files, more or fewer as the first epoch's order admits smaller
     # or larger ones first.
     assert hit_ratios[0] == 0 and 0.4 <= hit_ratios[1] <= 0.6
+
+
+def test_keys_carry_their_type_so_pipelines_sharing_a_cache_get_their_own_items():
+    cache = tfliquid.MinIOCache(1 << 20)
+
+    def tagged(keys, tag):
+        return keys.apply(tfliquid.minio_cache(lambda k: tf.constant(tag), cache=cache))
+
+    sources = {
+        "int64": tf.data.Dataset.from_tensors(tf.constant(1, tf.int64)),
+        "int32": tf.data.Dataset.from_tensors(tf.constant(1, tf.int32)),
+        "string": tf.data.Dataset.from_tensors(tf.constant("1")),
+    }
+    for tag, keys in sources.items():  # each fetch is cached under its own key
+        assert list(tagged(keys, tag).as_numpy_iterator()) == [tag.encode()]
+    for tag, keys in sources.items():  # hits: each pipeline gets the item it cached
+        assert list(tagged(keys, "fetched again").as_numpy_iterator()) == [tag.encode()]
+    assert cache.stats().items == 3
+
+
+def test_a_released_cache_reads_as_empty_without_being_created_again():
+    cache = tfliquid.MinIOCache(1 << 20, name="released-stats")
+    list(tf.data.Dataset.range(5).apply(tfliquid.minio_cache(lambda k: k, cache=cache)))
+    cache.release()
+    assert cache.stats().items == 0
+    again = tfliquid.MinIOCache(10, name="released-stats")  # another capacity: no conflict, the old one is gone
+    assert again.stats().items == 0 and again.capacity_bytes == 10

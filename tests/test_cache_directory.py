@@ -15,6 +15,11 @@ import tfliquid
 from tfliquid.cache import item_format as cache_item
 
 
+def _cache_key(path: str) -> bytes:
+    """The key under which the minio_cache transform stores the item of a string key (its dtype, ":", itself)."""
+    return b"string:" + path.encode()
+
+
 def _dataset(paths, cache, **kwargs):
     return tf.data.Dataset.from_tensor_slices(paths).apply(
         tfliquid.minio_cache(lambda p: (p, tfliquid.io.read_file(p)), cache=cache, **kwargs)
@@ -154,11 +159,11 @@ def test_reference_codec_and_the_store_read_each_other(jpeg_files, tmp_path):
 
     list(tf.data.Dataset.from_tensor_slices(paths).apply(tfliquid.minio_cache(fetch, cache=cache)))
     for p in paths:  # C++ -> reference
-        data = pathlib.Path(cache_item.item_path(str(directory), p.encode())).read_bytes()
+        data = pathlib.Path(cache_item.item_path(str(directory), _cache_key(p))).read_bytes()
         key, arrays = cache_item.decode_item(data)
         # tf.nest flattens a dict by sorted key: data, ok, pixels, scale, size
         image = tf.io.decode_jpeg(pathlib.Path(p).read_bytes()).numpy()[:4, :5]
-        assert key == p.encode()
+        assert key == _cache_key(p)
         assert arrays[0].item() == pathlib.Path(p).read_bytes() and arrays[1].item() is True
         np.testing.assert_array_equal(arrays[2], image)
         assert arrays[2].dtype == np.uint8 and arrays[3].tolist() == [0.5, 2.0]
@@ -173,10 +178,10 @@ def test_reference_codec_and_the_store_read_each_other(jpeg_files, tmp_path):
         np.array([1.0, 1.0]),
         np.array(12, np.int32),
     ]
-    path = cache_item.item_path(str(directory), new_key.encode())
+    path = cache_item.item_path(str(directory), _cache_key(new_key))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
-        f.write(cache_item.encode_item(new_key.encode(), arrays))
+        f.write(cache_item.encode_item(_cache_key(new_key), arrays))
     served = list(tf.data.Dataset.from_tensors(new_key).apply(tfliquid.minio_cache(fetch, cache=cache)))[0]
     assert served["data"].numpy() == b"not the file" and int(served["size"]) == 12
     cache.release()

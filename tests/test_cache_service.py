@@ -73,8 +73,9 @@ def test_partitioned_caching_adds_the_workers_capacities(tmp_path, capacity_frac
         path = tmp_path / f"{i:03d}.bin"
         path.write_bytes(os.urandom(item_size))
         paths.append(str(path))
-    key = len(paths[0])
-    encoded_item = 16 + key + 4 + (8 + 8 + key) + (8 + 8 + item_size)  # (path, bytes): docs/formats/cache.md
+    path_length = len(paths[0])
+    key_length = len("string:") + path_length  # a cache key carries its dtype
+    encoded_item = 16 + key_length + 4 + (8 + 8 + path_length) + (8 + 8 + item_size)  # docs/formats/cache.md
     capacity = int(capacity_fraction_per_worker * num_items) * encoded_item
     name = f"partitioned-{capacity_fraction_per_worker}"
     dispatcher_port, *worker_ports = _free_ports(3)

@@ -95,6 +95,7 @@ class MinIOCache:
             raise ArgumentError(f"policy must be a string, got {policy!r}")
         self._name = name
         self._policy = policy
+        self._released = False
         try:
             self.stats()  # opens it now: the ops check the policy, the directory and the name against others
         except tf.errors.InvalidArgumentError as e:
@@ -132,7 +133,9 @@ class MinIOCache:
         return {attr: values[attr.removeprefix("cache_")] for attr in cache_attr_names(op_name)}
 
     def stats(self) -> CacheStats:
-        """Totals and per-epoch counts; an unopened or released cache reads as empty."""
+        """Totals and per-epoch counts; a released cache reads as empty (asking does not create it again)."""
+        if self._released:
+            return CacheStats(self._capacity, 0, 0, [])
         raw = json.loads(load_ops().liquid_cache_stats(**self.op_attrs).numpy())
         epochs = [EpochStats(p["hits"], p["misses"], p["admitted_items"], p["admitted_bytes"]) for p in raw["passes"]]
         return CacheStats(raw["capacity_bytes"], raw["bytes"], raw["items"], epochs)
@@ -145,6 +148,7 @@ class MinIOCache:
         """Forgets the cache in this process: a memory cache's items are freed once no iterator uses them. A
         directory's items stay on disk (delete the directory to drop them). Using the name again starts empty."""
         load_ops().liquid_cache_release(**self._attrs_for("Liquid>CacheRelease"))
+        self._released = True
 
     def __enter__(self) -> MinIOCache:
         return self

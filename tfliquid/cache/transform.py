@@ -34,6 +34,13 @@ _STORABLE = {
 }
 
 
+def typed_key(key: tf.Tensor) -> tf.Tensor:
+    """The cache key of a dataset key: its dtype, ":", its value ("string:a.jpg", "int64:1"). The integer 1 and
+    the string "1" are different items, so pipelines sharing a cache never get each other's items."""
+    value = key if key.dtype == tf.string else tf.strings.as_string(key)
+    return tf.strings.join([f"{key.dtype.name}:", value])
+
+
 def minio_cache(
     fetch,
     capacity_bytes: int | None = None,
@@ -90,7 +97,7 @@ def minio_cache(
         dtypes = [spec.dtype for spec in specs]
 
         def lookup_or_fetch(key, pass_id):
-            name = key if key.dtype == tf.string else tf.strings.as_string(key)
+            name = typed_key(key)
             hit, cached = load_ops().liquid_cache_lookup(name, pass_id, dtypes=dtypes, **cache.op_attrs)
 
             def from_cache():
