@@ -4,6 +4,7 @@
 
 #include <csetjmp>
 #include <cstdio>  // jpeglib.h uses FILE without including stdio.h
+#include <string>
 
 #include <jerror.h>
 #include <jpeglib.h>
@@ -14,7 +15,7 @@ namespace {
 // About 350 megapixels of 4:2:0 coefficients (3 bytes per pixel).
 constexpr long kMaxMemoryBytes = 1L << 30;
 
-// libjpeg's default error_exit prints and calls exit(): jump back to Prepare() with the message instead.
+// libjpeg's default error_exit prints and calls exit(): jump back to ReadWithLibjpeg() with the message instead.
 struct ErrorManager {
   jpeg_error_mgr pub;  // first member: libjpeg only sees a jpeg_error_mgr*
   jmp_buf jump;
@@ -27,8 +28,28 @@ void ErrorExit(j_common_ptr cinfo) {
   std::longjmp(err->jump, 1);
 }
 
-// Warnings and traces. Recoverable corruption is not an error (as for jpegtran) and a library must not print.
-void IgnoreMessage(j_common_ptr, int) {}
+// Warnings that mean the coefficients read are not the image's: libjpeg would fill the missing or unreadable
+// blocks with grey and go on (as jpegtran does), and a dataset would silently hold another image.
+bool LosesData(int message_code) {
+  switch (message_code) {
+    case JWRN_ARITH_BAD_CODE:
+    case JWRN_BOGUS_PROGRESSION:
+    case JWRN_HIT_MARKER:
+    case JWRN_HUFF_BAD_CODE:
+    case JWRN_JPEG_EOF:
+    case JWRN_MUST_RESYNC:
+    case JWRN_NOT_SEQUENTIAL:
+    case JWRN_TOO_MUCH_DATA:
+      return true;
+    default:  // unknown JFIF or Adobe versions, a damaged ICC profile, bytes between segments: the pixels are whole
+      return false;
+  }
+}
+
+// Warnings that lose data are errors; other warnings and traces are dropped (a library must not print).
+void EmitMessage(j_common_ptr cinfo, int msg_level) {
+  if (msg_level < 0 && LosesData(cinfo->err->msg_code)) ErrorExit(cinfo);
+}
 
 // Zero-initialised (Session s{}): jpeg_destroy_* are no-ops on structs that jpeg_create_* never reached.
 struct Session {
@@ -41,7 +62,27 @@ struct Session {
   jpeg_decompress_struct src;
   jpeg_compress_struct dst;  // never compresses: holds the output parameters that libjpeg would use
   JBLOCKROW* rows[MAX_COMPONENTS];  // in src's memory pool
+  size_t size;                      // of the input
 };
+
+// How far libjpeg had read into the input: where an error was found.
+size_t Offset(const Session& s) { return s.src.src == nullptr ? 0 : s.size - s.src.src->bytes_in_buffer; }
+
+uint64_t Blocks(const jpeg_decompress_struct& src) {
+  uint64_t blocks = 0;
+  for (int ci = 0; ci < src.num_components; ++ci) {
+    blocks += static_cast<uint64_t>(src.comp_info[ci].width_in_blocks) * src.comp_info[ci].height_in_blocks;
+  }
+  return blocks;
+}
+
+// A Huffman-coded JPEG codes the DC coefficient of every 8x8 block with at least one bit, so a frame header that
+// claims more blocks than the data has bits is impossible: refused before the coefficient arrays (about 2 bytes
+// per pixel) are allocated. Arithmetic coding can use less than a bit per block: there only the memory budget
+// (kMaxMemoryBytes) applies.
+bool FitsInData(const jpeg_decompress_struct& src, size_t size) {
+  return src.arith_code || Blocks(src) <= 8 * static_cast<uint64_t>(size);
+}
 
 // Collects the block rows of every component. Every virtual array is wholly in memory (libjpeg-turbo has no
 // backing store: jpeg_read_coefficients fails instead), so the row pointers stay valid.
@@ -57,11 +98,13 @@ void CollectRows(Session* s, jvirt_barray_ptr* coefficients) {
   }
 }
 
-// The libjpeg half: reads the coefficients and sets up the output parameters exactly as jpegtran does.
-// libjpeg longjmps back into the setjmp below on errors, so all state lives in *s (~Session cleans it up)
-// and this function holds no object whose destructor the jump would skip.
-bool Prepare(Session* s, const uint8_t* data, size_t size, bool keep_markers) {
-  if (setjmp(s->err.jump)) return false;
+enum class Outcome { kRead, kLibjpegError, kImpossibleHeader };
+
+// The libjpeg half: reads the coefficients, strictly, and (with `transcode`) sets up the output parameters
+// exactly as jpegtran does. libjpeg longjmps back into the setjmp below on errors, so all state lives in *s
+// (~Session cleans it up) and this function creates no object whose destructor the jump would skip.
+Outcome ReadWithLibjpeg(Session* s, const uint8_t* data, size_t size, bool keep_markers, bool transcode) {
+  if (setjmp(s->err.jump)) return Outcome::kLibjpegError;
   jpeg_create_decompress(&s->src);
   jpeg_create_compress(&s->dst);
   // The coefficient arrays are sized from the frame header: a hostile 65535 x 65535 header would ask for tens of
@@ -74,11 +117,34 @@ bool Prepare(Session* s, const uint8_t* data, size_t size, bool keep_markers) {
     jpeg_save_markers(&s->src, JPEG_COM, 0xFFFF);
   }
   jpeg_read_header(&s->src, TRUE);
+  if (!FitsInData(s->src, size)) return Outcome::kImpossibleHeader;
   jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&s->src);
+  if (!transcode) return Outcome::kRead;
   jpeg_copy_critical_parameters(&s->src, &s->dst);
   jpeg_simple_progression(&s->dst);
   CollectRows(s, coefficients);
-  return true;
+  return Outcome::kRead;
+}
+
+bool ReadCoefficients(Session* s, const uint8_t* data, size_t size, bool keep_markers, bool transcode,
+                      std::string* error) {
+  s->src.err = s->dst.err = jpeg_std_error(&s->err.pub);
+  s->err.pub.error_exit = ErrorExit;
+  s->err.pub.emit_message = EmitMessage;
+  s->size = size;
+  switch (ReadWithLibjpeg(s, data, size, keep_markers, transcode)) {
+    case Outcome::kRead:
+      return true;
+    case Outcome::kLibjpegError:
+      *error = std::string(s->err.message) + " (at byte " + std::to_string(Offset(*s)) + ")";
+      return false;
+    case Outcome::kImpossibleHeader:
+      *error = "the frame header claims " + std::to_string(s->src.image_width) + "x" +
+               std::to_string(s->src.image_height) + " pixels (" + std::to_string(Blocks(s->src)) +
+               " blocks of 8x8), more than " + std::to_string(size) + " bytes can code (at least a bit a block)";
+      return false;
+  }
+  return false;
 }
 
 }  // namespace
@@ -86,15 +152,14 @@ bool Prepare(Session* s, const uint8_t* data, size_t size, bool keep_markers) {
 bool TranscodeToProgressive(const uint8_t* data, size_t size, bool keep_markers, std::string* out,
                             std::string* error) {
   Session s{};
-  s.src.err = s.dst.err = jpeg_std_error(&s.err.pub);
-  s.err.pub.error_exit = ErrorExit;
-  s.err.pub.emit_message = IgnoreMessage;
-  if (!Prepare(&s, data, size, keep_markers)) {
-    *error = s.err.message;
-    return false;
-  }
+  if (!ReadCoefficients(&s, data, size, keep_markers, /*transcode=*/true, error)) return false;
   // libjpeg would write the same bytes (jpeg_write_coefficients), running every scan twice.
   return WriteProgressive(s.src, s.rows, s.dst, out, error);
+}
+
+bool CheckCoefficients(const uint8_t* data, size_t size, std::string* error) {
+  Session s{};
+  return ReadCoefficients(&s, data, size, /*keep_markers=*/false, /*transcode=*/false, error);
 }
 
 }  // namespace tfliquid::jpeg

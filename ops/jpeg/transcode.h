@@ -14,11 +14,16 @@ namespace tfliquid::jpeg {
 // byte, or `-copy all` when keep_markers (APPn and COM segments are kept; libjpeg writes its own JFIF APP0 and
 // Adobe APP14). Decoding the output gives exactly the pixels of the input.
 //
-// Returns true and sets *out, or returns false and sets *error to libjpeg's message. As jpegtran does,
-// recoverable corruption (e.g. truncated entropy-coded data) is not an error. Never exits or prints;
-// thread-safe (no shared state).
+// Returns true and sets *out, or returns false and sets *error to libjpeg's message and the byte offset. Unlike
+// jpegtran, corruption that libjpeg would recover from by filling blocks with grey (truncated or damaged
+// entropy-coded data, a broken progression) is an error, and so is a frame header claiming more 8x8 blocks than
+// the data can code. Never exits or prints; thread-safe (no shared state).
 bool TranscodeToProgressive(const uint8_t* data, size_t size, bool keep_markers, std::string* out,
                             std::string* error);
+
+// Reads every scan's coefficients with the same checks, writing nothing: whether a JPEG (a progressive one, kept
+// as it is) is whole. Returns false and sets *error as above.
+bool CheckCoefficients(const uint8_t* data, size_t size, std::string* error);
 
 }  // namespace tfliquid::jpeg
 

@@ -20,6 +20,7 @@
 
 namespace {
 
+using tfliquid::jpeg::CheckCoefficients;
 using tfliquid::jpeg::IsJpeg;
 using tfliquid::jpeg::IsProgressive;
 using tfliquid::jpeg::kMaxScans;
@@ -94,6 +95,33 @@ void TestErrors() {
   CHECK(!IsJpeg(nullptr, 0) && !IsProgressive(nullptr, 0), "empty input");
 }
 
+// Data that libjpeg would recover from by filling blocks with grey is an error naming the byte offset, and a
+// frame header claiming more blocks than the data can code is refused before anything is allocated.
+void TestCorruption(const std::string& path) {
+  for (const std::string& jpeg : {ReadFile(path), ReadFile(path + ".none")}) {
+    std::string error;
+    CHECK(CheckCoefficients(Bytes(jpeg), jpeg.size(), &error), path + ": " + error);
+    const std::string truncated = jpeg.substr(0, jpeg.size() * 7 / 10);
+    std::string out;
+    CHECK(!CheckCoefficients(Bytes(truncated), truncated.size(), &error), path + " truncated");
+    CHECK(error.find("(at byte ") != std::string::npos, path + ": " + error);
+    CHECK(!TranscodeToProgressive(Bytes(truncated), truncated.size(), false, &out, &error), path + " truncated");
+  }
+  // The same file, its frame header (SOF) claiming 15000 x 15000 pixels.
+  std::string bomb = ReadFile(path);
+  for (size_t at = 2; at + 9 < bomb.size();) {  // segment by segment: an EXIF thumbnail has an SOF of its own
+    const auto marker = static_cast<uint8_t>(bomb[at + 1]);
+    if (marker == 0xC0 || marker == 0xC1 || marker == 0xC2) {
+      bomb.replace(at + 5, 4, "\x3a\x98\x3a\x98");
+      break;
+    }
+    at += 2 + (static_cast<uint8_t>(bomb[at + 2]) << 8 | static_cast<uint8_t>(bomb[at + 3]));
+  }
+  std::string out, error;
+  CHECK(!TranscodeToProgressive(Bytes(bomb), bomb.size(), false, &out, &error), path + " bomb");
+  CHECK(error.find("claims 15000x15000 pixels") != std::string::npos, path + ": " + error);
+}
+
 // Transcodes every file from several threads at once: libjpeg state is per call, so results must not differ.
 void TestThreads(const std::vector<std::string>& paths) {
   std::vector<std::thread> threads;
@@ -144,7 +172,9 @@ void Fuzz(const std::vector<std::string>& seeds, int iterations) {
     CHECK(IsJpeg(data.data(), data.size()) || !split.ok, context);
     IsProgressive(data.data(), data.size());
     std::string out, error;
+    const bool whole = CheckCoefficients(data.data(), data.size(), &error);
     if (TranscodeToProgressive(data.data(), data.size(), i % 2 == 0, &out, &error)) {
+      CHECK(whole, context + ": transcoded, but CheckCoefficients refused it");
       // Whatever libjpeg accepts, it writes as a well-formed progressive JPEG that the splitter accepts.
       CHECK(Split(out).ok && IsProgressive(Bytes(out), out.size()), context + ": " + Split(out).error);
     } else {
@@ -164,6 +194,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> seeds;
   for (const std::string& path : paths) {
     TestTranscode(path);
+    TestCorruption(path);
     seeds.push_back(ReadFile(path));
     seeds.push_back(ReadFile(path + ".none"));
   }
