@@ -86,7 +86,7 @@ def tfrecord_files(src: str) -> list[str]:
     else:
         files = sorted(glob.glob(src))
     if not files:
-        raise FileNotFoundError(f"{src}: no TFRecord files")
+        raise FileNotFoundError(f"{src}: no such file or folder, and no file matches it as a glob")
     return files
 
 

@@ -68,6 +68,8 @@ def minio_cache(
     >>> images = files.apply(tfliquid.minio_cache(tf.io.read_file, 8 << 30))   # 8 GiB of raw JPEGs
     >>> images = images.map(decode_and_augment, num_parallel_calls=tf.data.AUTOTUNE)
     """
+    if not callable(fetch):
+        raise TypeError(f"fetch must be callable, got {fetch!r}")
     if cache is None:
         if capacity_bytes is None:
             raise ValueError("minio_cache needs capacity_bytes or cache")
@@ -78,8 +80,6 @@ def minio_cache(
         raise ValueError(
             f"capacity_bytes={capacity_bytes} contradicts the cache's {cache.capacity_bytes}; give one or the other"
         )
-    if not callable(fetch):
-        raise TypeError(f"fetch must be callable, got {fetch!r}")
 
     def _apply_fn(keys: tf.data.Dataset) -> tf.data.Dataset:
         key_spec = keys.element_spec
