@@ -43,18 +43,14 @@ std::string Describe(const Config& c) {
 
 }  // namespace
 
-absl::Status Config::FromAttrs(tensorflow::OpKernelConstruction* ctx, Config* config) {
-  TF_RETURN_IF_ERROR(ctx->GetAttr("cache_name", &config->name));
-  TF_RETURN_IF_ERROR(ctx->GetAttr("cache_capacity_bytes", &config->capacity_bytes));
-  TF_RETURN_IF_ERROR(ctx->GetAttr("cache_directory", &config->directory));
-  TF_RETURN_IF_ERROR(ctx->GetAttr("cache_policy", &config->policy));
-  if (config->capacity_bytes < 0) {
-    return tensorflow::errors::InvalidArgument("cache capacity_bytes must be >= 0, got ", config->capacity_bytes);
+absl::Status Config::Validate() const {
+  if (capacity_bytes < 0) {
+    return tensorflow::errors::InvalidArgument("cache capacity_bytes must be >= 0, got ", capacity_bytes);
   }
-  if (config->policy != "minio" && config->policy != "lru") {
-    return tensorflow::errors::InvalidArgument("cache policy must be 'minio' or 'lru', got '", config->policy, "'");
+  if (policy != "minio" && policy != "lru") {
+    return tensorflow::errors::InvalidArgument("cache policy must be 'minio' or 'lru', got '", policy, "'");
   }
-  if (config->policy == "lru" && !config->directory.empty()) {
+  if (policy == "lru" && !directory.empty()) {
     return tensorflow::errors::InvalidArgument("the 'lru' policy is in-memory only (it is the baseline MinIO is "
                                                "compared with); a directory cache is 'minio'");
   }

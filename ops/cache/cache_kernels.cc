@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cache/cache.h"
+#include "cache/cache_attrs.h"
 #include "common/kernel.h"
 
 namespace tfliquid {
@@ -17,7 +18,7 @@ using cache::Config;
 class CacheOpKernel : public OpKernel {
  public:
   explicit CacheOpKernel(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, Config::FromAttrs(ctx, &config_));
+    OP_REQUIRES_OK(ctx, cache::ConfigFromAttrs(ctx, &config_));
   }
 
  protected:

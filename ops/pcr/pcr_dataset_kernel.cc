@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cache/cache.h"
+#include "cache/cache_attrs.h"
 #include "common/throttle.h"
 #include "common/throttled_read.h"
 #include "pcr/record.h"
@@ -68,7 +69,7 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("shuffle", &shuffle_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("with_keys", &with_keys_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("cache_name", &cache_config_.name));
-    if (!cache_config_.name.empty()) OP_REQUIRES_OK(ctx, cache::Config::FromAttrs(ctx, &cache_config_));
+    if (!cache_config_.name.empty()) OP_REQUIRES_OK(ctx, cache::ConfigFromAttrs(ctx, &cache_config_));
   }
 
   void MakeDataset(OpKernelContext* ctx, DatasetBase** output) override {
