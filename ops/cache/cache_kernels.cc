@@ -6,6 +6,7 @@
 
 #include "cache/cache.h"
 #include "cache/cache_attrs.h"
+#include "cache/cache_ops.h"
 #include "common/kernel.h"
 
 namespace tfliquid {
@@ -43,7 +44,7 @@ class CacheBeginPassOp : public CacheOpKernel {
 class CacheLookupOp : public CacheOpKernel {
  public:
   explicit CacheLookupOp(OpKernelConstruction* ctx) : CacheOpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("dtypes", &dtypes_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kDtypesAttr, &dtypes_));
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -118,7 +119,7 @@ class CacheStatsOp : public CacheOpKernel {
 class CacheReleaseOp : public OpKernel {
  public:
   explicit CacheReleaseOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("cache_name", &name_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(cache::kNameAttr, &name_));
   }
 
   void Compute(OpKernelContext*) override { Cache::Release(name_); }
@@ -127,11 +128,11 @@ class CacheReleaseOp : public OpKernel {
   std::string name_;
 };
 
-REGISTER_KERNEL_BUILDER(Name("Liquid>CacheBeginPass").Device(tensorflow::DEVICE_CPU), CacheBeginPassOp);
-REGISTER_KERNEL_BUILDER(Name("Liquid>CacheLookup").Device(tensorflow::DEVICE_CPU), CacheLookupOp);
-REGISTER_KERNEL_BUILDER(Name("Liquid>CacheInsert").Device(tensorflow::DEVICE_CPU), CacheInsertOp);
-REGISTER_KERNEL_BUILDER(Name("Liquid>CacheStats").Device(tensorflow::DEVICE_CPU), CacheStatsOp);
-REGISTER_KERNEL_BUILDER(Name("Liquid>CacheRelease").Device(tensorflow::DEVICE_CPU), CacheReleaseOp);
+REGISTER_KERNEL_BUILDER(Name(kCacheBeginPassOp).Device(tensorflow::DEVICE_CPU), CacheBeginPassOp);
+REGISTER_KERNEL_BUILDER(Name(kCacheLookupOp).Device(tensorflow::DEVICE_CPU), CacheLookupOp);
+REGISTER_KERNEL_BUILDER(Name(kCacheInsertOp).Device(tensorflow::DEVICE_CPU), CacheInsertOp);
+REGISTER_KERNEL_BUILDER(Name(kCacheStatsOp).Device(tensorflow::DEVICE_CPU), CacheStatsOp);
+REGISTER_KERNEL_BUILDER(Name(kCacheReleaseOp).Device(tensorflow::DEVICE_CPU), CacheReleaseOp);
 
 }  // namespace
 }  // namespace tfliquid

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/crc32c.h"
+#include "common/io_ops.h"
 #include "common/kernel.h"
 #include "common/throttle.h"
 #include "common/throttled_read.h"
@@ -82,12 +83,12 @@ class Crc32cOp : public OpKernel {
   }
 };
 
-REGISTER_KERNEL_BUILDER(Name("Liquid>ReadFile").Device(tensorflow::DEVICE_CPU), ReadFileOp);
-REGISTER_KERNEL_BUILDER(Name("Liquid>ReadFileRange").Device(tensorflow::DEVICE_CPU), ReadFileOp);
-REGISTER_KERNEL_BUILDER(Name("Liquid>SetReadBandwidth").Device(tensorflow::DEVICE_CPU), SetReadBandwidthOp);
-REGISTER_KERNEL_BUILDER(Name("Liquid>DrawReadBandwidth").Device(tensorflow::DEVICE_CPU), DrawReadBandwidthOp);
-REGISTER_KERNEL_BUILDER(Name("Liquid>ReadStats").Device(tensorflow::DEVICE_CPU), ReadStatsOp);
-REGISTER_KERNEL_BUILDER(Name("Liquid>Crc32c").Device(tensorflow::DEVICE_CPU), Crc32cOp);
+REGISTER_KERNEL_BUILDER(Name(kReadFileOp).Device(tensorflow::DEVICE_CPU), ReadFileOp);
+REGISTER_KERNEL_BUILDER(Name(kReadFileRangeOp).Device(tensorflow::DEVICE_CPU), ReadFileOp);
+REGISTER_KERNEL_BUILDER(Name(kSetReadBandwidthOp).Device(tensorflow::DEVICE_CPU), SetReadBandwidthOp);
+REGISTER_KERNEL_BUILDER(Name(kDrawReadBandwidthOp).Device(tensorflow::DEVICE_CPU), DrawReadBandwidthOp);
+REGISTER_KERNEL_BUILDER(Name(kReadStatsOp).Device(tensorflow::DEVICE_CPU), ReadStatsOp);
+REGISTER_KERNEL_BUILDER(Name(kCrc32cOp).Device(tensorflow::DEVICE_CPU), Crc32cOp);
 
 }  // namespace
 }  // namespace tfliquid

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "common/kernel.h"
+#include "jpeg/jpeg_ops.h"
 #include "jpeg/scan_split.h"
 #include "jpeg/transcode.h"
 
@@ -24,7 +25,7 @@ void OutputScanEnds(OpKernelContext* ctx, int index, const char* data, size_t si
 class JpegToProgressiveOp : public OpKernel {
  public:
   explicit JpegToProgressiveOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("keep_markers", &keep_markers_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kKeepMarkersAttr, &keep_markers_));
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -61,8 +62,8 @@ class JpegScanEndsOp : public OpKernel {
   }
 };
 
-REGISTER_KERNEL_BUILDER(Name("Liquid>JpegToProgressive").Device(tensorflow::DEVICE_CPU), JpegToProgressiveOp);
-REGISTER_KERNEL_BUILDER(Name("Liquid>JpegScanEnds").Device(tensorflow::DEVICE_CPU), JpegScanEndsOp);
+REGISTER_KERNEL_BUILDER(Name(kJpegToProgressiveOp).Device(tensorflow::DEVICE_CPU), JpegToProgressiveOp);
+REGISTER_KERNEL_BUILDER(Name(kJpegScanEndsOp).Device(tensorflow::DEVICE_CPU), JpegScanEndsOp);
 
 }  // namespace
 }  // namespace tfliquid

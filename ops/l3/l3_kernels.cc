@@ -3,6 +3,7 @@
 
 #include "common/kernel.h"
 #include "l3/l3_codec.h"
+#include "l3/l3_ops.h"
 
 namespace tfliquid {
 namespace {
@@ -30,7 +31,7 @@ class DecodeL3Op : public OpKernel {
 class EncodeL3Op : public OpKernel {
  public:
   explicit EncodeL3Op(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("profile", &profile_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kProfileAttr, &profile_));
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -54,8 +55,8 @@ class EncodeL3Op : public OpKernel {
   std::string profile_;
 };
 
-REGISTER_KERNEL_BUILDER(Name("Liquid>DecodeL3").Device(tensorflow::DEVICE_CPU), DecodeL3Op);
-REGISTER_KERNEL_BUILDER(Name("Liquid>EncodeL3").Device(tensorflow::DEVICE_CPU), EncodeL3Op);
+REGISTER_KERNEL_BUILDER(Name(kDecodeL3Op).Device(tensorflow::DEVICE_CPU), DecodeL3Op);
+REGISTER_KERNEL_BUILDER(Name(kEncodeL3Op).Device(tensorflow::DEVICE_CPU), EncodeL3Op);
 
 }  // namespace
 }  // namespace tfliquid

@@ -13,6 +13,7 @@
 #include "cache/cache_attrs.h"
 #include "common/throttle.h"
 #include "common/throttled_read.h"
+#include "pcr/pcr_ops.h"
 #include "pcr/record.h"
 #include "tensorflow/core/data/name_utils.h"
 #include "tensorflow/core/framework/dataset.h"
@@ -66,10 +67,9 @@ std::vector<uint32_t> Permutation(uint32_t n, bool shuffle, int64_t seed) {
 class PCRRecordDatasetOp : public DatasetOpKernel {
  public:
   explicit PCRRecordDatasetOp(OpKernelConstruction* ctx) : DatasetOpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("shuffle", &shuffle_));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("with_keys", &with_keys_));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("cache_name", &cache_config_.name));
-    if (!cache_config_.name.empty()) OP_REQUIRES_OK(ctx, cache::ConfigFromAttrs(ctx, &cache_config_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kShuffleAttr, &shuffle_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kWithKeysAttr, &with_keys_));
+    OP_REQUIRES_OK(ctx, cache::ConfigFromAttrs(ctx, &cache_config_));
   }
 
   void MakeDataset(OpKernelContext* ctx, DatasetBase** output) override {
@@ -136,21 +136,13 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
       TF_RETURN_IF_ERROR(b->AddScalar(seed_, &seed));
       TF_RETURN_IF_ERROR(b->AddScalar(read_bandwidth_, &bandwidth));
       TF_RETURN_IF_ERROR(b->AddScalar(cache_pass_, &cache_pass));
-      tensorflow::AttrValue shuffle, with_keys, cache_name, cache_capacity, cache_directory, cache_policy;
+      tensorflow::AttrValue shuffle, with_keys;
       b->BuildAttrValue(shuffle_, &shuffle);
       b->BuildAttrValue(with_keys_, &with_keys);
-      b->BuildAttrValue(cache_config_.name, &cache_name);
-      b->BuildAttrValue(cache_config_.capacity_bytes, &cache_capacity);
-      b->BuildAttrValue(cache_config_.directory, &cache_directory);
-      b->BuildAttrValue(cache_config_.policy, &cache_policy);
-      return b->AddDataset(this, {filename, prefix_ends, scan_group, seed, bandwidth, cache_pass},
-                           {{"shuffle", shuffle},
-                            {"with_keys", with_keys},
-                            {"cache_name", cache_name},
-                            {"cache_capacity_bytes", cache_capacity},
-                            {"cache_directory", cache_directory},
-                            {"cache_policy", cache_policy}},
-                           output);
+      std::vector<std::pair<absl::string_view, tensorflow::AttrValue>> attrs = {{kShuffleAttr, shuffle},
+                                                                                 {kWithKeysAttr, with_keys}};
+      cache::AppendAttrs(cache_config_, &attrs);
+      return b->AddDataset(this, {filename, prefix_ends, scan_group, seed, bandwidth, cache_pass}, attrs, output);
     }
 
    private:
@@ -306,7 +298,7 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
   cache::Config cache_config_;
 };
 
-REGISTER_KERNEL_BUILDER(Name("Liquid>PCRRecordDataset").Device(tensorflow::DEVICE_CPU), PCRRecordDatasetOp);
+REGISTER_KERNEL_BUILDER(Name(kPCRRecordDatasetOp).Device(tensorflow::DEVICE_CPU), PCRRecordDatasetOp);
 
 }  // namespace
 }  // namespace tfliquid

@@ -1,0 +1,62 @@
+// Registration and shape functions of the MinIO cache ops (kernels: cache_kernels.cc).
+#include "cache/cache_ops.h"
+
+#include "absl/strings/str_cat.h"
+#include "cache/cache_attrs.h"
+#include "tensorflow/core/framework/common_shape_fns.h"
+#include "tensorflow/core/framework/op.h"
+#include "tensorflow/core/framework/shape_inference.h"
+
+namespace tfliquid {
+
+using tensorflow::shape_inference::InferenceContext;
+using tensorflow::shape_inference::NoOutputs;
+using tensorflow::shape_inference::ScalarShape;
+
+REGISTER_OP(kCacheBeginPassOp)
+    .Output("pass: int64")
+    .TFLIQUID_CACHE_ATTRS()
+    .SetIsStateful()
+    .SetShapeFn(ScalarShape)
+    .Doc("Starts a pass (an epoch) over a MinIO cache's keys; its id tags the pass's lookups in the stats.");
+
+REGISTER_OP(kCacheLookupOp)
+    .Input("key: string")
+    .Input("pass: int64")
+    .Output("hit: bool")
+    .Output(absl::StrCat("values: ", kDtypesAttr))
+    .Attr(absl::StrCat(kDtypesAttr, ": list(type) >= 1"))
+    .TFLIQUID_CACHE_ATTRS()
+    .SetIsStateful()
+    .SetShapeFn([](InferenceContext* c) {
+      c->set_output(0, c->Scalar());
+      for (int i = 1; i < c->num_outputs(); ++i) c->set_output(i, c->UnknownShape());
+      return absl::OkStatus();
+    })
+    .Doc("The item cached under key (hit), or empty placeholders of the dtypes (miss).");
+
+REGISTER_OP(kCacheInsertOp)
+    .Input("key: string")
+    .Input("pass: int64")
+    .Input(absl::StrCat("values: ", kDtypesAttr))
+    .Output("admitted: bool")
+    .Attr(absl::StrCat(kDtypesAttr, ": list(type) >= 1"))
+    .TFLIQUID_CACHE_ATTRS()
+    .SetIsStateful()
+    .SetShapeFn(ScalarShape)
+    .Doc("Offers an item to the cache; MinIO admits it while it fits in the budget and never evicts.");
+
+REGISTER_OP(kCacheStatsOp)
+    .Output("json: string")
+    .TFLIQUID_CACHE_ATTRS()
+    .SetIsStateful()
+    .SetShapeFn(ScalarShape)
+    .Doc("Opens the cache (if this process has not yet) and returns its totals and per-pass counts as JSON.");
+
+REGISTER_OP(kCacheReleaseOp)
+    .Attr(absl::StrCat(cache::kNameAttr, ": string"))
+    .SetIsStateful()
+    .SetShapeFn(NoOutputs)
+    .Doc("Forgets the named cache in this process (its memory is freed when no iterator uses it).");
+
+}  // namespace tfliquid
