@@ -21,9 +21,9 @@ struct Config {
   std::string name;
   int64_t capacity_bytes = 0;
   std::string directory;  // empty: this process's memory
-  std::string policy;     // "minio" or "lru"
+  std::string policy;     // a name in the policy registry (cache/policy.h)
 
-  // InvalidArgument unless the capacity, the policy and the pair (policy, directory) are valid.
+  // InvalidArgument unless the capacity is >= 0 and the policy is registered.
   absl::Status Validate() const;
   bool operator==(const Config& other) const {
     return name == other.name && capacity_bytes == other.capacity_bytes && directory == other.directory &&

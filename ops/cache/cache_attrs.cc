@@ -1,14 +1,18 @@
 #include "cache/cache_attrs.h"
 
 #include "absl/strings/str_cat.h"
+#include "cache/policy.h"
 #include "tensorflow/core/framework/attr_value_util.h"
 
 namespace tfliquid {
 namespace cache {
 
 std::array<std::string, 4> AttrSpecs() {
+  // The policy's allowed values are the registry's, so that Python reads them from the OpDef.
   return {absl::StrCat(kNameAttr, ": string = ''"), absl::StrCat(kCapacityBytesAttr, ": int = 0"),
-          absl::StrCat(kDirectoryAttr, ": string = ''"), absl::StrCat(kPolicyAttr, ": string = 'minio'")};
+          absl::StrCat(kDirectoryAttr, ": string = ''"),
+          absl::StrCat(kPolicyAttr, ": {", QuotedPolicyNames(/*with_evicting=*/true), "} = '", Policies()[0].name,
+                       "'")};
 }
 
 absl::Status ConfigFromAttrs(tensorflow::OpKernelConstruction* ctx, Config* config) {

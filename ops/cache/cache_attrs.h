@@ -22,7 +22,8 @@ inline constexpr char kCapacityBytesAttr[] = "cache_capacity_bytes";
 inline constexpr char kDirectoryAttr[] = "cache_directory";
 inline constexpr char kPolicyAttr[] = "cache_policy";
 
-// The four attributes' OpDef specs, in the order above: "cache_name: string = ''", ...
+// The four attributes' OpDef specs, in the order above: "cache_name: string = ''", ..., and
+// "cache_policy: {'minio', 'lru'} = 'minio'": the policy registry's names (cache/policy.h), its first the default.
 std::array<std::string, 4> AttrSpecs();
 
 // Adds the four attributes to an op's registration, in its builder chain:

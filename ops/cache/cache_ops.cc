@@ -44,7 +44,7 @@ REGISTER_OP(kCacheInsertOp)
     .TFLIQUID_CACHE_ATTRS()
     .SetIsStateful()
     .SetShapeFn(ScalarShape)
-    .Doc("Offers an item to the cache; MinIO admits it while it fits in the budget and never evicts.");
+    .Doc("Offers an item to the cache, whose policy admits it or not (MinIO: while it fits, never evicting).");
 
 REGISTER_OP(kCacheStatsOp)
     .Output("json: string")
