@@ -82,7 +82,7 @@ def _write_record(path, header_bytes: bytes, groups: list[bytes]) -> pcr_pb2.Rec
 
 
 def _read_cpp(path, entry, scan_group):
-    ds = _PCRRecordDataset(str(path), list(entry.prefix_ends), scan_group, 0, -1.0, False, with_keys=True)
+    ds = _PCRRecordDataset(str(path), list(entry.prefix_ends), scan_group, 0, False, with_keys=True)
     return [(bytes(x["image"]), int(x["label"]), bytes(x["key"])) for x in ds.as_numpy_iterator()]
 
 

@@ -11,7 +11,6 @@
 
 #include "cache/cache.h"
 #include "cache/cache_attrs.h"
-#include "common/throttle.h"
 #include "common/throttled_read.h"
 #include "pcr/pcr_ops.h"
 #include "pcr/record.h"
@@ -83,22 +82,20 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
     std::vector<int64_t> ends(prefix_ends.vec<int64_t>().data(),
                               prefix_ends.vec<int64_t>().data() + prefix_ends.NumElements());
     *output = new Dataset(ctx, std::string(filename.scalar<tstring>()()), std::move(ends), scan_group,
-                          ctx->input(3).scalar<int64_t>()(), ctx->input(4).scalar<double>()(), shuffle_,
-                          with_keys_, cache_config_, ctx->input(5).scalar<int64_t>()());
+                          ctx->input(3).scalar<int64_t>()(), shuffle_, with_keys_, cache_config_,
+                          ctx->input(4).scalar<int64_t>()());
   }
 
  private:
   class Dataset : public DatasetBase {
    public:
     Dataset(OpKernelContext* ctx, std::string filename, std::vector<int64_t> prefix_ends, int64_t scan_group,
-            int64_t seed, double read_bandwidth, bool shuffle, bool with_keys, cache::Config cache_config,
-            int64_t cache_pass)
+            int64_t seed, bool shuffle, bool with_keys, cache::Config cache_config, int64_t cache_pass)
         : DatasetBase(DatasetContext(ctx)),
           filename_(std::move(filename)),
           prefix_ends_(std::move(prefix_ends)),
           scan_group_(scan_group),
           seed_(seed),
-          read_bandwidth_(read_bandwidth),
           shuffle_(shuffle),
           with_keys_(with_keys),
           cache_config_(std::move(cache_config)),
@@ -129,12 +126,11 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
    protected:
     absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
                                     Node** output) const override {
-      Node *filename, *prefix_ends, *scan_group, *seed, *bandwidth, *cache_pass;
+      Node *filename, *prefix_ends, *scan_group, *seed, *cache_pass;
       TF_RETURN_IF_ERROR(b->AddScalar(tstring(filename_), &filename));
       TF_RETURN_IF_ERROR(b->AddVector(prefix_ends_, &prefix_ends));
       TF_RETURN_IF_ERROR(b->AddScalar(scan_group_, &scan_group));
       TF_RETURN_IF_ERROR(b->AddScalar(seed_, &seed));
-      TF_RETURN_IF_ERROR(b->AddScalar(read_bandwidth_, &bandwidth));
       TF_RETURN_IF_ERROR(b->AddScalar(cache_pass_, &cache_pass));
       tensorflow::AttrValue shuffle, with_keys;
       b->BuildAttrValue(shuffle_, &shuffle);
@@ -142,7 +138,7 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
       std::vector<std::pair<absl::string_view, tensorflow::AttrValue>> attrs = {{kShuffleAttr, shuffle},
                                                                                  {kWithKeysAttr, with_keys}};
       cache::AppendAttrs(cache_config_, &attrs);
-      return b->AddDataset(this, {filename, prefix_ends, scan_group, seed, bandwidth, cache_pass}, attrs, output);
+      return b->AddDataset(this, {filename, prefix_ends, scan_group, seed, cache_pass}, attrs, output);
     }
 
    private:
@@ -232,7 +228,6 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
 
       absl::Status ReadPrefix(IteratorContext* ctx) TF_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         const Dataset& d = *dataset();
-        if (d.read_bandwidth_ >= 0) ReadThrottle::Global().SetRate(d.read_bandwidth_);
         const uint64_t length = d.PrefixLength();
         uint64_t file_size;
         TF_RETURN_IF_ERROR(FileSize(ctx->env(), d.filename_, &file_size));
@@ -284,7 +279,6 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
     const std::vector<int64_t> prefix_ends_;
     const int64_t scan_group_;
     const int64_t seed_;
-    const double read_bandwidth_;
     const bool shuffle_;
     const bool with_keys_;
     const cache::Config cache_config_;

@@ -16,7 +16,6 @@ REGISTER_OP(kPCRRecordDatasetOp)
     .Input("prefix_ends: int64")
     .Input("scan_group: int64")
     .Input("seed: int64")
-    .Input("read_bandwidth: float64")
     .Input("cache_pass: int64")
     .Output("handle: variant")
     .Attr(absl::StrCat(kShuffleAttr, ": bool = false"))
@@ -29,7 +28,6 @@ Images of one PCR record at a scan group: (image, key, label) with_keys, else (i
 which tf.nest flattens {"image", "key", "label"}, so Python declares a dict element_spec with no map.
 The image is the progressive JPEG cut at the scan group.
 prefix_ends: the record's index entry; scan_group: 1-based, above the record's count means full fidelity.
-read_bandwidth: >= 0 sets the process-wide read bandwidth (0 = unlimited) when the record is read; < 0 leaves it.
 cache_*: a MinIO cache of record prefixes, keyed by file, scan group and length; cache_pass counts its lookups.
 An empty cache_name means no cache.
 )doc");

@@ -139,7 +139,7 @@ def _verify_record(path: str, entry: pcr_pb2.RecordEntry, expected_sources: list
     """Reads the written record back through the C++ reader and compares full-fidelity pixels."""
     from tfliquid.data.pcr_dataset import _PCRRecordDataset  # the reader under test; avoids an import cycle
 
-    written = _PCRRecordDataset(path, list(entry.prefix_ends), len(entry.prefix_ends), 0, -1.0, False)
+    written = _PCRRecordDataset(path, list(entry.prefix_ends), len(entry.prefix_ends), 0, False)
     pairs = tf.data.Dataset.zip(written, tf.data.Dataset.from_tensor_slices(expected_sources))
 
     def same_pixels(record_element, source):

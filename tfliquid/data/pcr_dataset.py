@@ -19,6 +19,7 @@ import tensorflow as tf
 from tfliquid._lib import ops as _ops
 from tfliquid.cache.minio_cache import MinIOCache, each_pass
 from tfliquid.formats import pcr as pcr_format
+from tfliquid.io import set_read_bandwidth
 
 AUTOTUNE = tf.data.AUTOTUNE
 
@@ -29,12 +30,11 @@ class _PCRRecordDataset(tf.data.Dataset):
     needed to build it: that map would cost more per image than reading the image does.
     """
 
-    def __init__(self, filename, prefix_ends, scan_group, seed, read_bandwidth, shuffle: bool,
-                 with_keys: bool = False, cache: MinIOCache | None = None, cache_pass=-1):
+    def __init__(self, filename, prefix_ends, scan_group, seed, shuffle: bool, with_keys: bool = False,
+                 cache: MinIOCache | None = None, cache_pass=-1):
         cache_attrs = cache.op_attrs if cache is not None else {}
         variant = _ops().liquid_pcr_record_dataset(
-            filename, prefix_ends, scan_group, seed, read_bandwidth, cache_pass, shuffle=shuffle,
-            with_keys=with_keys, **cache_attrs)
+            filename, prefix_ends, scan_group, seed, cache_pass, shuffle=shuffle, with_keys=with_keys, **cache_attrs)
         self._spec = {"image": tf.TensorSpec([], tf.string), "label": tf.TensorSpec([], tf.int64)}
         if with_keys:
             self._spec["key"] = tf.TensorSpec([], tf.string)
@@ -76,8 +76,8 @@ class PCRDataset(tf.data.Dataset):
       shuffle: shuffle record order and the images within each record, anew each epoch.
       seed: makes the shuffles repeatable.
       num_parallel_reads: records read concurrently.
-      read_bandwidth: bytes/s for every tfliquid reader in this process (emulates slow storage); None leaves
-        the process-wide setting (`tfliquid.io.set_read_bandwidth`) as it is.
+      read_bandwidth: bytes/s for every tfliquid reader in this process (emulates slow storage), set here by
+        `tfliquid.io.set_read_bandwidth`; None leaves the process-wide setting as it is.
       with_keys: also yield "key", the image's key (its source file name) when the dataset stored keys.
       cache: a `tfliquid.MinIOCache` for the record prefixes read (keyed by record file, scan group and length):
         later epochs read the cached records from memory (or its directory) instead of storage.
@@ -104,10 +104,12 @@ class PCRDataset(tf.data.Dataset):
         self._index = index
         self._cache = cache
         self._scan_group = _validate_scan_group(scan_group, index.num_scan_groups)
-        self._impl = self._build(decode, shuffle, seed, num_parallel_reads, read_bandwidth, with_keys)
+        self._impl = self._build(decode, shuffle, seed, num_parallel_reads, with_keys)
+        if read_bandwidth is not None:
+            set_read_bandwidth(read_bandwidth)  # TODO(lead): argument to be removed
         super().__init__(self._impl._variant_tensor)
 
-    def _build(self, decode, shuffle, seed, num_parallel_reads, read_bandwidth, with_keys):
+    def _build(self, decode, shuffle, seed, num_parallel_reads, with_keys):
         index = self._index
         num_groups = index.num_scan_groups
         filenames = tf.constant([os.path.join(self._path, r.path) for r in index.records])
@@ -115,7 +117,6 @@ class PCRDataset(tf.data.Dataset):
         padded_ends = [list(r.prefix_ends) + [r.prefix_ends[-1]] * (num_groups - len(r.prefix_ends))
                        for r in index.records]
         prefix_ends = tf.constant(padded_ends, dtype=tf.int64)
-        bandwidth = tf.constant(-1.0 if read_bandwidth is None else float(read_bandwidth), tf.float64)
         scan_group = self._scan_group
 
         records = tf.data.Dataset.range(len(index.records))
@@ -130,8 +131,8 @@ class PCRDataset(tf.data.Dataset):
             def open_record(i, record_seed):
                 group = scan_group.read_value() if isinstance(scan_group, tf.Variable) else scan_group
                 return _PCRRecordDataset(tf.gather(filenames, i), tf.gather(prefix_ends, i),
-                                         tf.cast(group, tf.int64), record_seed, bandwidth, shuffle, with_keys,
-                                         self._cache, cache_pass)
+                                         tf.cast(group, tf.int64), record_seed, shuffle, with_keys, self._cache,
+                                         cache_pass)
 
             if num_parallel_reads == 1:  # a plain interleave: no thread hand-off per image
                 return records.interleave(open_record, cycle_length=1)
