@@ -7,6 +7,7 @@
 #include "cache/cache.h"
 #include "cache/cache_attrs.h"
 #include "cache/cache_ops.h"
+#include "common/input_checks.h"
 #include "common/kernel.h"
 
 namespace tfliquid {
@@ -24,6 +25,14 @@ class CacheOpKernel : public OpKernel {
 
  protected:
   absl::Status GetCache(std::shared_ptr<Cache>* cache) { return Cache::Get(config_, cache); }
+
+  // The inputs `key` and `pass` of Lookup and Insert.
+  static absl::Status KeyAndPass(OpKernelContext* ctx, std::string* key, int64_t* pass) {
+    const tstring* key_input;
+    TF_RETURN_IF_ERROR(ScalarInput(ctx, "key", &key_input));
+    *key = std::string(*key_input);
+    return ScalarInput(ctx, "pass", pass);
+  }
 
   Config config_;
 };
@@ -48,12 +57,14 @@ class CacheLookupOp : public CacheOpKernel {
   }
 
   void Compute(OpKernelContext* ctx) override {
+    std::string key;
+    int64_t pass;
+    OP_REQUIRES_OK(ctx, KeyAndPass(ctx, &key, &pass));
     std::shared_ptr<Cache> cache;
     OP_REQUIRES_OK(ctx, GetCache(&cache));
-    const std::string key(ctx->input(0).scalar<tstring>()());
     std::vector<Tensor> values;
     bool hit;
-    OP_REQUIRES_OK(ctx, cache->Lookup(key, ctx->input(1).scalar<int64_t>()(), &values, &hit));
+    OP_REQUIRES_OK(ctx, cache->Lookup(key, pass, &values, &hit));
     Tensor* hit_out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &hit_out));
     hit_out->scalar<bool>()() = hit;
@@ -87,14 +98,16 @@ class CacheInsertOp : public CacheOpKernel {
   using CacheOpKernel::CacheOpKernel;
 
   void Compute(OpKernelContext* ctx) override {
+    std::string key;
+    int64_t pass;
+    OP_REQUIRES_OK(ctx, KeyAndPass(ctx, &key, &pass));
     std::shared_ptr<Cache> cache;
     OP_REQUIRES_OK(ctx, GetCache(&cache));
-    const std::string key(ctx->input(0).scalar<tstring>()());
     tensorflow::OpInputList inputs;
     OP_REQUIRES_OK(ctx, ctx->input_list("values", &inputs));
     std::vector<Tensor> values(inputs.begin(), inputs.end());
     bool admitted;
-    OP_REQUIRES_OK(ctx, cache->Insert(key, ctx->input(1).scalar<int64_t>()(), values, &admitted));
+    OP_REQUIRES_OK(ctx, cache->Insert(key, pass, values, &admitted));
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &out));
     out->scalar<bool>()() = admitted;

@@ -1,20 +1,15 @@
 // Registration and shape functions of the throttled I/O ops (kernels: io_kernels.cc).
 #include "common/io_ops.h"
 
-#include "tensorflow/core/framework/common_shape_fns.h"
+#include "common/input_checks.h"
 #include "tensorflow/core/framework/op.h"
-#include "tensorflow/core/framework/shape_inference.h"
 
 namespace tfliquid {
-
-using tensorflow::shape_inference::InferenceContext;
-using tensorflow::shape_inference::NoOutputs;
-using tensorflow::shape_inference::ScalarShape;
 
 REGISTER_OP(kReadFileOp)
     .Input("filename: string")
     .Output("contents: string")
-    .SetShapeFn(ScalarShape)
+    .SetShapeFn(ScalarInputsAndOutputs)
     .Doc("Reads a whole file like tf.io.read_file, drawing from the process-wide read throttle.");
 
 REGISTER_OP(kReadFileRangeOp)
@@ -22,36 +17,32 @@ REGISTER_OP(kReadFileRangeOp)
     .Input("offset: int64")
     .Input("length: int64")
     .Output("contents: string")
-    .SetShapeFn(ScalarShape)
+    .SetShapeFn(ScalarInputsAndOutputs)
     .Doc("Reads `length` bytes at `offset` (length < 0: to the end), drawing from the read throttle.");
 
 REGISTER_OP(kSetReadBandwidthOp)
     .Input("bytes_per_second: float64")
     .SetIsStateful()
-    .SetShapeFn(NoOutputs)
+    .SetShapeFn(ScalarInputsAndOutputs)
     .Doc("Sets the process-wide read bandwidth of every tfliquid reader; <= 0 removes the limit.");
 
 REGISTER_OP(kDrawReadBandwidthOp)
     .Input("num_bytes: int64")
     .SetIsStateful()
-    .SetShapeFn(NoOutputs)
+    .SetShapeFn(ScalarInputsAndOutputs)
     .Doc("Blocks until the read throttle grants num_bytes: puts a reader outside tfliquid on the same budget.");
 
 REGISTER_OP(kReadStatsOp)
     .Output("bytes_read: int64")
     .Output("bytes_per_second: float64")
     .SetIsStateful()
-    .SetShapeFn([](InferenceContext* c) {
-      c->set_output(0, c->Scalar());
-      c->set_output(1, c->Scalar());
-      return absl::OkStatus();
-    })
+    .SetShapeFn(ScalarInputsAndOutputs)
     .Doc("Bytes read by tfliquid readers in this process, and the current bandwidth limit (0 = none).");
 
 REGISTER_OP(kCrc32cOp)
     .Input("data: string")
     .Output("crc: int64")
-    .SetShapeFn(ScalarShape)
+    .SetShapeFn(ScalarInputsAndOutputs)
     .Doc("CRC32C (Castagnoli) of a string, as stored in PCR records.");
 
 }  // namespace tfliquid

@@ -1,6 +1,7 @@
 // Kernels of Liquid>JpegToProgressive and Liquid>JpegScanEnds over the pure C++ layers scan_split and transcode.
 #include <string>
 
+#include "common/input_checks.h"
 #include "common/kernel.h"
 #include "jpeg/jpeg_ops.h"
 #include "jpeg/scan_split.h"
@@ -29,10 +30,11 @@ class JpegToProgressiveOp : public OpKernel {
   }
 
   void Compute(OpKernelContext* ctx) override {
-    const tstring& contents = ctx->input(0).scalar<tstring>()();
-    const std::string source = ctx->input(1).scalar<tstring>()().empty()
-                                   ? std::string("<jpeg>")
-                                   : std::string(ctx->input(1).scalar<tstring>()());
+    const tstring *contents_input, *source_input;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "contents", &contents_input));
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "source", &source_input));
+    const tstring& contents = *contents_input;
+    const std::string source = source_input->empty() ? std::string("<jpeg>") : std::string(*source_input);
     Tensor* output;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &output));
     tstring& progressive = output->scalar<tstring>()();
@@ -57,8 +59,9 @@ class JpegScanEndsOp : public OpKernel {
   explicit JpegScanEndsOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
 
   void Compute(OpKernelContext* ctx) override {
-    const tstring& contents = ctx->input(0).scalar<tstring>()();
-    OutputScanEnds(ctx, 0, contents.data(), contents.size(), "<jpeg>");
+    const tstring* contents;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "contents", &contents));
+    OutputScanEnds(ctx, 0, contents->data(), contents->size(), "<jpeg>");
   }
 };
 

@@ -2,6 +2,7 @@
 #include "jpeg/jpeg_ops.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/input_checks.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"
 
@@ -16,6 +17,7 @@ REGISTER_OP(kJpegToProgressiveOp)
     .Output("scan_ends: int64")
     .Attr(absl::StrCat(kKeepMarkersAttr, ": bool = false"))
     .SetShapeFn([](InferenceContext* c) {
+      TF_RETURN_IF_ERROR(ScalarInputs(c));
       c->set_output(0, c->Scalar());
       c->set_output(1, c->Vector(InferenceContext::kUnknownDim));
       return absl::OkStatus();
@@ -29,6 +31,7 @@ REGISTER_OP(kJpegScanEndsOp)
     .Input("contents: string")
     .Output("scan_ends: int64")
     .SetShapeFn([](InferenceContext* c) {
+      TF_RETURN_IF_ERROR(ScalarInputs(c));
       c->set_output(0, c->Vector(InferenceContext::kUnknownDim));
       return absl::OkStatus();
     })

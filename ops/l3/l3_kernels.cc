@@ -1,6 +1,7 @@
 // Kernels of Liquid>DecodeL3 and Liquid>EncodeL3 over the pure C++ codec (l3/l3_codec.h).
 #include <string>
 
+#include "common/input_checks.h"
 #include "common/kernel.h"
 #include "l3/l3_codec.h"
 #include "l3/l3_ops.h"
@@ -13,7 +14,9 @@ class DecodeL3Op : public OpKernel {
   explicit DecodeL3Op(OpKernelConstruction* ctx) : OpKernel(ctx) {}
 
   void Compute(OpKernelContext* ctx) override {
-    const tstring& contents = ctx->input(0).scalar<tstring>()();
+    const tstring* contents_input;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "contents", &contents_input));
+    const tstring& contents = *contents_input;
     const auto* data = reinterpret_cast<const uint8_t*>(contents.data());
     l3::Header header;
     std::string error;
@@ -35,8 +38,9 @@ class EncodeL3Op : public OpKernel {
   }
 
   void Compute(OpKernelContext* ctx) override {
-    const Tensor& image = ctx->input(0);
-    OP_REQUIRES(ctx, image.dims() == 3, tensorflow::errors::InvalidArgument("image must be [H, W, C]"));
+    const Tensor* image_input;
+    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "image", 3, &image_input));  // [H, W, C]
+    const Tensor& image = *image_input;
     const int64_t height = image.dim_size(0), width = image.dim_size(1), channels = image.dim_size(2);
     OP_REQUIRES(ctx, height >= 1 && width >= 1 && height <= l3::kMaxSide && width <= l3::kMaxSide,
                 tensorflow::errors::InvalidArgument("image size ", height, "x", width, " outside 1..2^24"));

@@ -11,6 +11,7 @@
 
 #include "cache/cache.h"
 #include "cache/cache_attrs.h"
+#include "common/input_checks.h"
 #include "common/throttled_read.h"
 #include "pcr/pcr_ops.h"
 #include "pcr/record.h"
@@ -72,18 +73,19 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
   }
 
   void MakeDataset(OpKernelContext* ctx, DatasetBase** output) override {
-    const Tensor& filename = ctx->input(0);
-    const Tensor& prefix_ends = ctx->input(1);
-    OP_REQUIRES(ctx, filename.dims() == 0, InvalidArgument("filename must be a scalar"));
-    OP_REQUIRES(ctx, prefix_ends.dims() == 1 && prefix_ends.NumElements() >= 1,
-                InvalidArgument("prefix_ends must be a non-empty vector"));
-    const int64_t scan_group = ctx->input(2).scalar<int64_t>()();
+    const tstring* filename;
+    const Tensor* prefix_ends;
+    int64_t scan_group, seed, cache_pass;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "filename", &filename));
+    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "prefix_ends", 1, &prefix_ends));
+    OP_REQUIRES(ctx, prefix_ends->NumElements() >= 1, InvalidArgument("prefix_ends must be a non-empty vector"));
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "scan_group", &scan_group));
     OP_REQUIRES(ctx, scan_group >= 1, InvalidArgument("scan_group must be >= 1, got ", scan_group));
-    std::vector<int64_t> ends(prefix_ends.vec<int64_t>().data(),
-                              prefix_ends.vec<int64_t>().data() + prefix_ends.NumElements());
-    *output = new Dataset(ctx, std::string(filename.scalar<tstring>()()), std::move(ends), scan_group,
-                          ctx->input(3).scalar<int64_t>()(), shuffle_, with_keys_, cache_config_,
-                          ctx->input(4).scalar<int64_t>()());
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "seed", &seed));
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "cache_pass", &cache_pass));
+    const auto ends = prefix_ends->vec<int64_t>();
+    *output = new Dataset(ctx, std::string(*filename), std::vector<int64_t>(ends.data(), ends.data() + ends.size()),
+                          scan_group, seed, shuffle_, with_keys_, cache_config_, cache_pass);
   }
 
  private:

@@ -3,13 +3,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "cache/cache_attrs.h"
-#include "tensorflow/core/framework/common_shape_fns.h"
+#include "common/input_checks.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"
 
 namespace tfliquid {
 
-using tensorflow::shape_inference::ScalarShape;
+using tensorflow::shape_inference::InferenceContext;
 
 REGISTER_OP(kPCRRecordDatasetOp)
     .Input("filename: string")
@@ -22,7 +22,12 @@ REGISTER_OP(kPCRRecordDatasetOp)
     .Attr(absl::StrCat(kWithKeysAttr, ": bool = false"))
     .TFLIQUID_CACHE_ATTRS()
     .SetIsStateful()  // source datasets are stateful so that constant folding leaves them alone
-    .SetShapeFn(ScalarShape)
+    .SetShapeFn([](InferenceContext* c) {
+      // prefix_ends (input 1) is a vector, every other input a scalar.
+      for (int i = 0; i < c->num_inputs(); ++i) TF_RETURN_IF_ERROR(InputHasRank(c, i, i == 1 ? 1 : 0));
+      c->set_output(0, c->Scalar());
+      return absl::OkStatus();
+    })
     .Doc(R"doc(
 Images of one PCR record at a scan group: (image, key, label) with_keys, else (image, label). That is the order in
 which tf.nest flattens {"image", "key", "label"}, so Python declares a dict element_spec with no map.
