@@ -49,8 +49,8 @@ absl::Status Config::Validate() const {
     return tensorflow::errors::InvalidArgument("cache capacity_bytes must be >= 0, got ", capacity_bytes);
   }
   if (FindPolicy(policy) == nullptr) {
-    return tensorflow::errors::InvalidArgument("cache policy must be one of ", QuotedPolicyNames(/*with_evicting=*/true),
-                                               ", got '", policy, "'");
+    return tensorflow::errors::InvalidArgument("cache policy must be one of ",
+                                               QuotedPolicyNames(/*with_evicting=*/true), ", got '", policy, "'");
   }
   return absl::OkStatus();
 }

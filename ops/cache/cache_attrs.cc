@@ -9,10 +9,12 @@ namespace cache {
 
 std::array<std::string, 4> AttrSpecs() {
   // The policy's allowed values are the registry's, so that Python reads them from the OpDef.
-  return {absl::StrCat(kNameAttr, ": string = ''"), absl::StrCat(kCapacityBytesAttr, ": int = 0"),
-          absl::StrCat(kDirectoryAttr, ": string = ''"),
-          absl::StrCat(kPolicyAttr, ": {", QuotedPolicyNames(/*with_evicting=*/true), "} = '", Policies()[0].name,
-                       "'")};
+  return {
+      absl::StrCat(kNameAttr, ": string = ''"),
+      absl::StrCat(kCapacityBytesAttr, ": int = 0"),
+      absl::StrCat(kDirectoryAttr, ": string = ''"),
+      absl::StrCat(kPolicyAttr, ": {", QuotedPolicyNames(/*with_evicting=*/true), "} = '", Policies()[0].name, "'"),
+  };
 }
 
 absl::Status ConfigFromAttrs(tensorflow::OpKernelConstruction* ctx, Config* config) {

@@ -147,8 +147,8 @@ class DirectoryStore : public Store {
       ledger.totals.items += 1;
       TF_RETURN_IF_ERROR(WriteLedger(ledger));
     }
-    const std::string tmp = TmpDir() + "/" + hash + "." + std::to_string(getpid()) + "." +
-                            std::to_string(next_tmp_++) + "." + std::to_string(size) + ".tmp";
+    const std::string tmp = TmpDir() + "/" + hash + "." + std::to_string(getpid()) + "." + std::to_string(next_tmp_++) +
+                            "." + std::to_string(size) + ".tmp";
     std::string encoded;
     EncodeItem(key, values, &encoded);
     const bool written = WriteFile(tmp, encoded);

@@ -61,7 +61,7 @@ class LruPolicy : public Policy {
 
   const uint64_t capacity_;
   absl::flat_hash_map<std::string, Entry> items_;  // what this policy admitted and has not evicted
-  std::list<std::string> recency_;                  // the same keys, most recently used first
+  std::list<std::string> recency_;                 // the same keys, most recently used first
 };
 
 template <typename P>

@@ -17,8 +17,7 @@ void OutputScanEnds(OpKernelContext* ctx, int index, const char* data, size_t si
   const jpeg::ScanSplitResult split = jpeg::ScanEnds(reinterpret_cast<const uint8_t*>(data), size);
   OP_REQUIRES(ctx, split.ok, tensorflow::errors::InvalidArgument(source, ": ", split.error));
   Tensor* ends;
-  OP_REQUIRES_OK(ctx, ctx->allocate_output(index, TensorShape({static_cast<int64_t>(split.scan_ends.size())}),
-                                           &ends));
+  OP_REQUIRES_OK(ctx, ctx->allocate_output(index, TensorShape({static_cast<int64_t>(split.scan_ends.size())}), &ends));
   auto flat = ends->vec<int64_t>();
   for (size_t k = 0; k < split.scan_ends.size(); ++k) flat(k) = static_cast<int64_t>(split.scan_ends[k]);
 }

@@ -39,7 +39,7 @@ struct Session {
 
   ErrorManager err;
   jpeg_decompress_struct src;
-  jpeg_compress_struct dst;  // never compresses: holds the output parameters that libjpeg would use
+  jpeg_compress_struct dst;         // never compresses: holds the output parameters that libjpeg would use
   JBLOCKROW* rows[MAX_COMPONENTS];  // in src's memory pool
 };
 
@@ -83,8 +83,7 @@ bool Prepare(Session* s, const uint8_t* data, size_t size, bool keep_markers) {
 
 }  // namespace
 
-bool TranscodeToProgressive(const uint8_t* data, size_t size, bool keep_markers, std::string* out,
-                            std::string* error) {
+bool TranscodeToProgressive(const uint8_t* data, size_t size, bool keep_markers, std::string* out, std::string* error) {
   Session s{};
   s.src.err = s.dst.err = jpeg_std_error(&s.err.pub);
   s.err.pub.error_exit = ErrorExit;

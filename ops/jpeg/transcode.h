@@ -17,8 +17,7 @@ namespace tfliquid::jpeg {
 // Returns true and sets *out, or returns false and sets *error to libjpeg's message. As jpegtran does,
 // recoverable corruption (e.g. truncated entropy-coded data) is not an error. Never exits or prints;
 // thread-safe (no shared state).
-bool TranscodeToProgressive(const uint8_t* data, size_t size, bool keep_markers, std::string* out,
-                            std::string* error);
+bool TranscodeToProgressive(const uint8_t* data, size_t size, bool keep_markers, std::string* out, std::string* error);
 
 }  // namespace tfliquid::jpeg
 

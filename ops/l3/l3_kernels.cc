@@ -24,8 +24,8 @@ class DecodeL3Op : public OpKernel {
     OP_REQUIRES(ctx, l3::ParseHeader(data, contents.size(), &header, &error),
                 tensorflow::errors::InvalidArgument("L3: ", error));
     Tensor* image;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({header.height, header.width,
-                                                             header.params.channels}), &image));
+    OP_REQUIRES_OK(ctx,
+                   ctx->allocate_output(0, TensorShape({header.height, header.width, header.params.channels}), &image));
     OP_REQUIRES(ctx, l3::Decode(data, contents.size(), header, image->flat<uint8_t>().data(), &error),
                 tensorflow::errors::InvalidArgument("L3: ", error));
   }

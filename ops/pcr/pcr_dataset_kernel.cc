@@ -23,25 +23,25 @@
 namespace tfliquid {
 namespace {
 
-using tensorflow::data::DatasetBase;
-using tensorflow::data::DatasetContext;
-using tensorflow::data::DatasetOpKernel;
 using tensorflow::DataTypeVector;
-using tensorflow::data::IteratorBase;
-using tensorflow::data::IteratorContext;
-using tensorflow::data::IteratorStateReader;
-using tensorflow::data::IteratorStateWriter;
 using tensorflow::mutex;
 using tensorflow::mutex_lock;
 using tensorflow::Node;
 using tensorflow::OpKernelConstruction;
 using tensorflow::OpKernelContext;
 using tensorflow::PartialTensorShape;
-using tensorflow::data::SerializationContext;
 using tensorflow::Tensor;
 using tensorflow::TensorShape;
 using tensorflow::tstring;
+using tensorflow::data::DatasetBase;
+using tensorflow::data::DatasetContext;
 using tensorflow::data::DatasetIterator;
+using tensorflow::data::DatasetOpKernel;
+using tensorflow::data::IteratorBase;
+using tensorflow::data::IteratorContext;
+using tensorflow::data::IteratorStateReader;
+using tensorflow::data::IteratorStateWriter;
+using tensorflow::data::SerializationContext;
 using tensorflow::data::model::MakeSourceNode;
 using tensorflow::errors::InvalidArgument;
 
@@ -107,8 +107,8 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
           shapes_(dtypes_.size(), PartialTensorShape({})) {}
 
     std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
-      return std::make_unique<Iterator>(Iterator::Params{this, tensorflow::data::name_utils::IteratorPrefix(
-                                                                   kDatasetType, prefix)});
+      return std::make_unique<Iterator>(
+          Iterator::Params{this, tensorflow::data::name_utils::IteratorPrefix(kDatasetType, prefix)});
     }
 
     const DataTypeVector& output_dtypes() const override { return dtypes_; }
@@ -138,7 +138,7 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
       b->BuildAttrValue(shuffle_, &shuffle);
       b->BuildAttrValue(with_keys_, &with_keys);
       std::vector<std::pair<absl::string_view, tensorflow::AttrValue>> attrs = {{kShuffleAttr, shuffle},
-                                                                                 {kWithKeysAttr, with_keys}};
+                                                                                {kWithKeysAttr, with_keys}};
       cache::AppendAttrs(cache_config_, &attrs);
       return b->AddDataset(this, {filename, prefix_ends, scan_group, seed, cache_pass}, attrs, output);
     }
@@ -208,8 +208,8 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
         std::string cache_key;
         if (!d.cache_config_.name.empty()) {
           TF_RETURN_IF_ERROR(cache::Cache::Get(d.cache_config_, &cache));
-          cache_key = d.filename_ + "#group=" + std::to_string(scan_group) + "#bytes=" +
-                      std::to_string(d.PrefixLength());
+          cache_key =
+              d.filename_ + "#group=" + std::to_string(scan_group) + "#bytes=" + std::to_string(d.PrefixLength());
           std::vector<Tensor> cached;
           bool hit;
           TF_RETURN_IF_ERROR(cache->Lookup(cache_key, d.cache_pass_, &cached, &hit));
@@ -235,8 +235,8 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
         TF_RETURN_IF_ERROR(FileSize(ctx->env(), d.filename_, &file_size));
         if (file_size < length) {  // checked before allocating: the index may be stale or corrupt
           return tensorflow::errors::DataLoss(d.filename_, ": offset ", file_size, ": file is ", file_size,
-                                              " bytes but the index says scan group ", d.scan_group_,
-                                              " ends at ", length, " (truncated record or stale index?)");
+                                              " bytes but the index says scan group ", d.scan_group_, " ends at ",
+                                              length, " (truncated record or stale index?)");
         }
         buffer_ = Tensor(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
         tstring& bytes = buffer_.scalar<tstring>()();
