@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "cache/item_codec.h"
+#include "cache/policy.h"
 #include "tensorflow/core/platform/errors.h"
 
 namespace tfliquid {
@@ -43,20 +44,13 @@ std::string Describe(const Config& c) {
 
 }  // namespace
 
-absl::Status Config::FromAttrs(tensorflow::OpKernelConstruction* ctx, Config* config) {
-  TF_RETURN_IF_ERROR(ctx->GetAttr("cache_name", &config->name));
-  TF_RETURN_IF_ERROR(ctx->GetAttr("cache_capacity_bytes", &config->capacity_bytes));
-  TF_RETURN_IF_ERROR(ctx->GetAttr("cache_directory", &config->directory));
-  TF_RETURN_IF_ERROR(ctx->GetAttr("cache_policy", &config->policy));
-  if (config->capacity_bytes < 0) {
-    return tensorflow::errors::InvalidArgument("cache capacity_bytes must be >= 0, got ", config->capacity_bytes);
+absl::Status Config::Validate() const {
+  if (capacity_bytes < 0) {
+    return tensorflow::errors::InvalidArgument("cache capacity_bytes must be >= 0, got ", capacity_bytes);
   }
-  if (config->policy != "minio" && config->policy != "lru") {
-    return tensorflow::errors::InvalidArgument("cache policy must be 'minio' or 'lru', got '", config->policy, "'");
-  }
-  if (config->policy == "lru" && !config->directory.empty()) {
-    return tensorflow::errors::InvalidArgument("the 'lru' policy is in-memory only (it is the baseline MinIO is "
-                                               "compared with); a directory cache is 'minio'");
+  if (FindPolicy(policy) == nullptr) {
+    return tensorflow::errors::InvalidArgument("cache policy must be one of ",
+                                               QuotedPolicyNames(/*with_evicting=*/true), ", got '", policy, "'");
   }
   return absl::OkStatus();
 }
@@ -73,12 +67,14 @@ absl::Status Cache::Get(const Config& config, std::shared_ptr<Cache>* cache) {
     *cache = it->second;
     return absl::OkStatus();
   }
+  TF_RETURN_IF_ERROR(config.Validate());
+  const PolicyInfo& policy = *FindPolicy(config.policy);
   std::unique_ptr<Store> store;
   const auto capacity = static_cast<uint64_t>(config.capacity_bytes);
   if (config.directory.empty()) {
-    store = NewMemoryStore(capacity, config.policy == "lru");
+    store = NewMemoryStore(policy, capacity);
   } else {
-    TF_RETURN_IF_ERROR(NewDirectoryStore(config.directory, capacity, &store));
+    TF_RETURN_IF_ERROR(NewDirectoryStore(config.directory, capacity, policy, &store));
   }
   cache->reset(new Cache(config, std::move(store)));
   registry.caches.emplace(config.name, *cache);

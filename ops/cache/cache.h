@@ -10,21 +10,21 @@
 #include <vector>
 
 #include "cache/store.h"
-#include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/platform/mutex.h"
+#include "tensorflow/core/platform/status.h"
 
 namespace tfliquid {
 namespace cache {
 
-// What a cache is: every op that uses one carries these as attributes.
+// What a cache is: every op that uses one carries these as attributes (cache/cache_attrs.h).
 struct Config {
   std::string name;
   int64_t capacity_bytes = 0;
   std::string directory;  // empty: this process's memory
-  std::string policy;     // "minio" or "lru"
+  std::string policy;     // a name in the policy registry (cache/policy.h)
 
-  // From the attributes cache_name, cache_capacity_bytes, cache_directory and cache_policy.
-  static absl::Status FromAttrs(tensorflow::OpKernelConstruction* ctx, Config* config);
+  // InvalidArgument unless the capacity is >= 0 and the policy is registered.
+  absl::Status Validate() const;
   bool operator==(const Config& other) const {
     return name == other.name && capacity_bytes == other.capacity_bytes && directory == other.directory &&
            policy == other.policy;

@@ -5,6 +5,9 @@
 #include <vector>
 
 #include "cache/cache.h"
+#include "cache/cache_attrs.h"
+#include "cache/cache_ops.h"
+#include "common/input_checks.h"
 #include "common/kernel.h"
 
 namespace tfliquid {
@@ -17,11 +20,19 @@ using cache::Config;
 class CacheOpKernel : public OpKernel {
  public:
   explicit CacheOpKernel(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, Config::FromAttrs(ctx, &config_));
+    OP_REQUIRES_OK(ctx, cache::ConfigFromAttrs(ctx, &config_));
   }
 
  protected:
   absl::Status GetCache(std::shared_ptr<Cache>* cache) { return Cache::Get(config_, cache); }
+
+  // The inputs `key` and `pass` of Lookup and Insert.
+  static absl::Status KeyAndPass(OpKernelContext* ctx, std::string* key, int64_t* pass) {
+    const tstring* key_input;
+    TF_RETURN_IF_ERROR(ScalarInput(ctx, "key", &key_input));
+    *key = std::string(*key_input);
+    return ScalarInput(ctx, "pass", pass);
+  }
 
   Config config_;
 };
@@ -42,16 +53,18 @@ class CacheBeginPassOp : public CacheOpKernel {
 class CacheLookupOp : public CacheOpKernel {
  public:
   explicit CacheLookupOp(OpKernelConstruction* ctx) : CacheOpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("dtypes", &dtypes_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kDtypesAttr, &dtypes_));
   }
 
   void Compute(OpKernelContext* ctx) override {
+    std::string key;
+    int64_t pass;
+    OP_REQUIRES_OK(ctx, KeyAndPass(ctx, &key, &pass));
     std::shared_ptr<Cache> cache;
     OP_REQUIRES_OK(ctx, GetCache(&cache));
-    const std::string key(ctx->input(0).scalar<tstring>()());
     std::vector<Tensor> values;
     bool hit;
-    OP_REQUIRES_OK(ctx, cache->Lookup(key, ctx->input(1).scalar<int64_t>()(), &values, &hit));
+    OP_REQUIRES_OK(ctx, cache->Lookup(key, pass, &values, &hit));
     Tensor* hit_out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &hit_out));
     hit_out->scalar<bool>()() = hit;
@@ -85,14 +98,16 @@ class CacheInsertOp : public CacheOpKernel {
   using CacheOpKernel::CacheOpKernel;
 
   void Compute(OpKernelContext* ctx) override {
+    std::string key;
+    int64_t pass;
+    OP_REQUIRES_OK(ctx, KeyAndPass(ctx, &key, &pass));
     std::shared_ptr<Cache> cache;
     OP_REQUIRES_OK(ctx, GetCache(&cache));
-    const std::string key(ctx->input(0).scalar<tstring>()());
     tensorflow::OpInputList inputs;
     OP_REQUIRES_OK(ctx, ctx->input_list("values", &inputs));
     std::vector<Tensor> values(inputs.begin(), inputs.end());
     bool admitted;
-    OP_REQUIRES_OK(ctx, cache->Insert(key, ctx->input(1).scalar<int64_t>()(), values, &admitted));
+    OP_REQUIRES_OK(ctx, cache->Insert(key, pass, values, &admitted));
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &out));
     out->scalar<bool>()() = admitted;
@@ -117,7 +132,7 @@ class CacheStatsOp : public CacheOpKernel {
 class CacheReleaseOp : public OpKernel {
  public:
   explicit CacheReleaseOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("cache_name", &name_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(cache::kNameAttr, &name_));
   }
 
   void Compute(OpKernelContext*) override { Cache::Release(name_); }
@@ -126,11 +141,11 @@ class CacheReleaseOp : public OpKernel {
   std::string name_;
 };
 
-REGISTER_KERNEL_BUILDER(Name("Liquid>CacheBeginPass").Device(tensorflow::DEVICE_CPU), CacheBeginPassOp);
-REGISTER_KERNEL_BUILDER(Name("Liquid>CacheLookup").Device(tensorflow::DEVICE_CPU), CacheLookupOp);
-REGISTER_KERNEL_BUILDER(Name("Liquid>CacheInsert").Device(tensorflow::DEVICE_CPU), CacheInsertOp);
-REGISTER_KERNEL_BUILDER(Name("Liquid>CacheStats").Device(tensorflow::DEVICE_CPU), CacheStatsOp);
-REGISTER_KERNEL_BUILDER(Name("Liquid>CacheRelease").Device(tensorflow::DEVICE_CPU), CacheReleaseOp);
+REGISTER_KERNEL_BUILDER(Name(kCacheBeginPassOp).Device(tensorflow::DEVICE_CPU), CacheBeginPassOp);
+REGISTER_KERNEL_BUILDER(Name(kCacheLookupOp).Device(tensorflow::DEVICE_CPU), CacheLookupOp);
+REGISTER_KERNEL_BUILDER(Name(kCacheInsertOp).Device(tensorflow::DEVICE_CPU), CacheInsertOp);
+REGISTER_KERNEL_BUILDER(Name(kCacheStatsOp).Device(tensorflow::DEVICE_CPU), CacheStatsOp);
+REGISTER_KERNEL_BUILDER(Name(kCacheReleaseOp).Device(tensorflow::DEVICE_CPU), CacheReleaseOp);
 
 }  // namespace
 }  // namespace tfliquid

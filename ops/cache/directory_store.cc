@@ -98,8 +98,8 @@ bool ProcessExists(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
 
 class DirectoryStore : public Store {
  public:
-  DirectoryStore(std::string directory, uint64_t capacity, int ledger_fd)
-      : directory_(std::move(directory)), capacity_(capacity), ledger_fd_(ledger_fd) {}
+  DirectoryStore(std::string directory, uint64_t capacity, std::unique_ptr<Policy> policy, int ledger_fd)
+      : directory_(std::move(directory)), capacity_(capacity), policy_(std::move(policy)), ledger_fd_(ledger_fd) {}
   ~DirectoryStore() override { close(ledger_fd_); }
 
   // Checks the ledger against this cache's capacity (creating or rebuilding it), and removes what processes
@@ -123,46 +123,32 @@ class DirectoryStore : public Store {
   }
 
   absl::Status Lookup(const std::string& key, std::vector<Tensor>* values, bool* found) override {
-    *found = false;
-    const std::string path = ItemPath(KeyHash(key));
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return errno == ENOENT ? absl::OkStatus() : PosixError("cannot open", path);
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-      close(fd);
-      return PosixError("cannot stat", path);
-    }
-    std::string data, error;
-    Decoded decoded = Decoded::kDamaged;
-    if (static_cast<uint64_t>(st.st_size) > capacity_) {
-      error = "larger than the cache's capacity";
-    } else if (data.resize(st.st_size); !ReadAll(fd, data.data(), data.size())) {
-      error = "shorter than its size";
-    } else {
-      decoded = DecodeItem(data.data(), data.size(), key, values, &error);
-    }
-    close(fd);
-    if (decoded == Decoded::kOk) *found = true;
-    if (decoded == Decoded::kDamaged) Discard(path, st.st_ino, error);
+    TF_RETURN_IF_ERROR(ReadItem(key, values, found));
+    tensorflow::mutex_lock lock(policy_mu_);
+    policy_->Accessed(key, *found);
     return absl::OkStatus();
   }
 
   absl::Status Admit(const std::string& key, const std::vector<Tensor>& values, uint64_t* admitted_bytes) override {
     *admitted_bytes = 0;
     const uint64_t size = EncodedSize(key, values);
-    if (size > capacity_) return absl::OkStatus();
     const std::string hash = KeyHash(key);
     const std::string path = ItemPath(hash);
     {
       LedgerLock lock(this);
       Ledger ledger = ReadOrRebuildLedger();
-      if (Exists(path) || ledger.totals.bytes + size > capacity_) return absl::OkStatus();
+      if (Exists(path)) return absl::OkStatus();
+      std::vector<std::string> no_victims;  // the policy never evicts (NewDirectoryStore)
+      {
+        tensorflow::mutex_lock policy_lock(policy_mu_);
+        if (!policy_->Admit(key, size, ledger.totals.bytes, &no_victims)) return absl::OkStatus();
+      }
       ledger.totals.bytes += size;
       ledger.totals.items += 1;
       TF_RETURN_IF_ERROR(WriteLedger(ledger));
     }
-    const std::string tmp = TmpDir() + "/" + hash + "." + std::to_string(getpid()) + "." +
-                            std::to_string(next_tmp_++) + "." + std::to_string(size) + ".tmp";
+    const std::string tmp = TmpDir() + "/" + hash + "." + std::to_string(getpid()) + "." + std::to_string(next_tmp_++) +
+                            "." + std::to_string(size) + ".tmp";
     std::string encoded;
     EncodeItem(key, values, &encoded);
     const bool written = WriteFile(tmp, encoded);
@@ -203,6 +189,32 @@ class DirectoryStore : public Store {
    private:
     DirectoryStore* store_;
   };
+
+  // Lookup without the policy: a damaged item is removed and reads as absent.
+  absl::Status ReadItem(const std::string& key, std::vector<Tensor>* values, bool* found) {
+    *found = false;
+    const std::string path = ItemPath(KeyHash(key));
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT ? absl::OkStatus() : PosixError("cannot open", path);
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+      close(fd);
+      return PosixError("cannot stat", path);
+    }
+    std::string data, error;
+    Decoded decoded = Decoded::kDamaged;
+    if (static_cast<uint64_t>(st.st_size) > capacity_) {
+      error = "larger than the cache's capacity";
+    } else if (data.resize(st.st_size); !ReadAll(fd, data.data(), data.size())) {
+      error = "shorter than its size";
+    } else {
+      decoded = DecodeItem(data.data(), data.size(), key, values, &error);
+    }
+    close(fd);
+    if (decoded == Decoded::kOk) *found = true;
+    if (decoded == Decoded::kDamaged) Discard(path, st.st_ino, error);
+    return absl::OkStatus();
+  }
 
   std::string TmpDir() const { return directory_ + "/tmp"; }
   std::string ItemPath(const std::string& hash) const {
@@ -290,6 +302,9 @@ class DirectoryStore : public Store {
 
   const std::string directory_;
   const uint64_t capacity_;
+  // Its own lock, so that lookups never wait for the ledger, which another process may hold.
+  tensorflow::mutex policy_mu_;
+  const std::unique_ptr<Policy> policy_ TF_PT_GUARDED_BY(policy_mu_);
   const int ledger_fd_;
   std::atomic<uint64_t> next_tmp_{0};
   tensorflow::mutex mu_;
@@ -297,14 +312,20 @@ class DirectoryStore : public Store {
 
 }  // namespace
 
-absl::Status NewDirectoryStore(const std::string& directory, uint64_t capacity_bytes, std::unique_ptr<Store>* store) {
+absl::Status NewDirectoryStore(const std::string& directory, uint64_t capacity_bytes, const PolicyInfo& policy,
+                               std::unique_ptr<Store>* store) {
+  if (policy.evicts) {
+    return tensorflow::errors::InvalidArgument("the '", policy.name, "' policy is in-memory only: it evicts, and a ",
+                                               "shared directory never does; a directory cache is ",
+                                               QuotedPolicyNames(/*with_evicting=*/false));
+  }
   TF_RETURN_IF_ERROR(MakeDirectory(directory));
   TF_RETURN_IF_ERROR(MakeDirectory(directory + "/items"));
   TF_RETURN_IF_ERROR(MakeDirectory(directory + "/tmp"));
   const std::string ledger_path = directory + "/LEDGER";
   const int fd = open(ledger_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return PosixError("cannot open", ledger_path);
-  auto directory_store = std::make_unique<DirectoryStore>(directory, capacity_bytes, fd);
+  auto directory_store = std::make_unique<DirectoryStore>(directory, capacity_bytes, policy.make(capacity_bytes), fd);
   TF_RETURN_IF_ERROR(directory_store->Open());
   *store = std::move(directory_store);
   return absl::OkStatus();

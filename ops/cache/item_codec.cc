@@ -128,14 +128,12 @@ absl::Status CheckStorable(const std::string& key, const std::vector<Tensor>& va
     return tensorflow::errors::InvalidArgument("cache keys must be 1..", kMaxKeyBytes, " bytes, got ", key.size());
   }
   if (values.empty() || values.size() > kMaxTensors) {
-    return tensorflow::errors::InvalidArgument("a cached item holds 1..", kMaxTensors, " tensors, got ",
-                                               values.size());
+    return tensorflow::errors::InvalidArgument("a cached item holds 1..", kMaxTensors, " tensors, got ", values.size());
   }
   for (const Tensor& t : values) {
     if (!IsStorable(t.dtype())) {
-      return tensorflow::errors::InvalidArgument("cannot cache a tensor of dtype ",
-                                                 tensorflow::DataTypeString(t.dtype()),
-                                                 ": only numbers, bool and string");
+      return tensorflow::errors::InvalidArgument(
+          "cannot cache a tensor of dtype ", tensorflow::DataTypeString(t.dtype()), ": only numbers, bool and string");
     }
   }
   return absl::OkStatus();

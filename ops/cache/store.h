@@ -1,5 +1,5 @@
 // Where a cache keeps its items: in this process's memory, or in a directory that several processes share.
-// A store decides admission against its byte budget; the Cache above it counts hits and misses.
+// What it admits and evicts, its Policy decides (cache/policy.h); the Cache above it counts hits and misses.
 #ifndef TFLIQUID_OPS_CACHE_STORE_H_
 #define TFLIQUID_OPS_CACHE_STORE_H_
 
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/policy.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/platform/status.h"
 
@@ -23,6 +24,7 @@ class Store {
  public:
   virtual ~Store() = default;
   // *found and the item's values when `key` is stored and intact; a damaged item is a miss, not an error.
+  // The policy sees every lookup.
   virtual absl::Status Lookup(const std::string& key, std::vector<tensorflow::Tensor>* values, bool* found) = 0;
   // Stores the item if the policy admits it: *admitted_bytes is its size, or 0 when it was not admitted.
   virtual absl::Status Admit(const std::string& key, const std::vector<tensorflow::Tensor>& values,
@@ -30,12 +32,13 @@ class Store {
   virtual absl::Status GetTotals(Totals* totals) = 0;
 };
 
-// MinIO: admits items while they fit and never evicts. With `evict_lru`, the page-cache-like baseline: every
-// item that fits in the whole budget is admitted, evicting the least recently used ones.
-std::unique_ptr<Store> NewMemoryStore(uint64_t capacity_bytes, bool evict_lru);
+// Items in this process's memory, admitted and evicted as `policy` decides.
+std::unique_ptr<Store> NewMemoryStore(const PolicyInfo& policy, uint64_t capacity_bytes);
 
-// MinIO over a directory shared by processes on one machine, with one budget (docs/formats/cache.md).
-absl::Status NewDirectoryStore(const std::string& directory, uint64_t capacity_bytes, std::unique_ptr<Store>* store);
+// Items in a directory shared by processes on one machine, with one budget (docs/formats/cache.md), admitted as
+// `policy` decides. A directory never evicts: a policy that does is an InvalidArgument error.
+absl::Status NewDirectoryStore(const std::string& directory, uint64_t capacity_bytes, const PolicyInfo& policy,
+                               std::unique_ptr<Store>* store);
 
 }  // namespace cache
 }  // namespace tfliquid

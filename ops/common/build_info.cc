@@ -5,4 +5,5 @@
 #error "setup.py defines TFLIQUID_TF_VERSION"
 #endif
 
-extern "C" __attribute__((used)) const char kTfliquidBuildInfo[] = "tfliquid-built-for-tensorflow=" TFLIQUID_TF_VERSION ";";
+extern "C" __attribute__((used)) const char kTfliquidBuildInfo[] =
+    "tfliquid-built-for-tensorflow=" TFLIQUID_TF_VERSION ";";

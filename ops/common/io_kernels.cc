@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "common/crc32c.h"
+#include "common/input_checks.h"
+#include "common/io_ops.h"
 #include "common/kernel.h"
 #include "common/throttle.h"
 #include "common/throttled_read.h"
@@ -16,10 +18,14 @@ class ReadFileOp : public OpKernel {
   explicit ReadFileOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
 
   void Compute(OpKernelContext* ctx) override {
-    const std::string path(ctx->input(0).scalar<tstring>()());
-    const bool ranged = ctx->num_inputs() == 3;
-    const int64_t offset = ranged ? ctx->input(1).scalar<int64_t>()() : 0;
-    int64_t length = ranged ? ctx->input(2).scalar<int64_t>()() : -1;
+    const tstring* filename;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "filename", &filename));
+    const std::string path(*filename);
+    int64_t offset = 0, length = -1;
+    if (ctx->num_inputs() == 3) {
+      OP_REQUIRES_OK(ctx, ScalarInput(ctx, "offset", &offset));
+      OP_REQUIRES_OK(ctx, ScalarInput(ctx, "length", &length));
+    }
     OP_REQUIRES(ctx, offset >= 0, tensorflow::errors::InvalidArgument(path, ": negative offset ", offset));
     uint64_t size;
     OP_REQUIRES_OK(ctx, FileSize(ctx->env(), path, &size));
@@ -41,7 +47,9 @@ class SetReadBandwidthOp : public OpKernel {
   explicit SetReadBandwidthOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
 
   void Compute(OpKernelContext* ctx) override {
-    ReadThrottle::Global().SetRate(ctx->input(0).scalar<double>()());
+    double rate;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "bytes_per_second", &rate));
+    ReadThrottle::Global().SetRate(rate);
   }
 };
 
@@ -50,7 +58,8 @@ class DrawReadBandwidthOp : public OpKernel {
   explicit DrawReadBandwidthOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
 
   void Compute(OpKernelContext* ctx) override {
-    const int64_t bytes = ctx->input(0).scalar<int64_t>()();
+    int64_t bytes;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "num_bytes", &bytes));
     OP_REQUIRES(ctx, bytes >= 0, tensorflow::errors::InvalidArgument("num_bytes must be >= 0, got ", bytes));
     ReadThrottle::Global().Acquire(static_cast<uint64_t>(bytes));
   }
@@ -75,19 +84,20 @@ class Crc32cOp : public OpKernel {
   explicit Crc32cOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
 
   void Compute(OpKernelContext* ctx) override {
-    const tstring& data = ctx->input(0).scalar<tstring>()();
+    const tstring* data;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "data", &data));
     Tensor* output;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &output));
-    output->scalar<int64_t>()() = Crc32c(data.data(), data.size());
+    output->scalar<int64_t>()() = Crc32c(data->data(), data->size());
   }
 };
 
-REGISTER_KERNEL_BUILDER(Name("Liquid>ReadFile").Device(tensorflow::DEVICE_CPU), ReadFileOp);
-REGISTER_KERNEL_BUILDER(Name("Liquid>ReadFileRange").Device(tensorflow::DEVICE_CPU), ReadFileOp);
-REGISTER_KERNEL_BUILDER(Name("Liquid>SetReadBandwidth").Device(tensorflow::DEVICE_CPU), SetReadBandwidthOp);
-REGISTER_KERNEL_BUILDER(Name("Liquid>DrawReadBandwidth").Device(tensorflow::DEVICE_CPU), DrawReadBandwidthOp);
-REGISTER_KERNEL_BUILDER(Name("Liquid>ReadStats").Device(tensorflow::DEVICE_CPU), ReadStatsOp);
-REGISTER_KERNEL_BUILDER(Name("Liquid>Crc32c").Device(tensorflow::DEVICE_CPU), Crc32cOp);
+REGISTER_KERNEL_BUILDER(Name(kReadFileOp).Device(tensorflow::DEVICE_CPU), ReadFileOp);
+REGISTER_KERNEL_BUILDER(Name(kReadFileRangeOp).Device(tensorflow::DEVICE_CPU), ReadFileOp);
+REGISTER_KERNEL_BUILDER(Name(kSetReadBandwidthOp).Device(tensorflow::DEVICE_CPU), SetReadBandwidthOp);
+REGISTER_KERNEL_BUILDER(Name(kDrawReadBandwidthOp).Device(tensorflow::DEVICE_CPU), DrawReadBandwidthOp);
+REGISTER_KERNEL_BUILDER(Name(kReadStatsOp).Device(tensorflow::DEVICE_CPU), ReadStatsOp);
+REGISTER_KERNEL_BUILDER(Name(kCrc32cOp).Device(tensorflow::DEVICE_CPU), Crc32cOp);
 
 }  // namespace
 }  // namespace tfliquid

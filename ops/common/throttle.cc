@@ -22,7 +22,7 @@ ReadThrottle& ReadThrottle::Global() {
 void ReadThrottle::SetRate(double bytes_per_second) {
   const double rate = bytes_per_second > 0 ? bytes_per_second : 0;
   std::lock_guard<std::mutex> lock(mu_);
-  if (rate == rate_) return;  // readers re-assert their rate on every record; keep the link's schedule
+  if (rate == rate_) return;  // setting the rate in force again keeps the link's schedule
   rate_ = rate;
   link_free_at_ = NowSeconds();
 }

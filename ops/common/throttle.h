@@ -30,8 +30,8 @@ class ReadThrottle {
  private:
   static constexpr double kBurstSeconds = 0.05;
   mutable std::mutex mu_;
-  double rate_ = 0;            // bytes per second; 0 = unlimited
-  double link_free_at_ = 0;    // seconds on the steady clock when the emulated link becomes idle
+  double rate_ = 0;          // bytes per second; 0 = unlimited
+  double link_free_at_ = 0;  // seconds on the steady clock when the emulated link becomes idle
   uint64_t bytes_granted_ = 0;
 };
 

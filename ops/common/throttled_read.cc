@@ -16,8 +16,7 @@ absl::Status FileSize(tensorflow::Env* env, const std::string& path, uint64_t* s
   return absl::OkStatus();
 }
 
-absl::Status ReadRange(tensorflow::Env* env, const std::string& path, uint64_t offset, uint64_t length,
-                       char* buffer) {
+absl::Status ReadRange(tensorflow::Env* env, const std::string& path, uint64_t offset, uint64_t length, char* buffer) {
   std::unique_ptr<tensorflow::RandomAccessFile> file;
   TF_RETURN_IF_ERROR(env->NewRandomAccessFile(path, &file));
   uint64_t done = 0;

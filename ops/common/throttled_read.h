@@ -13,8 +13,7 @@ namespace tfliquid {
 
 // Reads bytes [offset, offset + length) of `path` into buffer[0, length) with one logical read issued in
 // throttle-sized chunks. A file that ends early is a DataLoss error naming the file and the offset.
-absl::Status ReadRange(tensorflow::Env* env, const std::string& path, uint64_t offset, uint64_t length,
-                       char* buffer);
+absl::Status ReadRange(tensorflow::Env* env, const std::string& path, uint64_t offset, uint64_t length, char* buffer);
 
 // Size of `path` in bytes.
 absl::Status FileSize(tensorflow::Env* env, const std::string& path, uint64_t* size);

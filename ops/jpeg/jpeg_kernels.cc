@@ -1,7 +1,9 @@
 // Kernels of Liquid>JpegToProgressive and Liquid>JpegScanEnds over the pure C++ layers scan_split and transcode.
 #include <string>
 
+#include "common/input_checks.h"
 #include "common/kernel.h"
+#include "jpeg/jpeg_ops.h"
 #include "jpeg/scan_split.h"
 #include "jpeg/transcode.h"
 
@@ -15,8 +17,7 @@ void OutputScanEnds(OpKernelContext* ctx, int index, const char* data, size_t si
   const jpeg::ScanSplitResult split = jpeg::ScanEnds(reinterpret_cast<const uint8_t*>(data), size);
   OP_REQUIRES(ctx, split.ok, tensorflow::errors::InvalidArgument(source, ": ", split.error));
   Tensor* ends;
-  OP_REQUIRES_OK(ctx, ctx->allocate_output(index, TensorShape({static_cast<int64_t>(split.scan_ends.size())}),
-                                           &ends));
+  OP_REQUIRES_OK(ctx, ctx->allocate_output(index, TensorShape({static_cast<int64_t>(split.scan_ends.size())}), &ends));
   auto flat = ends->vec<int64_t>();
   for (size_t k = 0; k < split.scan_ends.size(); ++k) flat(k) = static_cast<int64_t>(split.scan_ends[k]);
 }
@@ -24,14 +25,15 @@ void OutputScanEnds(OpKernelContext* ctx, int index, const char* data, size_t si
 class JpegToProgressiveOp : public OpKernel {
  public:
   explicit JpegToProgressiveOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("keep_markers", &keep_markers_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kKeepMarkersAttr, &keep_markers_));
   }
 
   void Compute(OpKernelContext* ctx) override {
-    const tstring& contents = ctx->input(0).scalar<tstring>()();
-    const std::string source = ctx->input(1).scalar<tstring>()().empty()
-                                   ? std::string("<jpeg>")
-                                   : std::string(ctx->input(1).scalar<tstring>()());
+    const tstring *contents_input, *source_input;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "contents", &contents_input));
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "source", &source_input));
+    const tstring& contents = *contents_input;
+    const std::string source = source_input->empty() ? std::string("<jpeg>") : std::string(*source_input);
     Tensor* output;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &output));
     tstring& progressive = output->scalar<tstring>()();
@@ -56,13 +58,14 @@ class JpegScanEndsOp : public OpKernel {
   explicit JpegScanEndsOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
 
   void Compute(OpKernelContext* ctx) override {
-    const tstring& contents = ctx->input(0).scalar<tstring>()();
-    OutputScanEnds(ctx, 0, contents.data(), contents.size(), "<jpeg>");
+    const tstring* contents;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "contents", &contents));
+    OutputScanEnds(ctx, 0, contents->data(), contents->size(), "<jpeg>");
   }
 };
 
-REGISTER_KERNEL_BUILDER(Name("Liquid>JpegToProgressive").Device(tensorflow::DEVICE_CPU), JpegToProgressiveOp);
-REGISTER_KERNEL_BUILDER(Name("Liquid>JpegScanEnds").Device(tensorflow::DEVICE_CPU), JpegScanEndsOp);
+REGISTER_KERNEL_BUILDER(Name(kJpegToProgressiveOp).Device(tensorflow::DEVICE_CPU), JpegToProgressiveOp);
+REGISTER_KERNEL_BUILDER(Name(kJpegScanEndsOp).Device(tensorflow::DEVICE_CPU), JpegScanEndsOp);
 
 }  // namespace
 }  // namespace tfliquid

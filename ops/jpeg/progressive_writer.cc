@@ -18,16 +18,16 @@ constexpr char kCodeLengthOverflow[] = "Huffman code size table overflow";
 constexpr char kOutOfMemory[] = "Insufficient memory";
 
 // Position in natural (row-major) order of the k-th coefficient in zigzag order (jpeg_natural_order).
-constexpr uint8_t kNaturalOrder[64] = {
-    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48,
-    41, 34, 27, 20, 13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23,
-    30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63};
+constexpr uint8_t kNaturalOrder[64] = {0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,
+                                       12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28,
+                                       35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51,
+                                       58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63};
 
-constexpr int kMaxDcBits = 11;             // MAX_COEF_BITS + 1: DC differences of 8-bit data
-constexpr int kMaxAcBits = 10;             // MAX_COEF_BITS
-constexpr unsigned kMaxEobRun = 0x7FFF;    // jcphuff.c forces the run out here
-constexpr int kMaxCorrectionBits = 1000;   // jcphuff.c's MAX_CORR_BITS
-constexpr int kMaxBlocksInMcu = 10;        // C_MAX_BLOCKS_IN_MCU
+constexpr int kMaxDcBits = 11;            // MAX_COEF_BITS + 1: DC differences of 8-bit data
+constexpr int kMaxAcBits = 10;            // MAX_COEF_BITS
+constexpr unsigned kMaxEobRun = 0x7FFF;   // jcphuff.c forces the run out here
+constexpr int kMaxCorrectionBits = 1000;  // jcphuff.c's MAX_CORR_BITS
+constexpr int kMaxBlocksInMcu = 10;       // C_MAX_BLOCKS_IN_MCU
 
 int BitLength(unsigned value) { return value == 0 ? 0 : 32 - __builtin_clz(value); }
 
@@ -49,9 +49,18 @@ class ByteSink {
   }
   void Commit(const uint8_t* end) { size_ = end - data_.get(); }
 
-  void Byte(int value) { *Reserve(1) = static_cast<uint8_t>(value); ++size_; }
-  void Word(int value) { Byte(value >> 8); Byte(value & 0xFF); }
-  void Marker(int code) { Byte(0xFF); Byte(code); }
+  void Byte(int value) {
+    *Reserve(1) = static_cast<uint8_t>(value);
+    ++size_;
+  }
+  void Word(int value) {
+    Byte(value >> 8);
+    Byte(value & 0xFF);
+  }
+  void Marker(int code) {
+    Byte(0xFF);
+    Byte(code);
+  }
   void Bytes(const void* data, size_t size) {
     if (size > 0) std::memcpy(Reserve(size), data, size);
     size_ += size;
@@ -97,11 +106,17 @@ class BitWriter {
   void Word(uint32_t w) {
     const uint32_t inverted = ~w;
     if (((inverted - 0x01010101u) & ~inverted & 0x80808080u) == 0) {  // no 0xFF byte: no stuffing
-      out_[0] = w >> 24; out_[1] = w >> 16; out_[2] = w >> 8; out_[3] = w;
+      out_[0] = w >> 24;
+      out_[1] = w >> 16;
+      out_[2] = w >> 8;
+      out_[3] = w;
       out_ += 4;
       return;
     }
-    Byte(w >> 24); Byte(w >> 16); Byte(w >> 8); Byte(w);
+    Byte(w >> 24);
+    Byte(w >> 16);
+    Byte(w >> 8);
+    Byte(w);
   }
 
   uint8_t* out_;
@@ -115,7 +130,7 @@ struct HuffmanTable {
   uint8_t bits[17];      // bits[l]: number of codes of length l
   uint8_t huffval[256];  // symbols by increasing code length
   int symbols;
-  uint16_t code[256];    // by symbol, derived from bits/huffval as jpeg_make_c_derived_tbl does
+  uint16_t code[256];  // by symbol, derived from bits/huffval as jpeg_make_c_derived_tbl does
   uint8_t size[256];
 };
 
@@ -229,8 +244,8 @@ struct SymbolBuffer {
   }
   void Symbol(int table, int symbol, uint32_t bits, int n) {
     ++freq[table][symbol];
-    tokens.push_back(static_cast<Token>(symbol) << 24 | static_cast<Token>(table) << 22 |
-                     static_cast<Token>(n) << 16 | bits);
+    tokens.push_back(static_cast<Token>(symbol) << 24 | static_cast<Token>(table) << 22 | static_cast<Token>(n) << 16 |
+                     bits);
   }
 };
 
@@ -265,9 +280,9 @@ void EmitTokens(const std::vector<Token>& tokens, const HuffmanTable tables[], B
 // One component's coefficients in zigzag order, with a mask of the nonzero ones per block, so that AC scans
 // visit only nonzero coefficients (typically a handful per block) in the order they are coded.
 struct Plane {
-  int width = 0;   // in blocks
+  int width = 0;  // in blocks
   int height = 0;
-  std::vector<int16_t> zigzag;  // 64 per block, blocks row-major
+  std::vector<int16_t> zigzag;    // 64 per block, blocks row-major
   std::vector<uint64_t> nonzero;  // bit k: zigzag[64 * block + k] != 0
 };
 
@@ -305,8 +320,7 @@ bool McuFits(const jpeg_compress_struct& params, const jpeg_scan_info& scan) {
 }
 
 template <typename Visit>
-void ForEachDc(const jpeg_compress_struct& params, const jpeg_scan_info& scan, const Plane planes[],
-               Visit visit) {
+void ForEachDc(const jpeg_compress_struct& params, const jpeg_scan_info& scan, const Plane planes[], Visit visit) {
   if (scan.comps_in_scan == 1) {
     const Plane& plane = planes[scan.component_index[0]];
     const size_t blocks = static_cast<size_t>(plane.width) * plane.height;
@@ -345,8 +359,7 @@ void ForEachDc(const jpeg_compress_struct& params, const jpeg_scan_info& scan, c
 // ---- Scans (jcphuff.c) -----------------------------------------------------------------------------------
 
 // First DC scan: differences of the point-transformed DC values, one predictor per component.
-bool DcFirst(const jpeg_compress_struct& params, const jpeg_scan_info& scan, const Plane planes[],
-             SymbolBuffer* out) {
+bool DcFirst(const jpeg_compress_struct& params, const jpeg_scan_info& scan, const Plane planes[], SymbolBuffer* out) {
   int last[MAX_COMPS_IN_SCAN] = {};
   bool in_range = true;
   ForEachDc(params, scan, planes, [&](int i, int dc) {
@@ -364,8 +377,8 @@ bool DcFirst(const jpeg_compress_struct& params, const jpeg_scan_info& scan, con
 }
 
 // DC refinement: one raw bit per block and no Huffman table, so it is written directly.
-void DcRefine(const jpeg_compress_struct& params, const jpeg_scan_info& scan, const Plane planes[],
-              size_t max_blocks, ByteSink* sink) {
+void DcRefine(const jpeg_compress_struct& params, const jpeg_scan_info& scan, const Plane planes[], size_t max_blocks,
+              ByteSink* sink) {
   BitWriter writer(sink->Reserve(max_blocks / 4 + 16));
   ForEachDc(params, scan, planes, [&](int, int dc) { writer.Put((dc >> scan.Al) & 1, 1); });
   sink->Commit(writer.Finish());

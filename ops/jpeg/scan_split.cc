@@ -16,9 +16,7 @@ bool IsRst(uint8_t code) { return code >= 0xD0 && code <= 0xD7; }
 bool IsStandalone(uint8_t code) { return code == 0x01 || code == 0xD8 || IsRst(code); }
 
 // SOFn: C0-CF except DHT (C4), JPG (C8) and DAC (CC).
-bool IsSof(uint8_t code) {
-  return code >= 0xC0 && code <= 0xCF && code != 0xC4 && code != 0xC8 && code != 0xCC;
-}
+bool IsSof(uint8_t code) { return code >= 0xC0 && code <= 0xCF && code != 0xC4 && code != 0xC8 && code != 0xCC; }
 
 std::string Hex(uint8_t byte) {
   char text[3];
@@ -26,9 +24,7 @@ std::string Hex(uint8_t byte) {
   return text;
 }
 
-std::string At(size_t offset, const std::string& what) {
-  return "offset " + std::to_string(offset) + ": " + what;
-}
+std::string At(size_t offset, const std::string& what) { return "offset " + std::to_string(offset) + ": " + what; }
 
 struct Segment {
   size_t offset;  // the marker's FF, after any fill bytes

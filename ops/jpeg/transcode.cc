@@ -39,8 +39,7 @@ bool LosesData(int message_code) {
     case JWRN_JPEG_EOF:
     case JWRN_MUST_RESYNC:
     case JWRN_NOT_SEQUENTIAL:
-    case JWRN_TOO_MUCH_DATA:
-      return true;
+    case JWRN_TOO_MUCH_DATA: return true;
     default:  // unknown JFIF or Adobe versions, a damaged ICC profile, bytes between segments: the pixels are whole
       return false;
   }
@@ -60,7 +59,7 @@ struct Session {
 
   ErrorManager err;
   jpeg_decompress_struct src;
-  jpeg_compress_struct dst;  // never compresses: holds the output parameters that libjpeg would use
+  jpeg_compress_struct dst;         // never compresses: holds the output parameters that libjpeg would use
   JBLOCKROW* rows[MAX_COMPONENTS];  // in src's memory pool
   size_t size;                      // of the input
 };
@@ -133,8 +132,7 @@ bool ReadCoefficients(Session* s, const uint8_t* data, size_t size, bool keep_ma
   s->err.pub.emit_message = EmitMessage;
   s->size = size;
   switch (ReadWithLibjpeg(s, data, size, keep_markers, transcode)) {
-    case Outcome::kRead:
-      return true;
+    case Outcome::kRead: return true;
     case Outcome::kLibjpegError:
       *error = std::string(s->err.message) + " (at byte " + std::to_string(Offset(*s)) + ")";
       return false;
@@ -149,8 +147,7 @@ bool ReadCoefficients(Session* s, const uint8_t* data, size_t size, bool keep_ma
 
 }  // namespace
 
-bool TranscodeToProgressive(const uint8_t* data, size_t size, bool keep_markers, std::string* out,
-                            std::string* error) {
+bool TranscodeToProgressive(const uint8_t* data, size_t size, bool keep_markers, std::string* out, std::string* error) {
   Session s{};
   if (!ReadCoefficients(&s, data, size, keep_markers, /*transcode=*/true, error)) return false;
   // libjpeg would write the same bytes (jpeg_write_coefficients), running every scan twice.

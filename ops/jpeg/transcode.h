@@ -18,8 +18,7 @@ namespace tfliquid::jpeg {
 // jpegtran, corruption that libjpeg would recover from by filling blocks with grey (truncated or damaged
 // entropy-coded data, a broken progression) is an error, and so is a frame header claiming more 8x8 blocks than
 // the data can code. Never exits or prints; thread-safe (no shared state).
-bool TranscodeToProgressive(const uint8_t* data, size_t size, bool keep_markers, std::string* out,
-                            std::string* error);
+bool TranscodeToProgressive(const uint8_t* data, size_t size, bool keep_markers, std::string* out, std::string* error);
 
 // Reads every scan's coefficients with the same checks, writing nothing: whether a JPEG (a progressive one, kept
 // as it is) is whole. Returns false and sets *error as above.

@@ -71,8 +71,7 @@ class RowEncoder {
       const int width = widths_[k];
       uint32_t x = x0;
       for (; x + 4 <= x1; x += 4)  // four values per write: at most 32 bits
-        bits.Put(((coded_[x] << width | coded_[x + 1]) << width | coded_[x + 2]) << width | coded_[x + 3],
-                 4 * width);
+        bits.Put(((coded_[x] << width | coded_[x + 1]) << width | coded_[x + 2]) << width | coded_[x + 3], 4 * width);
       for (; x < x1; ++x) bits.Put(coded_[x], width);
     }
     bits.Align();
@@ -154,7 +153,8 @@ bool Encode(const uint8_t* pixels, uint32_t height, uint32_t width, const Params
   out->assign(kMagic, sizeof(kMagic));
   out->push_back(1);
   out->push_back(static_cast<char>(channels));
-  out->push_back(static_cast<char>((params.subtract_green ? kFlagSubtractGreen : 0) | (params.zigzag ? kFlagZigzag : 0)));
+  out->push_back(
+      static_cast<char>((params.subtract_green ? kFlagSubtractGreen : 0) | (params.zigzag ? kFlagZigzag : 0)));
   out->push_back(static_cast<char>(params.segment));
   StoreLe(out, width, 4);
   StoreLe(out, height, 4);
@@ -187,8 +187,8 @@ bool ParseHeader(const uint8_t* data, size_t size, Header* header, std::string* 
   p.patch = data[20] | data[21] << 8;
   if (p.patch < 1 || p.patch > 4096 || data[22] || data[23])
     return Fail(error, 20, "patch size outside 1..4096 or reserved field set");
-  const uint64_t patches = static_cast<uint64_t>((header->width + p.patch - 1) / p.patch) *
-                           ((header->height + p.patch - 1) / p.patch);
+  const uint64_t patches =
+      static_cast<uint64_t>((header->width + p.patch - 1) / p.patch) * ((header->height + p.patch - 1) / p.patch);
   const uint64_t count = p.channels * patches + 1;
   header->payload = kHeaderSize + 4 * count;
   if (header->payload > size) return Fail(error, size, "data ends inside the patch offsets");

@@ -162,7 +162,7 @@ __attribute__((target("avx2"))) inline __m256i RightNeighbours(__m256i block, co
 // bytes, 2 + 4 x kBlocks x width, or 0 if it is not a valid row within `available` bytes.
 template <int kBlocks>
 __attribute__((target("avx2"))) inline size_t WholeSegmentResiduals(const uint8_t* p, size_t available,
-                                                                   __m256i* residuals) {
+                                                                    __m256i* residuals) {
   if (available < 2) return 0;
   const unsigned width = p[0] >> 4;
   const size_t row_bytes = 2 + 4 * kBlocks * width;
@@ -182,7 +182,7 @@ __attribute__((target("avx2"))) inline size_t WholeSegmentResiduals(const uint8_
 // zigzag-mapped, in `width` bytes that start on a byte). Returns the row's length in bytes or 0, likewise.
 template <int kBlocks>
 __attribute__((target("avx2"))) inline size_t EightValueSegmentResiduals(const uint8_t* p, size_t available,
-                                                                        __m256i* residuals) {
+                                                                         __m256i* residuals) {
   constexpr uint32_t kSegments = 4 * kBlocks;
   constexpr size_t kHeaderBytes = kSegments / 2;
   if (available < kHeaderBytes) return 0;
@@ -270,8 +270,8 @@ WholeRowPatchFunction SelectWholeRowPatch(const Params& params) {
   if (params.segment == 0 && !params.zigzag)  // the paper profile
     return ForPatchSize<WholeSegmentResiduals<1>, WholeSegmentResiduals<2>, WholeSegmentResiduals<4>>(params.patch);
   if (params.segment == 8 && params.zigzag)  // the default profile
-    return ForPatchSize<EightValueSegmentResiduals<1>, EightValueSegmentResiduals<2>,
-                        EightValueSegmentResiduals<4>>(params.patch);
+    return ForPatchSize<EightValueSegmentResiduals<1>, EightValueSegmentResiduals<2>, EightValueSegmentResiduals<4>>(
+        params.patch);
   return nullptr;
 }
 #endif

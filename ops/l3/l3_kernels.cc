@@ -1,8 +1,10 @@
 // Kernels of Liquid>DecodeL3 and Liquid>EncodeL3 over the pure C++ codec (l3/l3_codec.h).
 #include <string>
 
+#include "common/input_checks.h"
 #include "common/kernel.h"
 #include "l3/l3_codec.h"
+#include "l3/l3_ops.h"
 
 namespace tfliquid {
 namespace {
@@ -12,7 +14,9 @@ class DecodeL3Op : public OpKernel {
   explicit DecodeL3Op(OpKernelConstruction* ctx) : OpKernel(ctx) {}
 
   void Compute(OpKernelContext* ctx) override {
-    const tstring& contents = ctx->input(0).scalar<tstring>()();
+    const tstring* contents_input;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "contents", &contents_input));
+    const tstring& contents = *contents_input;
     const auto* data = reinterpret_cast<const uint8_t*>(contents.data());
     l3::Header header;
     std::string error;
@@ -20,8 +24,8 @@ class DecodeL3Op : public OpKernel {
     OP_REQUIRES(ctx, l3::ParseHeader(data, contents.size(), &header, &error),
                 tensorflow::errors::InvalidArgument("L3: ", error));
     Tensor* image;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({header.height, header.width,
-                                                             header.params.channels}), &image));
+    OP_REQUIRES_OK(ctx,
+                   ctx->allocate_output(0, TensorShape({header.height, header.width, header.params.channels}), &image));
     OP_REQUIRES(ctx, l3::Decode(data, contents.size(), header, image->flat<uint8_t>().data(), &error),
                 tensorflow::errors::InvalidArgument("L3: ", error));
   }
@@ -30,12 +34,13 @@ class DecodeL3Op : public OpKernel {
 class EncodeL3Op : public OpKernel {
  public:
   explicit EncodeL3Op(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("profile", &profile_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kProfileAttr, &profile_));
   }
 
   void Compute(OpKernelContext* ctx) override {
-    const Tensor& image = ctx->input(0);
-    OP_REQUIRES(ctx, image.dims() == 3, tensorflow::errors::InvalidArgument("image must be [H, W, C]"));
+    const Tensor* image_input;
+    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "image", 3, &image_input));  // [H, W, C]
+    const Tensor& image = *image_input;
     const int64_t height = image.dim_size(0), width = image.dim_size(1), channels = image.dim_size(2);
     OP_REQUIRES(ctx, height >= 1 && width >= 1 && height <= l3::kMaxSide && width <= l3::kMaxSide,
                 tensorflow::errors::InvalidArgument("image size ", height, "x", width, " outside 1..2^24"));
@@ -54,8 +59,8 @@ class EncodeL3Op : public OpKernel {
   std::string profile_;
 };
 
-REGISTER_KERNEL_BUILDER(Name("Liquid>DecodeL3").Device(tensorflow::DEVICE_CPU), DecodeL3Op);
-REGISTER_KERNEL_BUILDER(Name("Liquid>EncodeL3").Device(tensorflow::DEVICE_CPU), EncodeL3Op);
+REGISTER_KERNEL_BUILDER(Name(kDecodeL3Op).Device(tensorflow::DEVICE_CPU), DecodeL3Op);
+REGISTER_KERNEL_BUILDER(Name(kEncodeL3Op).Device(tensorflow::DEVICE_CPU), EncodeL3Op);
 
 }  // namespace
 }  // namespace tfliquid

@@ -110,10 +110,9 @@ __attribute__((target("ssse3"))) inline __m128i UnpackEight(const uint8_t* q, co
 // one `width` bytes after the one before. The last segment, shorter or not, is unpacked as 8 values.
 // This unpacks segments [k, segments), segment k starting at byte q.
 template <bool kBases>  // false: every base is 0 (zigzag mode), so skip adding them
-__attribute__((target("ssse3"))) inline void UnpackEightsSsse3(const uint8_t* q,
-                                                               const UnpackTables::Entry* by_width,
-                                                               const uint8_t* widths, const uint8_t* bases,
-                                                               uint32_t k, uint32_t segments, uint8_t* out) {
+__attribute__((target("ssse3"))) inline void UnpackEightsSsse3(const uint8_t* q, const UnpackTables::Entry* by_width,
+                                                               const uint8_t* widths, const uint8_t* bases, uint32_t k,
+                                                               uint32_t segments, uint8_t* out) {
   for (; k < segments; ++k) {
     const unsigned width = widths[k];
     __m128i values = UnpackEight(q, by_width[width]);
@@ -166,8 +165,7 @@ __attribute__((target("avx2"))) inline __m256i UnpackTwoEights(const uint8_t* q0
 
 // Four 8-value segments of widths[0, 4), the first starting at byte q (each fills `width` bytes from the bit
 // offset the tables by_width are for): their 32 values, without bases. q moves past them.
-__attribute__((target("avx2"))) inline __m256i UnpackFourEights(const uint8_t*& q,
-                                                                const UnpackTables::Entry* by_width,
+__attribute__((target("avx2"))) inline __m256i UnpackFourEights(const uint8_t*& q, const UnpackTables::Entry* by_width,
                                                                 const uint8_t* widths) {
   const uint8_t* const q1 = q + widths[0];
   const uint8_t* const q2 = q1 + widths[1];
@@ -408,9 +406,9 @@ __attribute__((target("ssse3"))) void InterleaveRgbSsse3(const uint8_t* const* p
     }
     for (int k = 0; k < 3; ++k) {
       const __m128i* mask = reinterpret_cast<const __m128i*>(kRgbShuffles.block[k]);
-      const __m128i block = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(r, _mm_load_si128(mask)),
-                                                      _mm_shuffle_epi8(g, _mm_load_si128(mask + 1))),
-                                         _mm_shuffle_epi8(b, _mm_load_si128(mask + 2)));
+      const __m128i block = _mm_or_si128(
+          _mm_or_si128(_mm_shuffle_epi8(r, _mm_load_si128(mask)), _mm_shuffle_epi8(g, _mm_load_si128(mask + 1))),
+          _mm_shuffle_epi8(b, _mm_load_si128(mask + 2)));
       __m128i* target = reinterpret_cast<__m128i*>(out + 3 * x + 16 * k);
       if (whole_lines)
         _mm_stream_si128(target, block);
@@ -437,7 +435,7 @@ __attribute__((target("avx2"))) void InterleaveRgbAvx2(const uint8_t* const* pla
       const __m256i* mask = reinterpret_cast<const __m256i*>(kRgbShuffles.output[o]);
       __m256i block = _mm256_setzero_si256();
       for (int c = 0; c < 3; ++c) {
-        const __m256i source = o == 0 ? _mm256_permute4x64_epi64(rgb[c], 0x44)
+        const __m256i source = o == 0   ? _mm256_permute4x64_epi64(rgb[c], 0x44)
                                : o == 1 ? rgb[c]
                                         : _mm256_permute4x64_epi64(rgb[c], 0xee);
         block = _mm256_or_si256(block, _mm256_shuffle_epi8(source, _mm256_load_si256(mask + c)));

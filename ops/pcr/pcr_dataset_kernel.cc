@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "cache/cache.h"
-#include "common/throttle.h"
+#include "cache/cache_attrs.h"
+#include "common/input_checks.h"
 #include "common/throttled_read.h"
+#include "pcr/pcr_ops.h"
 #include "pcr/record.h"
 #include "tensorflow/core/data/name_utils.h"
 #include "tensorflow/core/framework/dataset.h"
@@ -21,25 +23,25 @@
 namespace tfliquid {
 namespace {
 
-using tensorflow::data::DatasetBase;
-using tensorflow::data::DatasetContext;
-using tensorflow::data::DatasetOpKernel;
 using tensorflow::DataTypeVector;
-using tensorflow::data::IteratorBase;
-using tensorflow::data::IteratorContext;
-using tensorflow::data::IteratorStateReader;
-using tensorflow::data::IteratorStateWriter;
 using tensorflow::mutex;
 using tensorflow::mutex_lock;
 using tensorflow::Node;
 using tensorflow::OpKernelConstruction;
 using tensorflow::OpKernelContext;
 using tensorflow::PartialTensorShape;
-using tensorflow::data::SerializationContext;
 using tensorflow::Tensor;
 using tensorflow::TensorShape;
 using tensorflow::tstring;
+using tensorflow::data::DatasetBase;
+using tensorflow::data::DatasetContext;
 using tensorflow::data::DatasetIterator;
+using tensorflow::data::DatasetOpKernel;
+using tensorflow::data::IteratorBase;
+using tensorflow::data::IteratorContext;
+using tensorflow::data::IteratorStateReader;
+using tensorflow::data::IteratorStateWriter;
+using tensorflow::data::SerializationContext;
 using tensorflow::data::model::MakeSourceNode;
 using tensorflow::errors::InvalidArgument;
 
@@ -65,39 +67,37 @@ std::vector<uint32_t> Permutation(uint32_t n, bool shuffle, int64_t seed) {
 class PCRRecordDatasetOp : public DatasetOpKernel {
  public:
   explicit PCRRecordDatasetOp(OpKernelConstruction* ctx) : DatasetOpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("shuffle", &shuffle_));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("with_keys", &with_keys_));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("cache_name", &cache_config_.name));
-    if (!cache_config_.name.empty()) OP_REQUIRES_OK(ctx, cache::Config::FromAttrs(ctx, &cache_config_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kShuffleAttr, &shuffle_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kWithKeysAttr, &with_keys_));
+    OP_REQUIRES_OK(ctx, cache::ConfigFromAttrs(ctx, &cache_config_));
   }
 
   void MakeDataset(OpKernelContext* ctx, DatasetBase** output) override {
-    const Tensor& filename = ctx->input(0);
-    const Tensor& prefix_ends = ctx->input(1);
-    OP_REQUIRES(ctx, filename.dims() == 0, InvalidArgument("filename must be a scalar"));
-    OP_REQUIRES(ctx, prefix_ends.dims() == 1 && prefix_ends.NumElements() >= 1,
-                InvalidArgument("prefix_ends must be a non-empty vector"));
-    const int64_t scan_group = ctx->input(2).scalar<int64_t>()();
+    const tstring* filename;
+    const Tensor* prefix_ends;
+    int64_t scan_group, seed, cache_pass;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "filename", &filename));
+    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "prefix_ends", 1, &prefix_ends));
+    OP_REQUIRES(ctx, prefix_ends->NumElements() >= 1, InvalidArgument("prefix_ends must be a non-empty vector"));
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "scan_group", &scan_group));
     OP_REQUIRES(ctx, scan_group >= 1, InvalidArgument("scan_group must be >= 1, got ", scan_group));
-    std::vector<int64_t> ends(prefix_ends.vec<int64_t>().data(),
-                              prefix_ends.vec<int64_t>().data() + prefix_ends.NumElements());
-    *output = new Dataset(ctx, std::string(filename.scalar<tstring>()()), std::move(ends), scan_group,
-                          ctx->input(3).scalar<int64_t>()(), ctx->input(4).scalar<double>()(), shuffle_,
-                          with_keys_, cache_config_, ctx->input(5).scalar<int64_t>()());
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "seed", &seed));
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "cache_pass", &cache_pass));
+    const auto ends = prefix_ends->vec<int64_t>();
+    *output = new Dataset(ctx, std::string(*filename), std::vector<int64_t>(ends.data(), ends.data() + ends.size()),
+                          scan_group, seed, shuffle_, with_keys_, cache_config_, cache_pass);
   }
 
  private:
   class Dataset : public DatasetBase {
    public:
     Dataset(OpKernelContext* ctx, std::string filename, std::vector<int64_t> prefix_ends, int64_t scan_group,
-            int64_t seed, double read_bandwidth, bool shuffle, bool with_keys, cache::Config cache_config,
-            int64_t cache_pass)
+            int64_t seed, bool shuffle, bool with_keys, cache::Config cache_config, int64_t cache_pass)
         : DatasetBase(DatasetContext(ctx)),
           filename_(std::move(filename)),
           prefix_ends_(std::move(prefix_ends)),
           scan_group_(scan_group),
           seed_(seed),
-          read_bandwidth_(read_bandwidth),
           shuffle_(shuffle),
           with_keys_(with_keys),
           cache_config_(std::move(cache_config)),
@@ -107,8 +107,8 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
           shapes_(dtypes_.size(), PartialTensorShape({})) {}
 
     std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
-      return std::make_unique<Iterator>(Iterator::Params{this, tensorflow::data::name_utils::IteratorPrefix(
-                                                                   kDatasetType, prefix)});
+      return std::make_unique<Iterator>(
+          Iterator::Params{this, tensorflow::data::name_utils::IteratorPrefix(kDatasetType, prefix)});
     }
 
     const DataTypeVector& output_dtypes() const override { return dtypes_; }
@@ -128,28 +128,19 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
    protected:
     absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
                                     Node** output) const override {
-      Node *filename, *prefix_ends, *scan_group, *seed, *bandwidth, *cache_pass;
+      Node *filename, *prefix_ends, *scan_group, *seed, *cache_pass;
       TF_RETURN_IF_ERROR(b->AddScalar(tstring(filename_), &filename));
       TF_RETURN_IF_ERROR(b->AddVector(prefix_ends_, &prefix_ends));
       TF_RETURN_IF_ERROR(b->AddScalar(scan_group_, &scan_group));
       TF_RETURN_IF_ERROR(b->AddScalar(seed_, &seed));
-      TF_RETURN_IF_ERROR(b->AddScalar(read_bandwidth_, &bandwidth));
       TF_RETURN_IF_ERROR(b->AddScalar(cache_pass_, &cache_pass));
-      tensorflow::AttrValue shuffle, with_keys, cache_name, cache_capacity, cache_directory, cache_policy;
+      tensorflow::AttrValue shuffle, with_keys;
       b->BuildAttrValue(shuffle_, &shuffle);
       b->BuildAttrValue(with_keys_, &with_keys);
-      b->BuildAttrValue(cache_config_.name, &cache_name);
-      b->BuildAttrValue(cache_config_.capacity_bytes, &cache_capacity);
-      b->BuildAttrValue(cache_config_.directory, &cache_directory);
-      b->BuildAttrValue(cache_config_.policy, &cache_policy);
-      return b->AddDataset(this, {filename, prefix_ends, scan_group, seed, bandwidth, cache_pass},
-                           {{"shuffle", shuffle},
-                            {"with_keys", with_keys},
-                            {"cache_name", cache_name},
-                            {"cache_capacity_bytes", cache_capacity},
-                            {"cache_directory", cache_directory},
-                            {"cache_policy", cache_policy}},
-                           output);
+      std::vector<std::pair<absl::string_view, tensorflow::AttrValue>> attrs = {{kShuffleAttr, shuffle},
+                                                                                {kWithKeysAttr, with_keys}};
+      cache::AppendAttrs(cache_config_, &attrs);
+      return b->AddDataset(this, {filename, prefix_ends, scan_group, seed, cache_pass}, attrs, output);
     }
 
    private:
@@ -217,8 +208,8 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
         std::string cache_key;
         if (!d.cache_config_.name.empty()) {
           TF_RETURN_IF_ERROR(cache::Cache::Get(d.cache_config_, &cache));
-          cache_key = d.filename_ + "#group=" + std::to_string(scan_group) + "#bytes=" +
-                      std::to_string(d.PrefixLength());
+          cache_key =
+              d.filename_ + "#group=" + std::to_string(scan_group) + "#bytes=" + std::to_string(d.PrefixLength());
           std::vector<Tensor> cached;
           bool hit;
           TF_RETURN_IF_ERROR(cache->Lookup(cache_key, d.cache_pass_, &cached, &hit));
@@ -239,14 +230,13 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
 
       absl::Status ReadPrefix(IteratorContext* ctx) TF_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         const Dataset& d = *dataset();
-        if (d.read_bandwidth_ >= 0) ReadThrottle::Global().SetRate(d.read_bandwidth_);
         const uint64_t length = d.PrefixLength();
         uint64_t file_size;
         TF_RETURN_IF_ERROR(FileSize(ctx->env(), d.filename_, &file_size));
         if (file_size < length) {  // checked before allocating: the index may be stale or corrupt
           return tensorflow::errors::DataLoss(d.filename_, ": offset ", file_size, ": file is ", file_size,
-                                              " bytes but the index says scan group ", d.scan_group_,
-                                              " ends at ", length, " (truncated record or stale index?)");
+                                              " bytes but the index says scan group ", d.scan_group_, " ends at ",
+                                              length, " (truncated record or stale index?)");
         }
         buffer_ = Tensor(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
         tstring& bytes = buffer_.scalar<tstring>()();
@@ -291,7 +281,6 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
     const std::vector<int64_t> prefix_ends_;
     const int64_t scan_group_;
     const int64_t seed_;
-    const double read_bandwidth_;
     const bool shuffle_;
     const bool with_keys_;
     const cache::Config cache_config_;
@@ -305,7 +294,7 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
   cache::Config cache_config_;
 };
 
-REGISTER_KERNEL_BUILDER(Name("Liquid>PCRRecordDataset").Device(tensorflow::DEVICE_CPU), PCRRecordDatasetOp);
+REGISTER_KERNEL_BUILDER(Name(kPCRRecordDatasetOp).Device(tensorflow::DEVICE_CPU), PCRRecordDatasetOp);
 
 }  // namespace
 }  // namespace tfliquid

@@ -76,9 +76,7 @@ bool DecodeHeaderFields(const char* data, size_t size, RecordHeader* h, std::str
         });
         break;
       case kGroupEnds: ok = wire::ReadRepeatedScalar(&reader, type, wire::kVarint, bounded(&h->group_ends)); break;
-      case kGroupCrc32c:
-        ok = wire::ReadRepeatedScalar(&reader, type, wire::kFixed32, bounded(&h->group_crc32c));
-        break;
+      case kGroupCrc32c: ok = wire::ReadRepeatedScalar(&reader, type, wire::kFixed32, bounded(&h->group_crc32c)); break;
       default: ok = reader.Skip(type);
     }
     if (!ok) {
@@ -93,15 +91,15 @@ bool CheckHeaderInvariants(const RecordHeader& h, std::string* error) {
   const uint64_t at = kPreambleSize;
   const uint64_t n = h.num_images, g = h.num_scan_groups;
   if (n < 1 || n > kMaxImages) return Fail(error, at, "num_images " + std::to_string(n) + " outside [1, 2^20]");
-  if (g < 1 || g > kMaxScanGroups)
-    return Fail(error, at, "num_scan_groups " + std::to_string(g) + " outside [1, 64]");
+  if (g < 1 || g > kMaxScanGroups) return Fail(error, at, "num_scan_groups " + std::to_string(g) + " outside [1, 64]");
   if (h.labels.size() != n)
     return Fail(error, at, std::to_string(h.labels.size()) + " labels for " + std::to_string(n) + " images");
   if (!h.keys.empty() && h.keys.size() != n)
     return Fail(error, at, std::to_string(h.keys.size()) + " keys for " + std::to_string(n) + " images");
   if (h.partial_sizes.size() != n * g)
-    return Fail(error, at, std::to_string(h.partial_sizes.size()) + " partial sizes, expected images x groups = " +
-                               std::to_string(n * g));
+    return Fail(
+        error, at,
+        std::to_string(h.partial_sizes.size()) + " partial sizes, expected images x groups = " + std::to_string(n * g));
   if (h.group_ends.size() != g || h.group_crc32c.size() != g)
     return Fail(error, at, "group_ends/group_crc32c must have one entry per scan group");
   uint64_t previous_end = 0;
@@ -122,8 +120,7 @@ bool CheckHeaderInvariants(const RecordHeader& h, std::string* error) {
 bool ParsePreamble(const char* data, size_t size, uint32_t* header_length, std::string* error) {
   if (size < kPreambleSize)
     return Fail(error, size, "file ends inside the 24-byte preamble (" + std::to_string(size) + " bytes)");
-  if (std::memcmp(data, kRecordMagic, sizeof(kRecordMagic)) != 0)
-    return Fail(error, 0, "bad magic: not a PCR record");
+  if (std::memcmp(data, kRecordMagic, sizeof(kRecordMagic)) != 0) return Fail(error, 0, "bad magic: not a PCR record");
   const uint32_t version = LoadLe32(data + 8);
   if (version != kFormatVersion)
     return Fail(error, 8, "unsupported format version " + std::to_string(version) + " (this reader reads 1)");
@@ -140,19 +137,19 @@ bool ParseHeader(const char* data, size_t size, RecordHeader* header, std::strin
   return DecodeHeaderFields(data, size, header, error) && CheckHeaderInvariants(*header, error);
 }
 
-bool ParseRecordPrefix(const char* data, size_t size, uint32_t scan_group, RecordPrefix* prefix,
-                       std::string* error) {
+bool ParseRecordPrefix(const char* data, size_t size, uint32_t scan_group, RecordPrefix* prefix, std::string* error) {
   uint32_t header_length;
   if (!ParsePreamble(data, size, &header_length, error)) return false;
   const uint64_t payload_offset = kPreambleSize + static_cast<uint64_t>(header_length);
   if (payload_offset > size)
-    return Fail(error, 12, "header length " + std::to_string(header_length) + " runs past the " +
-                               std::to_string(size) + " bytes read");
+    return Fail(
+        error, 12,
+        "header length " + std::to_string(header_length) + " runs past the " + std::to_string(size) + " bytes read");
   const char* header_bytes = data + kPreambleSize;
   const uint32_t stored_crc = LoadLe32(data + 16), header_crc = Crc32c(header_bytes, header_length);
   if (stored_crc != header_crc)
-    return Fail(error, kPreambleSize, "header CRC32C mismatch (stored " + Hex(stored_crc) + ", computed " +
-                                          Hex(header_crc) + ")");
+    return Fail(error, kPreambleSize,
+                "header CRC32C mismatch (stored " + Hex(stored_crc) + ", computed " + Hex(header_crc) + ")");
   RecordHeader& h = prefix->header;
   if (!ParseHeader(header_bytes, header_length, &h, error)) return false;
   if (scan_group < 1) return Fail(error, 0, "scan group must be >= 1");
@@ -161,8 +158,9 @@ bool ParseRecordPrefix(const char* data, size_t size, uint32_t scan_group, Recor
   prefix->groups_read = std::min(scan_group, h.num_scan_groups);
   const uint64_t needed = payload_offset + h.group_ends[prefix->groups_read - 1];
   if (needed > size)
-    return Fail(error, size, "record ends at " + std::to_string(size) + " bytes, scan group " +
-                                 std::to_string(prefix->groups_read) + " ends at " + std::to_string(needed));
+    return Fail(error, size,
+                "record ends at " + std::to_string(size) + " bytes, scan group " + std::to_string(prefix->groups_read) +
+                    " ends at " + std::to_string(needed));
 
   const uint32_t n = h.num_images;
   prefix->partial_offsets.resize(static_cast<size_t>(prefix->groups_read) * n);
@@ -171,8 +169,9 @@ bool ParseRecordPrefix(const char* data, size_t size, uint32_t scan_group, Recor
     const uint64_t group_end = payload_offset + h.group_ends[k];
     const uint32_t crc = Crc32c(data + group_start, group_end - group_start);
     if (crc != h.group_crc32c[k])
-      return Fail(error, group_start, "scan group " + std::to_string(k + 1) + " CRC32C mismatch (stored " +
-                                          Hex(h.group_crc32c[k]) + ", computed " + Hex(crc) + ")");
+      return Fail(error, group_start,
+                  "scan group " + std::to_string(k + 1) + " CRC32C mismatch (stored " + Hex(h.group_crc32c[k]) +
+                      ", computed " + Hex(crc) + ")");
     uint64_t offset = group_start;
     for (uint32_t i = 0; i < n; ++i) {
       prefix->partial_offsets[static_cast<size_t>(k) * n + i] = offset;

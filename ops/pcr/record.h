@@ -25,7 +25,7 @@ struct RecordHeader {
   uint32_t num_images = 0;
   uint32_t num_scan_groups = 0;
   std::vector<int64_t> labels;
-  std::vector<std::string_view> keys;  // views into the prefix buffer
+  std::vector<std::string_view> keys;   // views into the prefix buffer
   std::vector<uint32_t> partial_sizes;  // group-major
   std::vector<uint64_t> group_ends;     // relative to the payload offset
   std::vector<uint32_t> group_crc32c;
@@ -54,8 +54,7 @@ bool ParseHeader(const char* data, size_t size, RecordHeader* header, std::strin
 
 // Validates a prefix buffer for `scan_group` (>= 1; values above the record's group count mean all groups).
 // Errors read "offset N: what went wrong"; the caller adds the file name.
-bool ParseRecordPrefix(const char* data, size_t size, uint32_t scan_group, RecordPrefix* prefix,
-                       std::string* error);
+bool ParseRecordPrefix(const char* data, size_t size, uint32_t scan_group, RecordPrefix* prefix, std::string* error);
 
 }  // namespace pcr
 }  // namespace tfliquid

@@ -30,13 +30,12 @@ using tfliquid::jpeg::TranscodeToProgressive;
 
 std::atomic<int> failures{0};
 
-#define CHECK(condition, context)                                                                  \
-  do {                                                                                             \
-    if (!(condition)) {                                                                            \
-      std::fprintf(stderr, "FAILED %s:%d: %s [%s]\n", __FILE__, __LINE__, #condition,              \
-                   std::string(context).c_str());                                                  \
-      ++failures;                                                                                  \
-    }                                                                                              \
+#define CHECK(condition, context)                                                                                    \
+  do {                                                                                                               \
+    if (!(condition)) {                                                                                              \
+      std::fprintf(stderr, "FAILED %s:%d: %s [%s]\n", __FILE__, __LINE__, #condition, std::string(context).c_str()); \
+      ++failures;                                                                                                    \
+    }                                                                                                                \
   } while (0)
 
 std::string ReadFile(const std::string& path) {
@@ -149,8 +148,12 @@ void Fuzz(const std::vector<std::string>& seeds, int iterations) {
     for (int edits = 1 + below(4); edits > 0; --edits) {
       const size_t at = below(m.size());
       switch (below(5)) {
-        case 0: if (!m.empty()) m[at] ^= static_cast<char>(1 << below(8)); break;
-        case 1: if (!m.empty()) m[at] = interesting[below(sizeof(interesting))]; break;
+        case 0:
+          if (!m.empty()) m[at] ^= static_cast<char>(1 << below(8));
+          break;
+        case 1:
+          if (!m.empty()) m[at] = interesting[below(sizeof(interesting))];
+          break;
         case 2: m.resize(below(m.size() + 1)); break;
         case 3: m.insert(at, 1 + below(3), interesting[below(sizeof(interesting))]); break;
         default: m.erase(at, below(64)); break;
@@ -163,8 +166,7 @@ void Fuzz(const std::vector<std::string>& seeds, int iterations) {
     if (split.ok) {
       CHECK(!split.scan_ends.empty() && split.scan_ends.size() <= kMaxScans, context);
       for (size_t k = 0; k < split.scan_ends.size(); ++k) {
-        CHECK(split.scan_ends[k] <= data.size() && (k == 0 || split.scan_ends[k - 1] < split.scan_ends[k]),
-              context);
+        CHECK(split.scan_ends[k] <= data.size() && (k == 0 || split.scan_ends[k - 1] < split.scan_ends[k]), context);
       }
     } else {
       CHECK(split.scan_ends.empty() && split.error.rfind("offset ", 0) == 0, context + ": " + split.error);

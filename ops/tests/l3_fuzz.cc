@@ -43,8 +43,8 @@ using tfliquid::l3::Decode;
 using tfliquid::l3::Encode;
 using tfliquid::l3::Header;
 using tfliquid::l3::kHeaderSize;
-using tfliquid::l3::ParseHeader;
 using tfliquid::l3::Params;
+using tfliquid::l3::ParseHeader;
 
 // The format allows 1 GiB images; allocating and poisoning that much per input would spend the time on memory,
 // not on decoder paths. Bigger headers are still parsed.
@@ -61,15 +61,14 @@ enum class Outcome { kHeaderRejected, kTooLarge, kDecodeRejected, kDecoded };
 void CheckError(const std::string& error, size_t size) {
   uint64_t offset;
   int consumed = 0;
-  if (std::sscanf(error.c_str(), "offset %" SCNu64 ": %n", &offset, &consumed) != 1 || consumed == 0 ||
-      offset > size)
+  if (std::sscanf(error.c_str(), "offset %" SCNu64 ": %n", &offset, &consumed) != 1 || consumed == 0 || offset > size)
     Finding("malformed error", error + " (input of " + std::to_string(size) + " bytes)");
 }
 
 std::string Describe(const Header& h) {
   const Params& p = h.params;
-  return std::to_string(h.width) + "x" + std::to_string(h.height) + "x" + std::to_string(p.channels) +
-         " patch " + std::to_string(p.patch) + " segment " + std::to_string(p.segment) + " subtract_green " +
+  return std::to_string(h.width) + "x" + std::to_string(h.height) + "x" + std::to_string(p.channels) + " patch " +
+         std::to_string(p.patch) + " segment " + std::to_string(p.segment) + " subtract_green " +
          std::to_string(p.subtract_green) + " zigzag " + std::to_string(p.zigzag);
 }
 
@@ -186,8 +185,10 @@ class Mutator {
       for (uint32_t y = 0; y < height; ++y)
         for (uint32_t x = 0; x < width; ++x)
           for (int c = 0; c < params.channels; ++c)
-            pixels[(static_cast<size_t>(y) * width + x) * params.channels + c] =
-                kind == 0 ? rng_() : kind == 1 ? 3 * x + y + 40 * c + Below(4) : 200;
+            pixels[(static_cast<size_t>(y) * width + x) * params.channels + c] = kind == 0 ? rng_()
+                                                                                 : kind == 1
+                                                                                     ? 3 * x + y + 40 * c + Below(4)
+                                                                                     : 200;
       std::string encoded, error;
       if (!Encode(pixels.data(), height, width, params, &encoded, &error)) Finding("Encode fails", error);
       out.push_back(std::move(encoded));
@@ -227,14 +228,9 @@ class Mutator {
         *s = s->substr(0, Below(s->size() + 1)) + other.substr(Below(other.size() + 1));
         break;
       }
-      case 5:
-        EditHeaderField(s);
-        break;
-      case 6:
-        EditOffset(s);
-        break;
-      default:
-        Relayout(s);
+      case 5: EditHeaderField(s); break;
+      case 6: EditOffset(s); break;
+      default: Relayout(s);
     }
   }
 
@@ -260,14 +256,9 @@ class Mutator {
     uint64_t value = 0;
     for (int i = field.bytes - 1; i >= 0; --i) value = value << 8 | static_cast<uint8_t>((*s)[field.at + i]);
     switch (Below(3)) {
-      case 0:
-        value = field.boundaries[Below(field.boundaries.size())];
-        break;
-      case 1:
-        value += Below(2) ? 1 + Below(4) : -(1 + Below(4));
-        break;
-      default:
-        value = rng_();
+      case 0: value = field.boundaries[Below(field.boundaries.size())]; break;
+      case 1: value += Below(2) ? 1 + Below(4) : -(1 + Below(4)); break;
+      default: value = rng_();
     }
     StoreLe(s, field.at, value, field.bytes);
   }
@@ -295,17 +286,10 @@ class Mutator {
       case 0:
         value = LoadLe32(*s, kHeaderSize + 4 * (Below(2) ? (i ? i - 1 : 0) : std::min(i + 1, entries - 1)));
         break;
-      case 1:
-        value = old + (Below(2) ? 1 + Below(8) : -(1 + Below(8)));
-        break;
-      case 2:
-        value = Pick({0, 1}) + (Below(2) ? 0 : payload);
-        break;
-      case 3:
-        value = 0xFFFFFFFF - Below(2);
-        break;
-      default:
-        value = Below(payload + 1);
+      case 1: value = old + (Below(2) ? 1 + Below(8) : -(1 + Below(8))); break;
+      case 2: value = Pick({0, 1}) + (Below(2) ? 0 : payload); break;
+      case 3: value = 0xFFFFFFFF - Below(2); break;
+      default: value = Below(payload + 1);
     }
     StoreLe(s, at, value, 4);
   }
@@ -320,23 +304,12 @@ class Mutator {
     const std::string payload = s->substr(old_start);
     std::string header = s->substr(0, kHeaderSize);
     switch (Below(6)) {
-      case 0:
-        header[9] = static_cast<char>(Pick({1, 3, 4}));
-        break;
-      case 1:
-        header[10] = static_cast<char>(Below(4));
-        break;
-      case 2:
-        header[11] = static_cast<char>(Below(2) ? Pick({0, 1, 8}) : Below(256));
-        break;
-      case 3:
-        StoreLe(&header, 12, Below(2) ? LoadLe32(header, 12) + Below(9) - 4 : 1 + Below(300), 4);
-        break;
-      case 4:
-        StoreLe(&header, 16, Below(2) ? LoadLe32(header, 16) + Below(9) - 4 : 1 + Below(300), 4);
-        break;
-      default:
-        StoreLe(&header, 20, Below(2) ? Pick({1, 2, 3, 8, 16, 32, 33, 64, 128, 4096}) : 1 + Below(4096), 2);
+      case 0: header[9] = static_cast<char>(Pick({1, 3, 4})); break;
+      case 1: header[10] = static_cast<char>(Below(4)); break;
+      case 2: header[11] = static_cast<char>(Below(2) ? Pick({0, 1, 8}) : Below(256)); break;
+      case 3: StoreLe(&header, 12, Below(2) ? LoadLe32(header, 12) + Below(9) - 4 : 1 + Below(300), 4); break;
+      case 4: StoreLe(&header, 16, Below(2) ? LoadLe32(header, 16) + Below(9) - 4 : 1 + Below(300), 4); break;
+      default: StoreLe(&header, 20, Below(2) ? Pick({1, 2, 3, 8, 16, 32, 33, 64, 128, 4096}) : 1 + Below(4096), 2);
     }
     const uint64_t count = OffsetCount(header);
     if (count == 0 || count > (1 << 16)) return;  // no full header, or a table of megabytes
@@ -370,7 +343,7 @@ std::string crash_prefix;  // DIR/crash- ; empty: do not save
 void SaveCurrentInput() {
   if (current_input == nullptr || crash_prefix.empty()) return;
   const std::string* input = current_input;
-  current_input = nullptr;  // once, should saving itself fail
+  current_input = nullptr;                 // once, should saving itself fail
   uint64_t hash = 1469598103934665603ull;  // FNV-1a: equal inputs land in one file
   for (char c : *input) hash = (hash ^ static_cast<uint8_t>(c)) * 1099511628211ull;
   char path[4096];

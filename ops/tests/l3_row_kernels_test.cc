@@ -52,7 +52,7 @@ template <bool kZigzag>
 void CheckReconstruct(std::mt19937* rng) {
   for (uint32_t w = 1; w <= 300; ++w) {
     std::vector<uint8_t> prev = RandomBytes(rng, w + 2), coded = RandomBytes(rng, w);
-    prev[0] = prev[1], prev[w + 1] = prev[w];  // the replicated edges
+    prev[0] = prev[1], prev[w + 1] = prev[w];       // the replicated edges
     std::vector<uint8_t> fast(w + 2), slow(w + 2);  // with the spare bytes for row's replicated edges
     SelectReconstruct(kZigzag)(prev.data() + 1, coded.data(), w, fast.data() + 1);
     ReconstructScalar<kZigzag>(prev.data() + 1, coded.data(), w, slow.data() + 1);

@@ -6,7 +6,8 @@
 // launches both kernels, and writes the decoded [B, H, W, C] bytes. THREADS = 0 picks the block size plan.py
 // picks. Exit status 2 with "image I: corrupt L3 patch data at byte offset O" when the kernel reports corruption.
 // Only the checks that keep the kernel inside the payload are repeated here; plan.py validates headers fully.
-#include "shim.h"
+#include "shim.h"  // first: the kernels use what it defines in CUDA's place
+
 #include "l3_decode.cu"
 
 #include <algorithm>

@@ -56,13 +56,11 @@ class PCRRecordDataset(tf.data.Dataset):
         if scan_group is None:
             scan_group = tf.size(prefix_ends, out_type=tf.int64)
         cache_attrs = cache.op_attrs if cache is not None else {}
-        # TODO(relayout): the -1.0 read_bandwidth input goes with the op input (ops re-layout branch).
         variant = load_ops().liquid_pcr_record_dataset(
             filename,
             prefix_ends,
             scan_group,
             seed,
-            -1.0,
             cache_pass,
             shuffle=shuffle,
             with_keys=with_keys,

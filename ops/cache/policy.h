@@ -1,0 +1,54 @@
+// What a cache admits and what it evicts, apart from where its bytes live (the Store, cache/store.h). A store
+// holds one Policy and calls it under a lock of its own, so a policy needs no locking of its own.
+// Pure C++: keys and sizes only.
+#ifndef TFLIQUID_OPS_CACHE_POLICY_H_
+#define TFLIQUID_OPS_CACHE_POLICY_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+
+namespace tfliquid {
+namespace cache {
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+
+  // Every lookup, in order, hit or miss: policies that rank the items (by recency, by next use) follow the
+  // accesses here.
+  virtual void Accessed(const std::string& key, bool hit) = 0;
+
+  // Whether to store `key`, an item of `size_bytes` that the store does not hold, while the store holds
+  // `used_bytes`. To make room, the policy may name stored keys in *victims, which the store removes before
+  // it stores `key`; it admits only what then fits in its capacity.
+  virtual bool Admit(const std::string& key, uint64_t size_bytes, uint64_t used_bytes,
+                     std::vector<std::string>* victims) = 0;
+};
+
+// The registry of policies: the names the cache_policy attribute accepts, in this order, the first the default.
+struct PolicyInfo {
+  const char* name;
+  std::unique_ptr<Policy> (*make)(uint64_t capacity_bytes);
+  // Whether it ever names victims. A directory store takes only policies that never do: the directory is
+  // shared by processes, and each one's policy would rank the shared items by its own accesses alone.
+  bool evicts;
+};
+
+absl::Span<const PolicyInfo> Policies();
+
+// The registered policy called `name`, or nullptr.
+const PolicyInfo* FindPolicy(absl::string_view name);
+
+// The registered names, quoted and separated by commas ("'minio', 'lru'"); only those that never evict unless
+// `with_evicting`.
+std::string QuotedPolicyNames(bool with_evicting);
+
+}  // namespace cache
+}  // namespace tfliquid
+
+#endif  // TFLIQUID_OPS_CACHE_POLICY_H_

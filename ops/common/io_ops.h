@@ -1,0 +1,17 @@
+// Names of the throttled I/O ops, shared by their registration (io_ops.cc) and kernels (io_kernels.cc).
+// Python calls them liquid_read_file, liquid_read_file_range, ...
+#ifndef TFLIQUID_OPS_COMMON_IO_OPS_H_
+#define TFLIQUID_OPS_COMMON_IO_OPS_H_
+
+namespace tfliquid {
+
+inline constexpr char kReadFileOp[] = "Liquid>ReadFile";
+inline constexpr char kReadFileRangeOp[] = "Liquid>ReadFileRange";
+inline constexpr char kSetReadBandwidthOp[] = "Liquid>SetReadBandwidth";
+inline constexpr char kDrawReadBandwidthOp[] = "Liquid>DrawReadBandwidth";
+inline constexpr char kReadStatsOp[] = "Liquid>ReadStats";
+inline constexpr char kCrc32cOp[] = "Liquid>Crc32c";
+
+}  // namespace tfliquid
+
+#endif  // TFLIQUID_OPS_COMMON_IO_OPS_H_

@@ -1,0 +1,40 @@
+// Registration and shape function of the PCR dataset op (kernel: pcr_dataset_kernel.cc).
+#include "pcr/pcr_ops.h"
+
+#include "absl/strings/str_cat.h"
+#include "cache/cache_attrs.h"
+#include "common/input_checks.h"
+#include "tensorflow/core/framework/op.h"
+#include "tensorflow/core/framework/shape_inference.h"
+
+namespace tfliquid {
+
+using tensorflow::shape_inference::InferenceContext;
+
+REGISTER_OP(kPCRRecordDatasetOp)
+    .Input("filename: string")
+    .Input("prefix_ends: int64")
+    .Input("scan_group: int64")
+    .Input("seed: int64")
+    .Input("cache_pass: int64")
+    .Output("handle: variant")
+    .Attr(absl::StrCat(kShuffleAttr, ": bool = false"))
+    .Attr(absl::StrCat(kWithKeysAttr, ": bool = false"))
+    .TFLIQUID_CACHE_ATTRS()
+    .SetIsStateful()  // source datasets are stateful so that constant folding leaves them alone
+    .SetShapeFn([](InferenceContext* c) {
+      // prefix_ends (input 1) is a vector, every other input a scalar.
+      for (int i = 0; i < c->num_inputs(); ++i) TF_RETURN_IF_ERROR(InputHasRank(c, i, i == 1 ? 1 : 0));
+      c->set_output(0, c->Scalar());
+      return absl::OkStatus();
+    })
+    .Doc(R"doc(
+Images of one PCR record at a scan group: (image, key, label) with_keys, else (image, label). That is the order in
+which tf.nest flattens {"image", "key", "label"}, so Python declares a dict element_spec with no map.
+The image is the progressive JPEG cut at the scan group.
+prefix_ends: the record's index entry; scan_group: 1-based, above the record's count means full fidelity.
+cache_*: a MinIO cache of record prefixes, keyed by file, scan group and length; cache_pass counts its lookups.
+An empty cache_name means no cache.
+)doc");
+
+}  // namespace tfliquid

@@ -1,0 +1,15 @@
+// Names of the PCR dataset op and its attributes, shared by its registration (pcr_ops.cc) and kernel
+// (pcr_dataset_kernel.cc). Python calls it liquid_pcr_record_dataset.
+#ifndef TFLIQUID_OPS_PCR_PCR_OPS_H_
+#define TFLIQUID_OPS_PCR_PCR_OPS_H_
+
+namespace tfliquid {
+
+inline constexpr char kPCRRecordDatasetOp[] = "Liquid>PCRRecordDataset";
+
+inline constexpr char kShuffleAttr[] = "shuffle";
+inline constexpr char kWithKeysAttr[] = "with_keys";
+
+}  // namespace tfliquid
+
+#endif  // TFLIQUID_OPS_PCR_PCR_OPS_H_
