@@ -20,9 +20,12 @@ test: lint $(INSTALLED)
 
 # Style is checked, not fixed, here; `ruff format .` and `clang-format -i` fix it (settings: pyproject.toml,
 # .clang-format).
+CPP_SOURCES := $(shell find ops tests/cuda_host -name '*.cc' -o -name '*.h' 2>/dev/null)
+
 lint: $(VENV)/.deps-installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/clang-format --dry-run --Werror $(CPP_SOURCES)
 
 install: $(INSTALLED)
 
