@@ -161,3 +161,29 @@ def test_rejected_images_are_listed_with_their_reason_and_make_the_cli_exit_1(ph
     start = time.perf_counter()
     assert cli.main(["convert", "pcr", str(src), str(tmp_path / "fast"), "--fail-fast", "--quiet"]) == 1
     assert "tfliquid: error: " in capsys.readouterr().err and time.perf_counter() - start < 60
+
+
+def _with_frame_size(jpeg: bytes, height: int, width: int) -> bytes:
+    """The JPEG with its frame header (SOF0/1/2) claiming height x width, found segment by segment."""
+    at = 2
+    while jpeg[at + 1] not in (0xC0, 0xC1, 0xC2):
+        at += 2 + int.from_bytes(jpeg[at + 2 : at + 4], "big")
+    return jpeg[: at + 5] + height.to_bytes(2, "big") + width.to_bytes(2, "big") + jpeg[at + 9 :]
+
+
+def test_truncated_corrupt_and_impossible_jpegs_are_rejected_not_stored(photo_folder, zoo, tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(photo_folder, src)
+    bad = {
+        "truncated_baseline.jpg": zoo["baseline_420"][: len(zoo["baseline_420"]) * 2 // 3],
+        "truncated_progressive.jpg": zoo["progressive"][: len(zoo["progressive"]) * 2 // 3],
+        "bomb.jpg": _with_frame_size(zoo["baseline_420"][:631], 15000, 15000),
+    }
+    for name, data in bad.items():
+        (src / "animals" / name).write_bytes(data)
+    report = _convert(src, tmp_path / "dst", images_per_record=4)
+    reasons = {os.path.basename(source): reason for source, reason in report.failures}
+    assert sorted(reasons) == sorted(bad) and report.images == 16
+    assert "(at byte " in reasons["truncated_baseline.jpg"]
+    assert "corrupt progressive JPEG" in reasons["truncated_progressive.jpg"]
+    assert "claims 15000x15000 pixels" in reasons["bomb.jpg"]

@@ -102,9 +102,13 @@ def test_scan_group_variable_applies_without_rebuilding(dataset):
     full = _keyed(ds)
     assert low.keys() == full.keys()
     assert sum(len(x["image"]) for x in low.values()) < 0.25 * sum(len(x["image"]) for x in full.values())
-    group.assign(0)
-    with pytest.raises(tf.errors.InvalidArgumentError, match="scan_group must be >= 1"):
-        _keyed(ds)
+    for out_of_range in (0, 11):  # an int is refused when the dataset is built, a variable when a record opens
+        group.assign(out_of_range)
+        with pytest.raises(
+            tf.errors.InvalidArgumentError,
+            match=f"the scan group variable holds {out_of_range}; this dataset has scan groups 1..10",
+        ):
+            _keyed(ds)
 
 
 def test_parameters_are_validated(dataset, tmp_path):
@@ -112,8 +116,9 @@ def test_parameters_are_validated(dataset, tmp_path):
         tfliquid.PCRDataset(str(dataset), scan_group=11)
     with pytest.raises(TypeError, match="scan_group"):
         tfliquid.PCRDataset(str(dataset), scan_group=2.5)
-    with pytest.raises(TypeError, match="integer dtype"):
-        tfliquid.PCRDataset(str(dataset), scan_group=tf.Variable(1.0))
+    for variable in (tf.Variable(1.0), tf.Variable(1, dtype=tf.uint8), tf.Variable([1, 2], dtype=tf.int64)):
+        with pytest.raises(TypeError, match="an int32 or int64 scalar"):
+            tfliquid.PCRDataset(str(dataset), scan_group=variable)
     with pytest.raises(FileNotFoundError, match="not a PCR dataset"):
         tfliquid.PCRDataset(str(tmp_path))
 
@@ -182,6 +187,42 @@ def test_checkpoint_restore_resumes_mid_epoch(dataset, tmp_path):
     restored = iter(make())
     tf.train.Checkpoint(iterator=restored).restore(saved)
     assert [x["key"].numpy() for x in restored] == tail
+
+
+def test_checkpoint_with_a_scan_group_variable_restores_the_position_and_reads_its_current_value(dataset, tmp_path):
+    group = tf.Variable(10, dtype=tf.int64)
+
+    def make():
+        return tfliquid.PCRDataset(str(dataset), scan_group=group, decode=False, seed=11, with_keys=True)
+
+    iterator = iter(make())
+    head = [next(iterator)["key"].numpy() for _ in range(7)]
+    saved = tf.train.Checkpoint(iterator=iterator).save(str(tmp_path / "ckpt"))  # the variable is not saved
+    tail = [x["key"].numpy() for x in iterator]
+    group.assign(1)
+    restored = iter(make())
+    tf.train.Checkpoint(iterator=restored).restore(saved)
+    rest = [{name: value.numpy() for name, value in x.items()} for x in restored]
+    assert [x["key"] for x in rest] == tail and sorted(head + tail) == sorted(_keyed(make()))
+    # Images the checkpoint holds (read ahead before the save) come back as they were read, at group 10; records
+    # opened after the restore read the variable's value then, 1.
+    full = _keyed(tfliquid.PCRDataset(str(dataset), decode=False, with_keys=True))
+    at_group_1 = [len(x["image"]) < len(full[x["key"]]["image"]) for x in rest]
+    assert any(at_group_1) and at_group_1[-1]
+
+
+def test_tf_data_service_refuses_a_scan_group_variable_instead_of_freezing_it(dataset):
+    dispatcher = tf.data.experimental.service.DispatchServer()
+    address = dispatcher.target.split("://")[1]
+    worker = tf.data.experimental.service.WorkerServer(  # noqa: F841 - serves while referenced
+        tf.data.experimental.service.WorkerConfig(dispatcher_address=address)
+    )
+    group = tf.Variable(2, dtype=tf.int64)
+    distributed = tfliquid.PCRDataset(str(dataset), scan_group=group, decode=False).apply(
+        tf.data.experimental.service.distribute("parallel_epochs", dispatcher.target)
+    )
+    with pytest.raises(tf.errors.FailedPreconditionError, match="only the process that built the dataset can read"):
+        list(distributed)
 
 
 def test_runs_under_tf_data_service_with_two_workers(dataset):

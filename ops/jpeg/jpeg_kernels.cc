@@ -38,7 +38,12 @@ class JpegToProgressiveOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &output));
     tstring& progressive = output->scalar<tstring>()();
     if (jpeg::IsProgressive(Bytes(contents), contents.size())) {
-      progressive = contents;  // keep the encoder's own scan script
+      // Kept with the encoder's own scan script, once every scan is known to read whole: a damaged one would fail
+      // at training time, far from its source.
+      std::string error;
+      OP_REQUIRES(ctx, jpeg::CheckCoefficients(Bytes(contents), contents.size(), &error),
+                  tensorflow::errors::InvalidArgument(source, ": corrupt progressive JPEG: ", error));
+      progressive = contents;
     } else {
       std::string transcoded, error;
       OP_REQUIRES(ctx,

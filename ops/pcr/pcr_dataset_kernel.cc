@@ -15,6 +15,7 @@
 #include "common/throttled_read.h"
 #include "pcr/pcr_ops.h"
 #include "pcr/record.h"
+#include "pcr/scan_group_variable.h"
 #include "tensorflow/core/data/name_utils.h"
 #include "tensorflow/core/framework/dataset.h"
 #include "tensorflow/core/framework/model.h"
@@ -64,11 +65,16 @@ std::vector<uint32_t> Permutation(uint32_t n, bool shuffle, int64_t seed) {
   return order;
 }
 
+// Inputs: filename, prefix_ends, scan_group, then 0 or 1 variable handles, then seed and cache_pass.
+constexpr int kVariableInput = 3;
+constexpr int kInputsWithoutVariable = 5;
+
 class PCRRecordDatasetOp : public DatasetOpKernel {
  public:
   explicit PCRRecordDatasetOp(OpKernelConstruction* ctx) : DatasetOpKernel(ctx) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr(kShuffleAttr, &shuffle_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr(kWithKeysAttr, &with_keys_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kScanGroupVariableTokenAttr, &variable_token_));
     OP_REQUIRES_OK(ctx, cache::ConfigFromAttrs(ctx, &cache_config_));
   }
 
@@ -80,6 +86,10 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
     OP_REQUIRES_OK(ctx, InputWithRank(ctx, "prefix_ends", 1, &prefix_ends));
     OP_REQUIRES(ctx, prefix_ends->NumElements() >= 1, InvalidArgument("prefix_ends must be a non-empty vector"));
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "scan_group", &scan_group));
+    if (ctx->num_inputs() > kInputsWithoutVariable) {  // a scan group variable: its value now, checked
+      OP_REQUIRES_OK(
+          ctx, ReadScanGroupVariable(ctx, kVariableInput, variable_token_, prefix_ends->NumElements(), &scan_group));
+    }
     OP_REQUIRES(ctx, scan_group >= 1, InvalidArgument("scan_group must be >= 1, got ", scan_group));
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "seed", &seed));
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "cache_pass", &cache_pass));
@@ -134,13 +144,15 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
       TF_RETURN_IF_ERROR(b->AddScalar(scan_group_, &scan_group));
       TF_RETURN_IF_ERROR(b->AddScalar(seed_, &seed));
       TF_RETURN_IF_ERROR(b->AddScalar(cache_pass_, &cache_pass));
-      tensorflow::AttrValue shuffle, with_keys;
+      tensorflow::AttrValue num_variables, shuffle, with_keys;
+      b->BuildAttrValue(0, &num_variables);  // the scan group read from a variable, if any, is saved as a value
       b->BuildAttrValue(shuffle_, &shuffle);
       b->BuildAttrValue(with_keys_, &with_keys);
-      std::vector<std::pair<absl::string_view, tensorflow::AttrValue>> attrs = {{kShuffleAttr, shuffle},
-                                                                                {kWithKeysAttr, with_keys}};
+      std::vector<std::pair<absl::string_view, tensorflow::AttrValue>> attrs = {
+          {kNumScanGroupVariablesAttr, num_variables}, {kShuffleAttr, shuffle}, {kWithKeysAttr, with_keys}};
       cache::AppendAttrs(cache_config_, &attrs);
-      return b->AddDataset(this, {filename, prefix_ends, scan_group, seed, cache_pass}, attrs, output);
+      return b->AddDataset(this, {{0, filename}, {1, prefix_ends}, {2, scan_group}, {4, seed}, {5, cache_pass}},
+                           {{kVariableInput, {}}}, attrs, output);
     }
 
    private:
@@ -291,6 +303,7 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
 
   bool shuffle_;
   bool with_keys_;
+  int64_t variable_token_;
   cache::Config cache_config_;
 };
 

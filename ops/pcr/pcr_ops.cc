@@ -15,15 +15,18 @@ REGISTER_OP(kPCRRecordDatasetOp)
     .Input("filename: string")
     .Input("prefix_ends: int64")
     .Input("scan_group: int64")
+    .Input(absl::StrCat("scan_group_variable: ", kNumScanGroupVariablesAttr, " * resource"))
     .Input("seed: int64")
     .Input("cache_pass: int64")
     .Output("handle: variant")
+    .Attr(absl::StrCat(kNumScanGroupVariablesAttr, ": int >= 0 = 0"))
+    .Attr(absl::StrCat(kScanGroupVariableTokenAttr, ": int = 0"))
     .Attr(absl::StrCat(kShuffleAttr, ": bool = false"))
     .Attr(absl::StrCat(kWithKeysAttr, ": bool = false"))
     .TFLIQUID_CACHE_ATTRS()
     .SetIsStateful()  // source datasets are stateful so that constant folding leaves them alone
     .SetShapeFn([](InferenceContext* c) {
-      // prefix_ends (input 1) is a vector, every other input a scalar.
+      // prefix_ends (input 1) is a vector, every other input (variable handles included) a scalar.
       for (int i = 0; i < c->num_inputs(); ++i) TF_RETURN_IF_ERROR(InputHasRank(c, i, i == 1 ? 1 : 0));
       c->set_output(0, c->Scalar());
       return absl::OkStatus();
@@ -32,9 +35,24 @@ REGISTER_OP(kPCRRecordDatasetOp)
 Images of one PCR record at a scan group: (image, key, label) with_keys, else (image, label). That is the order in
 which tf.nest flattens {"image", "key", "label"}, so Python declares a dict element_spec with no map.
 The image is the progressive JPEG cut at the scan group.
-prefix_ends: the record's index entry; scan_group: 1-based, above the record's count means full fidelity.
+prefix_ends: the record's index entry, padded to the dataset's G scan groups. scan_group: 1-based; above the
+record's own count means full fidelity. scan_group_variable: none, or one integer variable whose value (1..G) is
+read instead of scan_group when the record is opened, so that assigning it changes the fidelity with no rebuild.
+scan_group_variable_token: what Liquid>ScanGroupVariableToken returned for that variable, which is read only
+in the process that built the dataset, and only the variable itself: tf.data service ships a copy of its value at
+distribute() time, which assignments would not reach, so there (another process, or the copy) this fails.
 cache_*: a MinIO cache of record prefixes, keyed by file, scan group and length; cache_pass counts its lookups.
 An empty cache_name means no cache.
+)doc");
+
+REGISTER_OP(kScanGroupVariableTokenOp)
+    .Input("variable: resource")
+    .Output("token: int64")
+    .SetIsStateful()
+    .SetShapeFn(ScalarInputsAndOutputs)
+    .Doc(R"doc(
+Registers a scan group variable in this process and returns its token, the value of the attribute
+scan_group_variable_token of Liquid>PCRRecordDataset, which then reads only this variable, in this process.
 )doc");
 
 }  // namespace tfliquid

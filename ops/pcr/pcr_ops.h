@@ -1,4 +1,4 @@
-// Names of the PCR dataset op and its attributes, shared by its registration (pcr_ops.cc) and kernel
+// Names of the PCR dataset ops and their attributes, shared by its registration (pcr_ops.cc) and kernel
 // (pcr_dataset_kernel.cc). Python calls it liquid_pcr_record_dataset.
 #ifndef TFLIQUID_OPS_PCR_PCR_OPS_H_
 #define TFLIQUID_OPS_PCR_PCR_OPS_H_
@@ -7,6 +7,10 @@ namespace tfliquid {
 
 inline constexpr char kPCRRecordDatasetOp[] = "Liquid>PCRRecordDataset";
 
+inline constexpr char kScanGroupVariableTokenOp[] = "Liquid>ScanGroupVariableToken";
+
+inline constexpr char kNumScanGroupVariablesAttr[] = "num_scan_group_variables";
+inline constexpr char kScanGroupVariableTokenAttr[] = "scan_group_variable_token";
 inline constexpr char kShuffleAttr[] = "shuffle";
 inline constexpr char kWithKeysAttr[] = "with_keys";
 

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from tfliquid._common.checks import check_int
 from tfliquid._common.crc32c import crc32c_fast
+from tfliquid._common.errors import ArgumentError
 from tfliquid._lib import load_ops
 from tfliquid.cache.minio_cache import MinIOCache, each_pass
 from tfliquid.pcr import format as pcr_format
@@ -32,7 +33,8 @@ class PCRRecordDataset(tf.data.Dataset):
     Args:
       filename: the record file.
       prefix_ends: the record's scan group ends, from its index entry (`RecordEntry.prefix_ends`).
-      scan_group: 1-based; None, or more than the record has, reads it whole (full fidelity).
+      scan_group: 1-based; None, or more than the record has, reads it whole (full fidelity). An int32 or int64
+        `tf.Variable` is read when the record is opened, and must then be in 1..len(prefix_ends).
       shuffle, seed: emit the images in a seeded random order instead of stored order.
       with_keys: also emit "key", the image's key as stored.
       cache, cache_pass: a `MinIOCache` of record prefixes, and the pass (epoch) id its lookups count in.
@@ -53,15 +55,21 @@ class PCRRecordDataset(tf.data.Dataset):
         cache: MinIOCache | None = None,
         cache_pass=-1,
     ):
+        variables, token = [], 0
         if scan_group is None:
             scan_group = tf.size(prefix_ends, out_type=tf.int64)
+        elif isinstance(scan_group, tf.Variable):  # the op reads the variable (ops/pcr/scan_group_variable.h)
+            token = scan_group_variable_token(scan_group)
+            scan_group, variables = tf.constant(0, tf.int64), [scan_group.handle]
         cache_attrs = cache.op_attrs if cache is not None else {}
         variant = load_ops().liquid_pcr_record_dataset(
             filename,
             prefix_ends,
             scan_group,
+            variables,
             seed,
             cache_pass,
+            scan_group_variable_token=token,
             shuffle=shuffle,
             with_keys=with_keys,
             **cache_attrs,
@@ -79,13 +87,22 @@ class PCRRecordDataset(tf.data.Dataset):
         return []
 
 
+def scan_group_variable_token(variable: tf.Variable) -> int:
+    """Registers `variable` with the C++ ops of this process; the token names it in the dataset op's attributes."""
+    with tf.init_scope():  # eagerly, even when a dataset is built inside a tf.function
+        return int(load_ops().liquid_scan_group_variable_token(variable.handle))
+
+
 def _validate_scan_group(scan_group, num_scan_groups: int):
     """Returns an int64 tensor-like scan group; None means full fidelity."""
     if scan_group is None:
         return num_scan_groups
     if isinstance(scan_group, tf.Variable):
-        if not scan_group.dtype.is_integer:
-            raise TypeError(f"scan_group variable must have an integer dtype, got {scan_group.dtype.name}")
+        if scan_group.dtype not in (tf.int32, tf.int64) or scan_group.shape.rank != 0:
+            raise ArgumentError(
+                f"a scan_group variable must be an int32 or int64 scalar (an integer dtype), got "
+                f"{scan_group.dtype.name} {scan_group.shape}"
+            )
         return scan_group
     return check_int("scan_group", scan_group, 1, num_scan_groups)
 
@@ -158,11 +175,10 @@ class PCRDataset(tf.data.Dataset):
 
         def images_of_pass(cache_pass):
             def open_record(i, record_seed):
-                group = scan_group.read_value() if isinstance(scan_group, tf.Variable) else scan_group
                 return PCRRecordDataset(
                     tf.gather(filenames, i),
                     tf.gather(prefix_ends, i),
-                    tf.cast(group, tf.int64),
+                    scan_group,
                     shuffle=shuffle,
                     seed=record_seed,
                     with_keys=with_keys,
