@@ -81,3 +81,8 @@ def test_cli_prints_the_policies_side_by_side(capsys):
     assert lines[1].split() == ["epoch", "minio", "lru", "opt"]
     epoch2 = [float(x) for x in lines[4].split()[1:]]
     assert epoch2[0] == 0.25 and epoch2[1] < 0.25 <= epoch2[2]
+
+
+def test_every_policy_a_cache_can_run_has_a_simulator_twin():
+    assert tfliquid.cache.store_policies()[0] == "minio"  # the default
+    assert set(tfliquid.cache.store_policies()) <= set(simulation.POLICIES)

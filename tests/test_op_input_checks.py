@@ -18,9 +18,12 @@ import os
 import subprocess
 import sys
 
-# Inputs that are not scalars: their rank, or None for any shape.
+# Inputs that are not scalars: their rank, or None for inputs not probed (any shape; variable handles, which
+# TensorFlow makes, not callers).
 RANKS = {
     ("Liquid>PCRRecordDataset", "prefix_ends"): 1,
+    ("Liquid>PCRRecordDataset", "scan_group_variable"): None,
+    ("Liquid>ScanGroupVariableToken", "variable"): None,
     ("Liquid>EncodeL3", "image"): 3,
     ("Liquid>CacheInsert", "values"): None,
 }
@@ -61,7 +64,11 @@ def _probe_all_ops(skip: int):
         """Elements "x" or 1: a valid value of every input (1 is a valid scan group, seed, byte count...)."""
         return tf.fill(shape, "x") if dtype == tf.string else tf.ones(shape, dtype)
 
+    variable = tf.Variable(1, dtype=tf.int64)
+
     def valid_value(op, arg):
+        if dtype_of(arg) == tf.resource:  # a variable's handle (a list of them may be empty)
+            return [] if arg.number_attr else variable.handle
         rank = RANKS.get((op.name, arg.name), 0)
         if rank is None:  # an item's tensors
             return [filled(dtype_of(arg), [])] if arg.type_list_attr or arg.number_attr else filled(dtype_of(arg), [])
