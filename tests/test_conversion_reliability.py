@@ -187,3 +187,39 @@ def test_truncated_corrupt_and_impossible_jpegs_are_rejected_not_stored(photo_fo
     assert "(at byte " in reasons["truncated_baseline.jpg"]
     assert "corrupt progressive JPEG" in reasons["truncated_progressive.jpg"]
     assert "claims 15000x15000 pixels" in reasons["bomb.jpg"]
+
+
+def _png_header_claiming(width: int, height: int) -> bytes:
+    """A PNG whose IHDR claims width x height, with no pixel data: what a decompression bomb looks like."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
+
+
+def test_an_image_claiming_too_many_pixels_is_rejected_before_it_is_decoded(photo_folder, tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(photo_folder, src)
+    (src / "things" / "bomb.png").write_bytes(_png_header_claiming(20000, 20000))  # 1.6 GB if decoded
+    report = _convert(src, tmp_path / "dst", images_per_record=4)
+    assert [(os.path.basename(f), r) for f, r in report.failures] == [
+        ("bomb.png", "the header claims more than 178956970 pixels")
+    ]
+
+
+def test_ctrl_c_exits_130_with_one_line_and_no_traceback():
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tfliquid", "simulate", "cache", "--items", "100000000", "--policies", "opt"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3)  # building the trace of 10^8 accesses takes far longer
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == "tfliquid: interrupted (a conversion resumes when rerun)"

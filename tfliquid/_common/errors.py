@@ -27,12 +27,16 @@ class ArgumentError(TfliquidError, ValueError, TypeError):
 
 def op_error_message(error) -> str:
     """The message of a TensorFlow op error without what TensorFlow wraps around it: "{{function_node ...}}" and
-    "Error in user-defined function passed to ... with iterator: ...: " before, " [Op:Name] name: ..." and
-    "\n\t [[{{node ...}}]]" after. What is left names the file or the argument and says what is wrong."""
+    "Error in user-defined function passed to ... with iterator: ...: " before, " [Op:Name] name: ...",
+    "\n\t [[{{node ...}}]]" after, and of a failed assertion all but its message. What is left names the file or the
+    argument and says what is wrong."""
     message = error.message
     if message.startswith("{{function_node"):
         message = message.split("}} ", 1)[-1]
     wrapped = re.match(r"Error in user-defined function passed to \S+ transformation with iterator: \S+: ", message)
     if wrapped:
         message = message[wrapped.end() :]
-    return message.split("\n\t [[", 1)[0].split(" [Op:", 1)[0]
+    for tail in ("\n\t [[", " [Op:"):
+        message = message.split(tail, 1)[0]
+    asserted = re.match(r"assertion failed: \[(.*?)\] \[Condition ", message)  # a failed tf.debugging assertion
+    return asserted.group(1) if asserted else message

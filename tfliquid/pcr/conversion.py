@@ -46,6 +46,9 @@ STATE_FILENAME = "convert_state.json"
 RECORDS_DIR = "records"
 SPOOL_FILENAME = "spool.tmp"
 SOURCE_FORMATS = ("auto", "folder", "tfrecord")
+# Images that are not JPEGs are decoded (about 4 bytes a pixel) to be re-encoded: larger ones are rejected before
+# that, as Pillow's decompression-bomb check (which the L3 conversion meets) does at the same size.
+MAX_PIXELS = 178_956_970
 ON_ERROR = ("reject", "raise")
 
 
@@ -321,7 +324,12 @@ def _prepare_images(quality: int, keep_markers: bool, verify: bool):
     verify, source size)."""
 
     def encode_other(contents):
-        image = tf.io.decode_image(contents, expand_animations=False)
+        pixels = _claimed_pixels(contents)
+        bounded = tf.debugging.assert_less_equal(
+            pixels, tf.constant(MAX_PIXELS, tf.int64), message=f"the header claims more than {MAX_PIXELS} pixels"
+        )
+        with tf.control_dependencies([bounded]):  # before decode_image allocates them
+            image = tf.io.decode_image(contents, expand_animations=False)
         channels = tf.shape(image)[-1]
         image = tf.cond(channels >= 3, lambda: image[..., :3], lambda: image[..., :1])  # drop alpha
         return tf.io.encode_jpeg(image, quality=quality, progressive=True, optimize_size=True)
@@ -335,6 +343,31 @@ def _prepare_images(quality: int, keep_markers: bool, verify: bool):
         return item, progressive, scan_ends, label, key, lossy, source_bytes, tf.strings.length(contents)
 
     return prepare
+
+
+def _claimed_pixels(contents: tf.Tensor) -> tf.Tensor:
+    """Width x height from the header of a PNG, GIF or BMP (what tf.io.decode_image reads besides JPEG), read
+    before decoding; 0 for anything else (decode_image refuses it)."""
+    data = contents + b"\0" * 26  # every field below lies in the first 26 bytes: short data reads zeros
+
+    def number(offset: int, size: int, big_endian: bool) -> tf.Tensor:
+        raw = tf.cast(tf.io.decode_raw(tf.strings.substr(data, offset, size), tf.uint8), tf.int64)
+        weights = [256 ** (size - 1 - i) if big_endian else 256**i for i in range(size)]
+        return tf.reduce_sum(raw * tf.constant(weights, tf.int64))
+
+    def bmp_side(offset: int) -> tf.Tensor:  # an int32: BMP heights are negative for top-down images
+        side = number(offset, 4, big_endian=False)
+        return tf.where(side >= 2**31, 2**32 - side, side)
+
+    magic = tf.strings.substr(data, 0, 8)
+    return tf.case(
+        [
+            (tf.equal(magic, b"\x89PNG\r\n\x1a\n"), lambda: number(16, 4, True) * number(20, 4, True)),
+            (tf.equal(tf.strings.substr(magic, 0, 3), b"GIF"), lambda: number(6, 2, False) * number(8, 2, False)),
+            (tf.equal(tf.strings.substr(magic, 0, 2), b"BM"), lambda: bmp_side(18) * bmp_side(22)),
+        ],
+        default=lambda: tf.constant(0, tf.int64),
+    )
 
 
 _BATCH = 32
