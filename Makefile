@@ -25,7 +25,8 @@ CPP_SOURCES := $(shell find ops tests/cuda_host -name '*.cc' -o -name '*.h' 2>/d
 lint: $(VENV)/.deps-installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/clang-format --dry-run --Werror $(CPP_SOURCES)
+	@echo "$(VENV)/bin/clang-format --dry-run --Werror ops/ tests/cuda_host/ ($(words $(CPP_SOURCES)) files)"
+	@$(VENV)/bin/clang-format --dry-run --Werror $(CPP_SOURCES)
 
 install: $(INSTALLED)
 
