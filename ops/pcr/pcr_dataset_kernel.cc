@@ -241,7 +241,7 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
         buffer_ = Tensor(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
         tstring& bytes = buffer_.scalar<tstring>()();
         bytes.resize_uninitialized(length);
-        return ReadRange(ctx->env(), d.filename_, 0, length, bytes.data());
+        return ReadRange(ctx->env(), d.filename_, 0, length, bytes.data(), ctx->cancellation_manager());
       }
 
       // Validates `prefix` (a scalar string) and makes it the record being emitted.
