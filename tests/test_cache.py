@@ -307,3 +307,24 @@ def test_a_released_cache_reads_as_empty_without_being_created_again():
     assert cache.stats().items == 0
     again = tfliquid.MinIOCache(10, name="released-stats")  # another capacity: no conflict, the old one is gone
     assert again.stats().items == 0 and again.capacity_bytes == 10
+
+
+def test_a_released_cache_stays_released_for_running_pipelines_until_opened_again():
+    cache = tfliquid.MinIOCache(1 << 20, name="released-live")
+    # A sequential map, and no prefetch injected after it: nothing is computed ahead of the element asked for.
+    ds = tf.data.Dataset.range(10).apply(tfliquid.minio_cache(lambda k: k * 2, cache=cache, num_parallel_calls=None))
+    options = tf.data.Options()
+    options.experimental_optimization.inject_prefetch = False
+    ds = ds.with_options(options)
+    running = iter(ds)
+    assert next(running) == 0
+    cache.release()
+    released = r"MinIO cache 'released-live' was released \(MinIOCache.release\(\)\); a new tfliquid.MinIOCache"
+    with pytest.raises(tf.errors.FailedPreconditionError, match=released):  # Lookup
+        next(running)
+    with pytest.raises(tf.errors.FailedPreconditionError, match=released):  # BeginPass
+        next(iter(ds))
+    again = tfliquid.MinIOCache(1 << 20, name="released-live")
+    assert again.stats().items == 0 and again.stats().epochs == []  # a new cache: nothing admitted after release
+    assert list(ds.as_numpy_iterator()) == [2 * k for k in range(10)]
+    assert again.stats().items == 10 and [e.misses for e in again.stats().epochs] == [10]

@@ -1,6 +1,7 @@
 #include "cache/cache.h"
 
 #include <map>
+#include <set>
 #include <utility>
 
 #include "cache/item_codec.h"
@@ -14,6 +15,10 @@ namespace {
 struct Registry {
   tensorflow::mutex mu;
   std::map<std::string, std::shared_ptr<Cache>> caches TF_GUARDED_BY(mu);
+  // Released and not opened again: a pipeline still running on one of these names fails, instead of filling a
+  // new cache that nobody will release. (Never opened is different: a tf.data service worker's ops create the
+  // cache, since no MinIOCache constructor runs in that process.) Names only, a few bytes per release.
+  std::set<std::string> released TF_GUARDED_BY(mu);
 };
 
 Registry& TheRegistry() {
@@ -56,8 +61,21 @@ absl::Status Config::Validate() const {
 }
 
 absl::Status Cache::Get(const Config& config, std::shared_ptr<Cache>* cache) {
+  return GetOrOpen(config, /*reopen_released=*/false, cache);
+}
+
+absl::Status Cache::Open(const Config& config, std::shared_ptr<Cache>* cache) {
+  return GetOrOpen(config, /*reopen_released=*/true, cache);
+}
+
+absl::Status Cache::GetOrOpen(const Config& config, bool reopen_released, std::shared_ptr<Cache>* cache) {
   Registry& registry = TheRegistry();
   tensorflow::mutex_lock lock(registry.mu);
+  if (!reopen_released && registry.released.count(config.name)) {
+    return tensorflow::errors::FailedPrecondition("MinIO cache '", config.name,
+                                                  "' was released (MinIOCache.release()); a new "
+                                                  "tfliquid.MinIOCache with that name opens it again, empty");
+  }
   auto it = registry.caches.find(config.name);
   if (it != registry.caches.end()) {
     if (!(it->second->config_ == config)) {
@@ -78,6 +96,7 @@ absl::Status Cache::Get(const Config& config, std::shared_ptr<Cache>* cache) {
   }
   cache->reset(new Cache(config, std::move(store)));
   registry.caches.emplace(config.name, *cache);
+  registry.released.erase(config.name);
   return absl::OkStatus();
 }
 
@@ -85,6 +104,7 @@ void Cache::Release(const std::string& name) {
   Registry& registry = TheRegistry();
   tensorflow::mutex_lock lock(registry.mu);
   registry.caches.erase(name);
+  registry.released.insert(name);
 }
 
 int64_t Cache::BeginPass() {

@@ -96,8 +96,8 @@ class MinIOCache:
         self._name = name
         self._policy = policy
         self._released = False
-        try:
-            self.stats()  # opens it now: the ops check the policy, the directory and the name against others
+        try:  # opens it now, a released name anew; the op checks the policy, directory and name against others
+            load_ops().liquid_cache_open(**self.op_attrs)
         except tf.errors.InvalidArgumentError as e:
             raise ArgumentError(op_error_message(e)) from None
 
@@ -146,7 +146,9 @@ class MinIOCache:
 
     def release(self) -> None:
         """Forgets the cache in this process: a memory cache's items are freed once no iterator uses them. A
-        directory's items stay on disk (delete the directory to drop them). Using the name again starts empty."""
+        directory's items stay on disk (delete the directory to drop them). Pipelines still running on it fail at
+        their next element with a FailedPreconditionError instead of filling it again; a new `MinIOCache` with the
+        name opens it again, empty."""
         load_ops().liquid_cache_release(**self._attrs_for("Liquid>CacheRelease"))
         self._released = True
 
