@@ -328,3 +328,20 @@ def test_a_released_cache_stays_released_for_running_pipelines_until_opened_agai
     assert again.stats().items == 0 and again.stats().epochs == []  # a new cache: nothing admitted after release
     assert list(ds.as_numpy_iterator()) == [2 * k for k in range(10)]
     assert again.stats().items == 10 and [e.misses for e in again.stats().epochs] == [10]
+
+
+@pytest.mark.parametrize("in_directory", [False, True])
+def test_a_key_too_long_to_store_is_uncacheable_and_the_pipeline_goes_on(tmp_path, in_directory):
+    cache = tfliquid.MinIOCache(1 << 20, directory=tmp_path / "cache" if in_directory else None)
+    long_key = "k" * 70_000  # 70,007 bytes as stored, with "string:": over the format's 65,536
+    keys = tf.data.Dataset.from_tensor_slices(["short", long_key])
+    ds = keys.apply(tfliquid.minio_cache(lambda key: tf.strings.length(key), cache=cache))
+    for _ in range(2):
+        assert sorted(ds.as_numpy_iterator()) == [5, 70_000]
+    stats = cache.stats()
+    assert stats.items == 1  # the short key's
+    assert [(e.hits, e.misses, e.uncacheable, e.admitted_items) for e in stats.epochs] == [(0, 2, 1, 1), (1, 1, 1, 0)]
+    assert str(stats).splitlines()[1:] == [
+        "  epoch 0: 0 hits, 2 misses (hit ratio 0.000), 1 admitted, 1 uncacheable",
+        "  epoch 1: 1 hits, 1 misses (hit ratio 0.500), 0 admitted, 1 uncacheable",
+    ]

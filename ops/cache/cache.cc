@@ -121,16 +121,22 @@ PassStats& Cache::PassLocked(int64_t pass) {
 }
 
 absl::Status Cache::Lookup(const std::string& key, int64_t pass, std::vector<tensorflow::Tensor>* values, bool* hit) {
-  TF_RETURN_IF_ERROR(store_->Lookup(key, values, hit));
+  // An uncacheable key is never stored: a miss, without asking the store, whose policy need not rank it.
+  const bool storable = IsStorableKey(key);
+  *hit = false;
+  if (storable) TF_RETURN_IF_ERROR(store_->Lookup(key, values, hit));
   tensorflow::mutex_lock lock(mu_);
   PassStats& stats = PassLocked(pass);
   (*hit ? stats.hits : stats.misses) += 1;
+  if (!storable) stats.uncacheable += 1;
   return absl::OkStatus();
 }
 
 absl::Status Cache::Insert(const std::string& key, int64_t pass, const std::vector<tensorflow::Tensor>& values,
                            bool* admitted) {
-  TF_RETURN_IF_ERROR(CheckStorable(key, values));
+  TF_RETURN_IF_ERROR(CheckStorable(values));
+  *admitted = false;
+  if (!IsStorableKey(key)) return absl::OkStatus();  // uncacheable: its Lookup counted it
   uint64_t bytes;
   TF_RETURN_IF_ERROR(store_->Admit(key, values, &bytes));
   *admitted = bytes > 0;
@@ -155,7 +161,8 @@ absl::Status Cache::StatsJson(std::string* json) {
     const PassStats& p = passes_[i];
     *json += (i ? ", " : "") + std::string("{\"hits\": ") + std::to_string(p.hits) +
              ", \"misses\": " + std::to_string(p.misses) + ", \"admitted_items\": " + std::to_string(p.admitted_items) +
-             ", \"admitted_bytes\": " + std::to_string(p.admitted_bytes) + "}";
+             ", \"admitted_bytes\": " + std::to_string(p.admitted_bytes) +
+             ", \"uncacheable\": " + std::to_string(p.uncacheable) + "}";
   }
   *json += "]}";
   return absl::OkStatus();

@@ -36,6 +36,7 @@ struct PassStats {
   uint64_t misses = 0;
   uint64_t admitted_items = 0;
   uint64_t admitted_bytes = 0;
+  uint64_t uncacheable = 0;  // misses whose key no item can hold (IsStorableKey): fetched every time
 };
 
 class Cache {

@@ -22,12 +22,15 @@ from tfliquid.cache.policies import cache_attr_names
 
 @dataclasses.dataclass(frozen=True)
 class EpochStats:
-    """One pass over the keys (an epoch): lookups and what was admitted during it."""
+    """One pass over the keys (an epoch): lookups and what was admitted during it. `uncacheable` counts the misses
+    whose key is too long for an item to hold (over 65,536 bytes, its "string:" or "int64:" prefix included):
+    those items are fetched every time and never admitted."""
 
     hits: int
     misses: int
     admitted_items: int
     admitted_bytes: int
+    uncacheable: int
 
     @property
     def hit_ratio(self) -> float:
@@ -47,10 +50,12 @@ class CacheStats:
 
     def __str__(self) -> str:
         lines = [f"{self.items} items, {self.bytes} of {self.capacity_bytes} bytes"]
-        lines += [
-            f"  epoch {i}: {e.hits} hits, {e.misses} misses (hit ratio {e.hit_ratio:.3f}), {e.admitted_items} admitted"
-            for i, e in enumerate(self.epochs)
-        ]
+        for i, e in enumerate(self.epochs):
+            uncacheable = f", {e.uncacheable} uncacheable" if e.uncacheable else ""
+            lines.append(
+                f"  epoch {i}: {e.hits} hits, {e.misses} misses (hit ratio {e.hit_ratio:.3f}), "
+                f"{e.admitted_items} admitted{uncacheable}"
+            )
         return "\n".join(lines)
 
 
@@ -137,7 +142,10 @@ class MinIOCache:
         if self._released:
             return CacheStats(self._capacity, 0, 0, [])
         raw = json.loads(load_ops().liquid_cache_stats(**self.op_attrs).numpy())
-        epochs = [EpochStats(p["hits"], p["misses"], p["admitted_items"], p["admitted_bytes"]) for p in raw["passes"]]
+        epochs = [
+            EpochStats(p["hits"], p["misses"], p["admitted_items"], p["admitted_bytes"], p["uncacheable"])
+            for p in raw["passes"]
+        ]
         return CacheStats(raw["capacity_bytes"], raw["bytes"], raw["items"], epochs)
 
     def begin_pass(self) -> tf.Tensor:
