@@ -307,3 +307,41 @@ def test_a_released_cache_reads_as_empty_without_being_created_again():
     assert cache.stats().items == 0
     again = tfliquid.MinIOCache(10, name="released-stats")  # another capacity: no conflict, the old one is gone
     assert again.stats().items == 0 and again.capacity_bytes == 10
+
+
+def test_a_released_cache_stays_released_for_running_pipelines_until_opened_again():
+    cache = tfliquid.MinIOCache(1 << 20, name="released-live")
+    # A sequential map, and no prefetch injected after it: nothing is computed ahead of the element asked for.
+    ds = tf.data.Dataset.range(10).apply(tfliquid.minio_cache(lambda k: k * 2, cache=cache, num_parallel_calls=None))
+    options = tf.data.Options()
+    options.experimental_optimization.inject_prefetch = False
+    ds = ds.with_options(options)
+    running = iter(ds)
+    assert next(running) == 0
+    cache.release()
+    released = r"MinIO cache 'released-live' was released \(MinIOCache.release\(\)\); a new tfliquid.MinIOCache"
+    with pytest.raises(tf.errors.FailedPreconditionError, match=released):  # Lookup
+        next(running)
+    with pytest.raises(tf.errors.FailedPreconditionError, match=released):  # BeginPass
+        next(iter(ds))
+    again = tfliquid.MinIOCache(1 << 20, name="released-live")
+    assert again.stats().items == 0 and again.stats().epochs == []  # a new cache: nothing admitted after release
+    assert list(ds.as_numpy_iterator()) == [2 * k for k in range(10)]
+    assert again.stats().items == 10 and [e.misses for e in again.stats().epochs] == [10]
+
+
+@pytest.mark.parametrize("in_directory", [False, True])
+def test_a_key_too_long_to_store_is_uncacheable_and_the_pipeline_goes_on(tmp_path, in_directory):
+    cache = tfliquid.MinIOCache(1 << 20, directory=tmp_path / "cache" if in_directory else None)
+    long_key = "k" * 70_000  # 70,007 bytes as stored, with "string:": over the format's 65,536
+    keys = tf.data.Dataset.from_tensor_slices(["short", long_key])
+    ds = keys.apply(tfliquid.minio_cache(lambda key: tf.strings.length(key), cache=cache))
+    for _ in range(2):
+        assert sorted(ds.as_numpy_iterator()) == [5, 70_000]
+    stats = cache.stats()
+    assert stats.items == 1  # the short key's
+    assert [(e.hits, e.misses, e.uncacheable, e.admitted_items) for e in stats.epochs] == [(0, 2, 1, 1), (1, 1, 1, 0)]
+    assert str(stats).splitlines()[1:] == [
+        "  epoch 0: 0 hits, 2 misses (hit ratio 0.000), 1 admitted, 1 uncacheable",
+        "  epoch 1: 1 hits, 1 misses (hit ratio 0.500), 0 admitted, 1 uncacheable",
+    ]

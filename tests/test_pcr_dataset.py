@@ -1,6 +1,7 @@
 """PCRDataset and its C++ op on a real converted dataset: every scan group, corrupt inputs, tf.Variable scan
 groups, checkpoints, tf.data service and the read throttle."""
 
+import os
 import pathlib
 import shutil
 import time
@@ -10,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 import tfliquid
+from tfliquid.cache import item_format as cache_item
 from tfliquid.pcr import format as pcr_format
 
 
@@ -293,6 +295,18 @@ def test_minio_cache_of_record_prefixes(dataset):
     cache.release()
     with pytest.raises(TypeError, match="MinIOCache"):
         tfliquid.PCRDataset(str(dataset), cache=1 << 20)
+
+
+def test_record_prefixes_are_cached_under_keys_no_minio_cache_key_can_be(dataset, tmp_path):
+    directory = tmp_path / "cache"
+    with tfliquid.MinIOCache(1 << 30, directory=directory) as cache:
+        list(tfliquid.PCRDataset(str(dataset), scan_group=2, decode=False, cache=cache))
+    stored = {cache_item.decode_item(item.read_bytes())[0].decode() for item in (directory / "items").rglob("*.item")}
+    records = pcr_format.read_index(str(dataset)).records
+    assert stored == {
+        f"pcr-prefix:{os.path.join(str(dataset), r.path)}#group=2#bytes={pcr_format.prefix_end(r.prefix_ends, 2)}"
+        for r in records
+    }
 
 
 def test_every_bit_flip_of_the_index_is_an_error_naming_it(dataset_copy):

@@ -1,6 +1,7 @@
 #include "cache/cache.h"
 
 #include <map>
+#include <set>
 #include <utility>
 
 #include "cache/item_codec.h"
@@ -14,6 +15,10 @@ namespace {
 struct Registry {
   tensorflow::mutex mu;
   std::map<std::string, std::shared_ptr<Cache>> caches TF_GUARDED_BY(mu);
+  // Released and not opened again: a pipeline still running on one of these names fails, instead of filling a
+  // new cache that nobody will release. (Never opened is different: a tf.data service worker's ops create the
+  // cache, since no MinIOCache constructor runs in that process.) Names only, a few bytes per release.
+  std::set<std::string> released TF_GUARDED_BY(mu);
 };
 
 Registry& TheRegistry() {
@@ -56,8 +61,21 @@ absl::Status Config::Validate() const {
 }
 
 absl::Status Cache::Get(const Config& config, std::shared_ptr<Cache>* cache) {
+  return GetOrOpen(config, /*reopen_released=*/false, cache);
+}
+
+absl::Status Cache::Open(const Config& config, std::shared_ptr<Cache>* cache) {
+  return GetOrOpen(config, /*reopen_released=*/true, cache);
+}
+
+absl::Status Cache::GetOrOpen(const Config& config, bool reopen_released, std::shared_ptr<Cache>* cache) {
   Registry& registry = TheRegistry();
   tensorflow::mutex_lock lock(registry.mu);
+  if (!reopen_released && registry.released.count(config.name)) {
+    return tensorflow::errors::FailedPrecondition("MinIO cache '", config.name,
+                                                  "' was released (MinIOCache.release()); a new "
+                                                  "tfliquid.MinIOCache with that name opens it again, empty");
+  }
   auto it = registry.caches.find(config.name);
   if (it != registry.caches.end()) {
     if (!(it->second->config_ == config)) {
@@ -78,6 +96,7 @@ absl::Status Cache::Get(const Config& config, std::shared_ptr<Cache>* cache) {
   }
   cache->reset(new Cache(config, std::move(store)));
   registry.caches.emplace(config.name, *cache);
+  registry.released.erase(config.name);
   return absl::OkStatus();
 }
 
@@ -85,6 +104,7 @@ void Cache::Release(const std::string& name) {
   Registry& registry = TheRegistry();
   tensorflow::mutex_lock lock(registry.mu);
   registry.caches.erase(name);
+  registry.released.insert(name);
 }
 
 int64_t Cache::BeginPass() {
@@ -101,16 +121,22 @@ PassStats& Cache::PassLocked(int64_t pass) {
 }
 
 absl::Status Cache::Lookup(const std::string& key, int64_t pass, std::vector<tensorflow::Tensor>* values, bool* hit) {
-  TF_RETURN_IF_ERROR(store_->Lookup(key, values, hit));
+  // An uncacheable key is never stored: a miss, without asking the store, whose policy need not rank it.
+  const bool storable = IsStorableKey(key);
+  *hit = false;
+  if (storable) TF_RETURN_IF_ERROR(store_->Lookup(key, values, hit));
   tensorflow::mutex_lock lock(mu_);
   PassStats& stats = PassLocked(pass);
   (*hit ? stats.hits : stats.misses) += 1;
+  if (!storable) stats.uncacheable += 1;
   return absl::OkStatus();
 }
 
 absl::Status Cache::Insert(const std::string& key, int64_t pass, const std::vector<tensorflow::Tensor>& values,
                            bool* admitted) {
-  TF_RETURN_IF_ERROR(CheckStorable(key, values));
+  TF_RETURN_IF_ERROR(CheckStorable(values));
+  *admitted = false;
+  if (!IsStorableKey(key)) return absl::OkStatus();  // uncacheable: its Lookup counted it
   uint64_t bytes;
   TF_RETURN_IF_ERROR(store_->Admit(key, values, &bytes));
   *admitted = bytes > 0;
@@ -135,7 +161,8 @@ absl::Status Cache::StatsJson(std::string* json) {
     const PassStats& p = passes_[i];
     *json += (i ? ", " : "") + std::string("{\"hits\": ") + std::to_string(p.hits) +
              ", \"misses\": " + std::to_string(p.misses) + ", \"admitted_items\": " + std::to_string(p.admitted_items) +
-             ", \"admitted_bytes\": " + std::to_string(p.admitted_bytes) + "}";
+             ", \"admitted_bytes\": " + std::to_string(p.admitted_bytes) +
+             ", \"uncacheable\": " + std::to_string(p.uncacheable) + "}";
   }
   *json += "]}";
   return absl::OkStatus();

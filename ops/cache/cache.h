@@ -36,14 +36,18 @@ struct PassStats {
   uint64_t misses = 0;
   uint64_t admitted_items = 0;
   uint64_t admitted_bytes = 0;
+  uint64_t uncacheable = 0;  // misses whose key no item can hold (IsStorableKey): fetched every time
 };
 
 class Cache {
  public:
   // The registered cache named config.name, created on first use. Another config under the same name is an
-  // InvalidArgument error.
+  // InvalidArgument error; a released name a FailedPrecondition error, until Open opens it again.
   static absl::Status Get(const Config& config, std::shared_ptr<Cache>* cache);
-  // Forgets the cache: memory is freed once the iterators still using it are gone. Directories stay on disk.
+  // As Get, and a released name is opened again, as a new cache (what the MinIOCache constructor does).
+  static absl::Status Open(const Config& config, std::shared_ptr<Cache>* cache);
+  // Forgets the cache: memory is freed once the iterators still using it are gone, and their next Get fails.
+  // Directories stay on disk.
   static void Release(const std::string& name);
 
   // A new pass over the keys (an epoch, when the keys are a dataset's): its id for Lookup and Insert.
@@ -56,6 +60,7 @@ class Cache {
 
  private:
   Cache(Config config, std::unique_ptr<Store> store) : config_(std::move(config)), store_(std::move(store)) {}
+  static absl::Status GetOrOpen(const Config& config, bool reopen_released, std::shared_ptr<Cache>* cache);
   PassStats& PassLocked(int64_t pass) TF_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Config config_;

@@ -16,7 +16,9 @@ namespace {
 using cache::Cache;
 using cache::Config;
 
-// A kernel bound to one cache, looked up by name on every call: after a Release, the name means a new cache.
+// A kernel bound to one cache, looked up by name on every call: after a Release, the name is refused until
+// Liquid>CacheOpen opens it again, and then means a new cache. A name this process never opened is created
+// (tf.data service workers run the pipeline's ops without the MinIOCache constructor).
 class CacheOpKernel : public OpKernel {
  public:
   explicit CacheOpKernel(OpKernelConstruction* ctx) : OpKernel(ctx) {
@@ -114,6 +116,16 @@ class CacheInsertOp : public CacheOpKernel {
   }
 };
 
+class CacheOpenOp : public CacheOpKernel {
+ public:
+  using CacheOpKernel::CacheOpKernel;
+
+  void Compute(OpKernelContext* ctx) override {
+    std::shared_ptr<Cache> cache;
+    OP_REQUIRES_OK(ctx, Cache::Open(config_, &cache));
+  }
+};
+
 class CacheStatsOp : public CacheOpKernel {
  public:
   using CacheOpKernel::CacheOpKernel;
@@ -144,6 +156,7 @@ class CacheReleaseOp : public OpKernel {
 REGISTER_KERNEL_BUILDER(Name(kCacheBeginPassOp).Device(tensorflow::DEVICE_CPU), CacheBeginPassOp);
 REGISTER_KERNEL_BUILDER(Name(kCacheLookupOp).Device(tensorflow::DEVICE_CPU), CacheLookupOp);
 REGISTER_KERNEL_BUILDER(Name(kCacheInsertOp).Device(tensorflow::DEVICE_CPU), CacheInsertOp);
+REGISTER_KERNEL_BUILDER(Name(kCacheOpenOp).Device(tensorflow::DEVICE_CPU), CacheOpenOp);
 REGISTER_KERNEL_BUILDER(Name(kCacheStatsOp).Device(tensorflow::DEVICE_CPU), CacheStatsOp);
 REGISTER_KERNEL_BUILDER(Name(kCacheReleaseOp).Device(tensorflow::DEVICE_CPU), CacheReleaseOp);
 

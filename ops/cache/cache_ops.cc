@@ -50,17 +50,27 @@ REGISTER_OP(kCacheInsertOp)
     })
     .Doc("Offers an item to the cache, whose policy admits it or not (MinIO: while it fits, never evicting).");
 
+REGISTER_OP(kCacheOpenOp)
+    .TFLIQUID_CACHE_ATTRS()
+    .SetIsStateful()
+    .SetShapeFn(ScalarInputsAndOutputs)
+    .Doc(
+        "Opens the cache in this process (a released name as a new, empty cache); checks its attributes against "
+        "those of a cache open under the same name.");
+
 REGISTER_OP(kCacheStatsOp)
     .Output("json: string")
     .TFLIQUID_CACHE_ATTRS()
     .SetIsStateful()
     .SetShapeFn(ScalarInputsAndOutputs)
-    .Doc("Opens the cache (if this process has not yet) and returns its totals and per-pass counts as JSON.");
+    .Doc("The cache's totals and per-pass counts as JSON.");
 
 REGISTER_OP(kCacheReleaseOp)
     .Attr(absl::StrCat(cache::kNameAttr, ": string"))
     .SetIsStateful()
     .SetShapeFn(ScalarInputsAndOutputs)
-    .Doc("Forgets the named cache in this process (its memory is freed when no iterator uses it).");
+    .Doc(
+        "Forgets the named cache in this process (its memory is freed when no iterator uses it); the other ops "
+        "refuse the name until Liquid>CacheOpen opens it again.");
 
 }  // namespace tfliquid

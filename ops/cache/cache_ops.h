@@ -9,6 +9,7 @@ namespace tfliquid {
 inline constexpr char kCacheBeginPassOp[] = "Liquid>CacheBeginPass";
 inline constexpr char kCacheLookupOp[] = "Liquid>CacheLookup";
 inline constexpr char kCacheInsertOp[] = "Liquid>CacheInsert";
+inline constexpr char kCacheOpenOp[] = "Liquid>CacheOpen";
 inline constexpr char kCacheStatsOp[] = "Liquid>CacheStats";
 inline constexpr char kCacheReleaseOp[] = "Liquid>CacheRelease";
 

@@ -123,10 +123,9 @@ uint64_t Fnv1aSplitmix(const std::string& key, uint64_t basis) {
 
 }  // namespace
 
-absl::Status CheckStorable(const std::string& key, const std::vector<Tensor>& values) {
-  if (key.empty() || key.size() > kMaxKeyBytes) {
-    return tensorflow::errors::InvalidArgument("cache keys must be 1..", kMaxKeyBytes, " bytes, got ", key.size());
-  }
+bool IsStorableKey(const std::string& key) { return !key.empty() && key.size() <= kMaxKeyBytes; }
+
+absl::Status CheckStorable(const std::vector<Tensor>& values) {
   if (values.empty() || values.size() > kMaxTensors) {
     return tensorflow::errors::InvalidArgument("a cached item holds 1..", kMaxTensors, " tensors, got ", values.size());
   }

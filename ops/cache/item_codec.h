@@ -18,13 +18,18 @@ inline constexpr uint32_t kMaxKeyBytes = 65536;
 inline constexpr uint32_t kMaxTensors = 4096;
 inline constexpr uint32_t kMaxRank = 254;
 
-// InvalidArgument unless every tensor's dtype can be stored (numbers, bool, string) and the counts are in range.
-absl::Status CheckStorable(const std::string& key, const std::vector<tensorflow::Tensor>& values);
+// Whether an item file can hold `key` (1..kMaxKeyBytes bytes). The item of a key it cannot hold is uncacheable,
+// which is not an error: keys are data (a long string key), and the pipeline fetches that item every time.
+bool IsStorableKey(const std::string& key);
+
+// InvalidArgument unless every tensor's dtype can be stored (numbers, bool, string) and their count is in range:
+// what fetch returns is fixed when the pipeline is built, so that is a programming error.
+absl::Status CheckStorable(const std::vector<tensorflow::Tensor>& values);
 
 // Size in bytes of the encoded item: what the budget counts.
 uint64_t EncodedSize(const std::string& key, const std::vector<tensorflow::Tensor>& values);
 
-// Appends the encoded item to *out (CheckStorable must have passed).
+// Appends the encoded item to *out (the key must be storable, and CheckStorable must have passed).
 void EncodeItem(const std::string& key, const std::vector<tensorflow::Tensor>& values, std::string* out);
 
 enum class Decoded {

@@ -38,7 +38,7 @@ class ReadFileOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &output));
     tstring& contents = output->scalar<tstring>()();
     contents.resize_uninitialized(length);
-    OP_REQUIRES_OK(ctx, ReadRange(ctx->env(), path, offset, length, contents.data()));
+    OP_REQUIRES_OK(ctx, ReadRange(ctx->env(), path, offset, length, contents.data(), ctx->cancellation_manager()));
   }
 };
 
@@ -61,7 +61,7 @@ class DrawReadBandwidthOp : public OpKernel {
     int64_t bytes;
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "num_bytes", &bytes));
     OP_REQUIRES(ctx, bytes >= 0, tensorflow::errors::InvalidArgument("num_bytes must be >= 0, got ", bytes));
-    ReadThrottle::Global().Acquire(static_cast<uint64_t>(bytes));
+    OP_REQUIRES_OK(ctx, DrawBandwidth(static_cast<uint64_t>(bytes), ctx->cancellation_manager()));
   }
 };
 

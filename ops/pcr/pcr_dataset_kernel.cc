@@ -220,8 +220,10 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
         std::string cache_key;
         if (!d.cache_config_.name.empty()) {
           TF_RETURN_IF_ERROR(cache::Cache::Get(d.cache_config_, &cache));
-          cache_key =
-              d.filename_ + "#group=" + std::to_string(scan_group) + "#bytes=" + std::to_string(d.PrefixLength());
+          // "pcr-prefix:" is a prefix no minio_cache key has (they are "DTYPE:VALUE"), so a cache shared with a
+          // minio_cache pipeline never hands either one the other's items (docs/formats/cache.md, Keys).
+          cache_key = "pcr-prefix:" + d.filename_ + "#group=" + std::to_string(scan_group) +
+                      "#bytes=" + std::to_string(d.PrefixLength());
           std::vector<Tensor> cached;
           bool hit;
           TF_RETURN_IF_ERROR(cache->Lookup(cache_key, d.cache_pass_, &cached, &hit));
@@ -253,7 +255,7 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
         buffer_ = Tensor(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
         tstring& bytes = buffer_.scalar<tstring>()();
         bytes.resize_uninitialized(length);
-        return ReadRange(ctx->env(), d.filename_, 0, length, bytes.data());
+        return ReadRange(ctx->env(), d.filename_, 0, length, bytes.data(), ctx->cancellation_manager());
       }
 
       // Validates `prefix` (a scalar string) and makes it the record being emitted.

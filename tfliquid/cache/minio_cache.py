@@ -22,12 +22,15 @@ from tfliquid.cache.policies import cache_attr_names
 
 @dataclasses.dataclass(frozen=True)
 class EpochStats:
-    """One pass over the keys (an epoch): lookups and what was admitted during it."""
+    """One pass over the keys (an epoch): lookups and what was admitted during it. `uncacheable` counts the misses
+    whose key is too long for an item to hold (over 65,536 bytes, its "string:" or "int64:" prefix included):
+    those items are fetched every time and never admitted."""
 
     hits: int
     misses: int
     admitted_items: int
     admitted_bytes: int
+    uncacheable: int
 
     @property
     def hit_ratio(self) -> float:
@@ -47,10 +50,12 @@ class CacheStats:
 
     def __str__(self) -> str:
         lines = [f"{self.items} items, {self.bytes} of {self.capacity_bytes} bytes"]
-        lines += [
-            f"  epoch {i}: {e.hits} hits, {e.misses} misses (hit ratio {e.hit_ratio:.3f}), {e.admitted_items} admitted"
-            for i, e in enumerate(self.epochs)
-        ]
+        for i, e in enumerate(self.epochs):
+            uncacheable = f", {e.uncacheable} uncacheable" if e.uncacheable else ""
+            lines.append(
+                f"  epoch {i}: {e.hits} hits, {e.misses} misses (hit ratio {e.hit_ratio:.3f}), "
+                f"{e.admitted_items} admitted{uncacheable}"
+            )
         return "\n".join(lines)
 
 
@@ -96,8 +101,8 @@ class MinIOCache:
         self._name = name
         self._policy = policy
         self._released = False
-        try:
-            self.stats()  # opens it now: the ops check the policy, the directory and the name against others
+        try:  # opens it now, a released name anew; the op checks the policy, directory and name against others
+            load_ops().liquid_cache_open(**self.op_attrs)
         except tf.errors.InvalidArgumentError as e:
             raise ArgumentError(op_error_message(e)) from None
 
@@ -137,7 +142,10 @@ class MinIOCache:
         if self._released:
             return CacheStats(self._capacity, 0, 0, [])
         raw = json.loads(load_ops().liquid_cache_stats(**self.op_attrs).numpy())
-        epochs = [EpochStats(p["hits"], p["misses"], p["admitted_items"], p["admitted_bytes"]) for p in raw["passes"]]
+        epochs = [
+            EpochStats(p["hits"], p["misses"], p["admitted_items"], p["admitted_bytes"], p["uncacheable"])
+            for p in raw["passes"]
+        ]
         return CacheStats(raw["capacity_bytes"], raw["bytes"], raw["items"], epochs)
 
     def begin_pass(self) -> tf.Tensor:
@@ -146,7 +154,9 @@ class MinIOCache:
 
     def release(self) -> None:
         """Forgets the cache in this process: a memory cache's items are freed once no iterator uses them. A
-        directory's items stay on disk (delete the directory to drop them). Using the name again starts empty."""
+        directory's items stay on disk (delete the directory to drop them). Pipelines still running on it fail at
+        their next element with a FailedPreconditionError instead of filling it again; a new `MinIOCache` with the
+        name opens it again, empty."""
         load_ops().liquid_cache_release(**self._attrs_for("Liquid>CacheRelease"))
         self._released = True
 
