@@ -112,7 +112,7 @@ def _add_convert_pcr(kinds):
             )
         )
 
-    p.set_defaults(run=run, needs_tensorflow=True)
+    p.set_defaults(run=run)
 
 
 def _add_convert_l3(kinds):
@@ -163,7 +163,7 @@ def _add_convert_l3(kinds):
             )
         )
 
-    p.set_defaults(run=run, needs_tensorflow=True)
+    p.set_defaults(run=run)
 
 
 def _add_inspect(verbs):
@@ -179,7 +179,7 @@ def _add_inspect(verbs):
 
         print(pcr.format_inspection(pcr.inspect(args.path)))
 
-    p.set_defaults(run=run, needs_tensorflow=True)
+    p.set_defaults(run=run)
 
 
 def _add_simulate_cache(kinds):
@@ -213,7 +213,7 @@ def _add_simulate_cache(kinds):
         for epoch in range(args.epochs):
             print(f"{epoch:>5}  " + "".join(f"{r.hit_ratios[epoch]:>8.4f}" for r in results))
 
-    p.set_defaults(run=run, needs_tensorflow=False)
+    p.set_defaults(run=run)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -266,8 +266,7 @@ def _import_tensorflow(verbose: bool) -> None:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if args.needs_tensorflow:
-            _import_tensorflow(args.verbose)
+        _import_tensorflow(args.verbose)  # every command runs tfliquid code that imports it
         from tfliquid._common.errors import TfliquidError
 
         try:
