@@ -4,6 +4,7 @@
 #include "common/input_checks.h"
 #include "common/kernel.h"
 #include "jpeg/jpeg_ops.h"
+#include "jpeg/scan_script.h"
 #include "jpeg/scan_split.h"
 #include "jpeg/transcode.h"
 
@@ -26,6 +27,10 @@ class JpegToProgressiveOp : public OpKernel {
  public:
   explicit JpegToProgressiveOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr(kKeepMarkersAttr, &keep_markers_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kRescriptProgressiveAttr, &rescript_progressive_));
+    std::string script, error;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kScanScriptAttr, &script));
+    OP_REQUIRES(ctx, jpeg::ParseScanScript(script, &script_, &error), tensorflow::errors::InvalidArgument(error));
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -37,7 +42,7 @@ class JpegToProgressiveOp : public OpKernel {
     Tensor* output;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &output));
     tstring& progressive = output->scalar<tstring>()();
-    if (jpeg::IsProgressive(Bytes(contents), contents.size())) {
+    if (!rescript_progressive_ && jpeg::IsProgressive(Bytes(contents), contents.size())) {
       // Kept with the encoder's own scan script, once every scan is known to read whole: a damaged one would fail
       // at training time, far from its source.
       std::string error;
@@ -46,9 +51,10 @@ class JpegToProgressiveOp : public OpKernel {
       progressive = contents;
     } else {
       std::string transcoded, error;
-      OP_REQUIRES(ctx,
-                  jpeg::TranscodeToProgressive(Bytes(contents), contents.size(), keep_markers_, &transcoded, &error),
-                  tensorflow::errors::InvalidArgument(source, ": cannot make the JPEG progressive: ", error));
+      OP_REQUIRES(
+          ctx,
+          jpeg::TranscodeToProgressive(Bytes(contents), contents.size(), keep_markers_, script_, &transcoded, &error),
+          tensorflow::errors::InvalidArgument(source, ": cannot make the JPEG progressive: ", error));
       progressive = std::move(transcoded);
     }
     OutputScanEnds(ctx, 1, progressive.data(), progressive.size(), source);
@@ -56,6 +62,8 @@ class JpegToProgressiveOp : public OpKernel {
 
  private:
   bool keep_markers_;
+  bool rescript_progressive_;
+  jpeg::ScanScript script_;
 };
 
 class JpegScanEndsOp : public OpKernel {
@@ -69,8 +77,23 @@ class JpegScanEndsOp : public OpKernel {
   }
 };
 
+// Parses its scan_script attribute, as JpegToProgressiveOp does when it is built: a conversion checks its script
+// before it writes anything.
+class CheckScanScriptOp : public OpKernel {
+ public:
+  explicit CheckScanScriptOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    std::string text, error;
+    jpeg::ScanScript script;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kScanScriptAttr, &text));
+    OP_REQUIRES(ctx, jpeg::ParseScanScript(text, &script, &error), tensorflow::errors::InvalidArgument(error));
+  }
+
+  void Compute(OpKernelContext*) override {}
+};
+
 REGISTER_KERNEL_BUILDER(Name(kJpegToProgressiveOp).Device(tensorflow::DEVICE_CPU), JpegToProgressiveOp);
 REGISTER_KERNEL_BUILDER(Name(kJpegScanEndsOp).Device(tensorflow::DEVICE_CPU), JpegScanEndsOp);
+REGISTER_KERNEL_BUILDER(Name(kCheckScanScriptOp).Device(tensorflow::DEVICE_CPU), CheckScanScriptOp);
 
 }  // namespace
 }  // namespace tfliquid

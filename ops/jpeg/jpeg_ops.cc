@@ -16,6 +16,8 @@ REGISTER_OP(kJpegToProgressiveOp)
     .Output("progressive: string")
     .Output("scan_ends: int64")
     .Attr(absl::StrCat(kKeepMarkersAttr, ": bool = false"))
+    .Attr(absl::StrCat(kScanScriptAttr, ": string = 'standard'"))
+    .Attr(absl::StrCat(kRescriptProgressiveAttr, ": bool = false"))
     .SetShapeFn([](InferenceContext* c) {
       TF_RETURN_IF_ERROR(ScalarInputs(c));
       c->set_output(0, c->Scalar());
@@ -23,8 +25,11 @@ REGISTER_OP(kJpegToProgressiveOp)
       return absl::OkStatus();
     })
     .Doc(R"doc(
-Makes a JPEG progressive losslessly (baseline: coefficients copied, jpegtran -progressive -optimize semantics;
-progressive: kept as is) and returns where each scan's entropy-coded data ends. `source` names the input in errors.
+Makes a JPEG progressive losslessly (its coefficients copied into the scans of scan_script, with jpegtran -scans
+-optimize semantics) and returns where each scan's entropy-coded data ends. A progressive input is kept as it is,
+once read whole, unless rescript_progressive. `source` names the input in errors.
+scan_script: 'standard' (jpegtran -progressive), 'fast' (spectral selection only), or a script in jpegtran's
+-scans syntax, for images of the number of components it names.
 )doc");
 
 REGISTER_OP(kJpegScanEndsOp)
@@ -36,5 +41,11 @@ REGISTER_OP(kJpegScanEndsOp)
       return absl::OkStatus();
     })
     .Doc("Where each scan's entropy-coded data ends in a JPEG (the PCR scan split).");
+
+REGISTER_OP(kCheckScanScriptOp)
+    .Attr(absl::StrCat(kScanScriptAttr, ": string"))
+    .SetIsStateful()                     // it has no outputs: a stateless op without outputs is never run
+    .SetShapeFn(ScalarInputsAndOutputs)  // none of either
+    .Doc("Fails with the parser's message unless scan_script is one Liquid>JpegToProgressive accepts.");
 
 }  // namespace tfliquid

@@ -1,5 +1,5 @@
 // Names of the JPEG ops and their attributes, shared by their registration (jpeg_ops.cc) and kernels
-// (jpeg_kernels.cc). Python calls them liquid_jpeg_to_progressive and liquid_jpeg_scan_ends.
+// (jpeg_kernels.cc). Python calls them liquid_jpeg_to_progressive, liquid_jpeg_scan_ends, liquid_check_scan_script.
 #ifndef TFLIQUID_OPS_JPEG_JPEG_OPS_H_
 #define TFLIQUID_OPS_JPEG_JPEG_OPS_H_
 
@@ -7,8 +7,11 @@ namespace tfliquid {
 
 inline constexpr char kJpegToProgressiveOp[] = "Liquid>JpegToProgressive";
 inline constexpr char kJpegScanEndsOp[] = "Liquid>JpegScanEnds";
+inline constexpr char kCheckScanScriptOp[] = "Liquid>CheckScanScript";
 
 inline constexpr char kKeepMarkersAttr[] = "keep_markers";
+inline constexpr char kScanScriptAttr[] = "scan_script";
+inline constexpr char kRescriptProgressiveAttr[] = "rescript_progressive";
 
 }  // namespace tfliquid
 

@@ -1,6 +1,7 @@
 #include "jpeg/transcode.h"
 
 #include "jpeg/progressive_writer.h"
+#include "jpeg/scan_script.h"
 
 #include <csetjmp>
 #include <cstdio>  // jpeglib.h uses FILE without including stdio.h
@@ -97,12 +98,12 @@ void CollectRows(Session* s, jvirt_barray_ptr* coefficients) {
   }
 }
 
-enum class Outcome { kRead, kLibjpegError, kImpossibleHeader };
+enum class Outcome { kRead, kLibjpegError, kImpossibleHeader, kScriptMismatch };
 
-// The libjpeg half: reads the coefficients, strictly, and (with `transcode`) sets up the output parameters
-// exactly as jpegtran does. libjpeg longjmps back into the setjmp below on errors, so all state lives in *s
-// (~Session cleans it up) and this function creates no object whose destructor the jump would skip.
-Outcome ReadWithLibjpeg(Session* s, const uint8_t* data, size_t size, bool keep_markers, bool transcode) {
+// The libjpeg half: reads the coefficients, strictly, and (given a `script`) sets up the output parameters with
+// that script, exactly as jpegtran does. libjpeg longjmps back into the setjmp below on errors, so all state lives
+// in *s (~Session cleans it up) and this function creates no object whose destructor the jump would skip.
+Outcome ReadWithLibjpeg(Session* s, const uint8_t* data, size_t size, bool keep_markers, const ScanScript* script) {
   if (setjmp(s->err.jump)) return Outcome::kLibjpegError;
   jpeg_create_decompress(&s->src);
   jpeg_create_compress(&s->dst);
@@ -117,21 +118,34 @@ Outcome ReadWithLibjpeg(Session* s, const uint8_t* data, size_t size, bool keep_
   }
   jpeg_read_header(&s->src, TRUE);
   if (!FitsInData(s->src, size)) return Outcome::kImpossibleHeader;
+  if (script != nullptr && script->kind == ScanScript::Kind::kCustom &&
+      script->num_components != s->src.num_components) {
+    return Outcome::kScriptMismatch;
+  }
   jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&s->src);
-  if (!transcode) return Outcome::kRead;
+  if (script == nullptr) return Outcome::kRead;
   jpeg_copy_critical_parameters(&s->src, &s->dst);
-  jpeg_simple_progression(&s->dst);
+  const std::vector<jpeg_scan_info>* scans = script->kind == ScanScript::Kind::kCustom ? &script->scans
+                                             : script->kind == ScanScript::Kind::kFast
+                                                 ? &FastScript(s->src.num_components)
+                                                 : nullptr;
+  if (scans == nullptr || scans->empty()) {
+    jpeg_simple_progression(&s->dst);  // the standard script, also for component counts the fast one lacks
+  } else {
+    s->dst.scan_info = scans->data();
+    s->dst.num_scans = static_cast<int>(scans->size());
+  }
   CollectRows(s, coefficients);
   return Outcome::kRead;
 }
 
-bool ReadCoefficients(Session* s, const uint8_t* data, size_t size, bool keep_markers, bool transcode,
+bool ReadCoefficients(Session* s, const uint8_t* data, size_t size, bool keep_markers, const ScanScript* script,
                       std::string* error) {
   s->src.err = s->dst.err = jpeg_std_error(&s->err.pub);
   s->err.pub.error_exit = ErrorExit;
   s->err.pub.emit_message = EmitMessage;
   s->size = size;
-  switch (ReadWithLibjpeg(s, data, size, keep_markers, transcode)) {
+  switch (ReadWithLibjpeg(s, data, size, keep_markers, script)) {
     case Outcome::kRead: return true;
     case Outcome::kLibjpegError:
       *error = std::string(s->err.message) + " (at byte " + std::to_string(Offset(*s)) + ")";
@@ -141,22 +155,27 @@ bool ReadCoefficients(Session* s, const uint8_t* data, size_t size, bool keep_ma
                std::to_string(s->src.image_height) + " pixels (" + std::to_string(Blocks(s->src)) +
                " blocks of 8x8), more than " + std::to_string(size) + " bytes can code (at least a bit a block)";
       return false;
+    case Outcome::kScriptMismatch:
+      *error = "the scan script is for images of " + std::to_string(script->num_components) +
+               " components; this one has " + std::to_string(s->src.num_components);
+      return false;
   }
   return false;
 }
 
 }  // namespace
 
-bool TranscodeToProgressive(const uint8_t* data, size_t size, bool keep_markers, std::string* out, std::string* error) {
+bool TranscodeToProgressive(const uint8_t* data, size_t size, bool keep_markers, const ScanScript& script,
+                            std::string* out, std::string* error) {
   Session s{};
-  if (!ReadCoefficients(&s, data, size, keep_markers, /*transcode=*/true, error)) return false;
+  if (!ReadCoefficients(&s, data, size, keep_markers, &script, error)) return false;
   // libjpeg would write the same bytes (jpeg_write_coefficients), running every scan twice.
   return WriteProgressive(s.src, s.rows, s.dst, out, error);
 }
 
 bool CheckCoefficients(const uint8_t* data, size_t size, std::string* error) {
   Session s{};
-  return ReadCoefficients(&s, data, size, /*keep_markers=*/false, /*transcode=*/false, error);
+  return ReadCoefficients(&s, data, size, /*keep_markers=*/false, /*script=*/nullptr, error);
 }
 
 }  // namespace tfliquid::jpeg

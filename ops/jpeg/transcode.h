@@ -7,18 +7,23 @@
 #include <cstdint>
 #include <string>
 
+#include "jpeg/scan_script.h"
+
 namespace tfliquid::jpeg {
 
-// Copies the DCT coefficients of the JPEG in [data, data + size) into a progressive JPEG with libjpeg's
-// standard scan script and optimised Huffman tables: `jpegtran -progressive -optimize -copy none`, byte for
-// byte, or `-copy all` when keep_markers (APPn and COM segments are kept; libjpeg writes its own JFIF APP0 and
-// Adobe APP14). Decoding the output gives exactly the pixels of the input.
+// Copies the DCT coefficients of the JPEG in [data, data + size), baseline or progressive, into a progressive JPEG
+// with the scans of `script` and optimised Huffman tables: `jpegtran -progressive -optimize -copy none` (the
+// standard script) or `jpegtran -scans FILE -optimize -copy none`, byte for byte, or `-copy all` when
+// keep_markers (APPn and COM segments are kept; libjpeg writes its own JFIF APP0 and Adobe APP14). Decoding the
+// output gives exactly the pixels of the input.
 //
 // Returns true and sets *out, or returns false and sets *error to libjpeg's message and the byte offset. Unlike
 // jpegtran, corruption that libjpeg would recover from by filling blocks with grey (truncated or damaged
 // entropy-coded data, a broken progression) is an error, and so is a frame header claiming more 8x8 blocks than
-// the data can code. Never exits or prints; thread-safe (no shared state).
-bool TranscodeToProgressive(const uint8_t* data, size_t size, bool keep_markers, std::string* out, std::string* error);
+// the data can code, and so is a custom script for another number of components. Never exits or prints; thread-safe (no
+// shared state).
+bool TranscodeToProgressive(const uint8_t* data, size_t size, bool keep_markers, const ScanScript& script,
+                            std::string* out, std::string* error);
 
 // Reads every scan's coefficients with the same checks, writing nothing: whether a JPEG (a progressive one, kept
 // as it is) is whole. Returns false and sets *error as above.

@@ -1,6 +1,6 @@
 // Standalone test of ops/jpeg (no TensorFlow, no test framework); ops/tests/build_and_run.sh builds and runs it.
 //
-// Usage: jpeg_test FUZZ_ITERATIONS JPEG...
+// Usage: jpeg_test FUZZ_ITERATIONS JPEG...  (custom scan scripts are compared with the system's jpegtran)
 // For every JPEG X, the files X.none and X.all must hold `jpegtran -progressive -optimize -copy none` and
 // `-copy all` of X: TranscodeToProgressive must reproduce them byte for byte.
 #include <atomic>
@@ -21,14 +21,35 @@
 namespace {
 
 using tfliquid::jpeg::CheckCoefficients;
+using tfliquid::jpeg::FastScriptText;
 using tfliquid::jpeg::IsJpeg;
 using tfliquid::jpeg::IsProgressive;
 using tfliquid::jpeg::kMaxScans;
+using tfliquid::jpeg::ParseScanScript;
 using tfliquid::jpeg::ScanEnds;
+using tfliquid::jpeg::ScanScript;
 using tfliquid::jpeg::ScanSplitResult;
 using tfliquid::jpeg::TranscodeToProgressive;
 
 std::atomic<int> failures{0};
+
+ScanScript Script(const std::string& text) {
+  ScanScript script;
+  std::string error;
+  if (!ParseScanScript(text, &script, &error)) {
+    std::fprintf(stderr, "bad script in the test: %s\n", error.c_str());
+    std::exit(2);
+  }
+  return script;
+}
+
+const ScanScript kStandard = Script("standard");
+const ScanScript kFast = Script("fast");
+// A script with refinement scans in another order than the standard one, for images of 3 components.
+constexpr char kRefiningColour[] =
+    "# DC first, then luminance in two bands, chroma, then the last bit of the luminance\n"
+    "0,1,2: 0-0, 0, 1; 0: 1-9, 0, 1; 2: 1-63, 0, 0; 1: 1-63, 0, 0; 0: 10-63, 0, 1;\n"
+    "0,1,2: 0-0, 1, 0; 0: 1-63, 1, 0;";
 
 #define CHECK(condition, context)                                                                                    \
   do {                                                                                                               \
@@ -70,7 +91,8 @@ void TestTranscode(const std::string& path) {
   for (const bool keep_markers : {false, true}) {
     const std::string expected_path = path + (keep_markers ? ".all" : ".none");
     std::string out, error;
-    CHECK(TranscodeToProgressive(Bytes(input), input.size(), keep_markers, &out, &error), path + ": " + error);
+    CHECK(TranscodeToProgressive(Bytes(input), input.size(), keep_markers, kStandard, &out, &error),
+          path + ": " + error);
     CHECK(out == ReadFile(expected_path), expected_path + " differs from the transcode");
     const ScanSplitResult split = Split(out);
     CHECK(split.ok, expected_path + ": " + split.error);
@@ -82,11 +104,70 @@ void TestTranscode(const std::string& path) {
   }
 }
 
+// `jpegtran -scans SCRIPT -optimize -copy none` of `input`, run as a program: the oracle of custom scripts.
+std::string Jpegtran(const std::string& script, const std::string& input_path, const std::string& work) {
+  const std::string script_path = work + "/script.txt";
+  std::FILE* file = std::fopen(script_path.c_str(), "w");
+  std::fputs(script.c_str(), file);
+  std::fclose(file);
+  const std::string command = "jpegtran -scans " + script_path + " -optimize -copy none " + input_path;
+  std::FILE* pipe = popen(command.c_str(), "r");
+  std::string out;
+  char buffer[65536];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0;) out.append(buffer, n);
+  CHECK(pclose(pipe) == 0, command);
+  return out;
+}
+
+// The fast script and a refining one, on baseline and progressive inputs (which they re-script), byte for byte
+// what jpegtran writes with the same script.
+void TestScripts(const std::string& path, const std::string& work) {
+  const std::string input = ReadFile(path);
+  const int components = Components(input);
+  std::vector<std::string> scripts = {FastScriptText(components)};
+  if (components == 3) scripts.push_back(kRefiningColour);
+  for (const std::string& text : scripts) {
+    if (text.empty()) continue;
+    std::string out, error;
+    CHECK(TranscodeToProgressive(Bytes(input), input.size(), false, Script(text), &out, &error), path + ": " + error);
+    CHECK(out == Jpegtran(text, path, work), path + ": differs from jpegtran -scans with script " + text);
+    std::string fast;
+    CHECK(TranscodeToProgressive(Bytes(input), input.size(), false, kFast, &fast, &error), path + ": " + error);
+    CHECK(text != FastScriptText(components) || fast == out, path + ": \"fast\" is not its script");
+  }
+  std::string out, error;
+  if (components == 1) {  // a colour script does not fit a grey image
+    CHECK(!TranscodeToProgressive(Bytes(input), input.size(), false, Script(kRefiningColour), &out, &error), path);
+    CHECK(error == "the scan script is for images of 3 components; this one has 1", error);
+  }
+}
+
+void TestScriptErrors() {
+  const std::pair<const char*, const char*> cases[] = {
+      {"0: 1-63, 0, 0; 0: 0-0, 0, 0;", "scan script: scan 1: AC coefficients of component 0 before its DC"},
+      {"0: 0-0, 0, 1; 0: 1-63, 0, 0;", "scan script: coefficient 0 of component 0 is not sent to its last bit"},
+      {"0: 0-0, 0, 0;", "scan script: coefficient 1 of component 0 is never sent"},
+      {"0: 0-63, 0, 0;", "scan script: scan 1 covers coefficients 0-63"},
+      {"0,1: 0-0, 0, 0; 0,1: 1-63, 0, 0;", "scan script: scan 2: a scan of AC coefficients has one component"},
+      {"0: 0-5, 0, 0;", "scan script: scan 1: the DC coefficient (0) and AC coefficients in one scan"},
+      {"1,0: 0-0, 0, 0;", "scan script: scan 1: components must be listed in increasing order"},
+      {"0: 0-0, 0;", "scan script: scan 1: expected \"Ss-Se, Ah, Al\" after ':'"},
+      {"zero: 0-0, 0, 0;", "scan script: unexpected 'z' at byte 0"},
+      {"0: 0-0, 0, 0; 0: 1-63, 1, 0;", "scan script: scan 2: coefficient 1 of component 0: its first scan"},
+  };
+  for (const auto& [text, expected] : cases) {
+    ScanScript script;
+    std::string error;
+    CHECK(!ParseScanScript(text, &script, &error), text);
+    CHECK(error.rfind(expected, 0) == 0, std::string(text) + " -> " + error);
+  }
+}
+
 void TestErrors() {
   std::string out = "untouched", error;
-  CHECK(!TranscodeToProgressive(nullptr, 0, false, &out, &error) && !error.empty(), error);
+  CHECK(!TranscodeToProgressive(nullptr, 0, false, kStandard, &out, &error) && !error.empty(), error);
   const std::string png = "\x89PNG\r\n\x1a\n";
-  CHECK(!TranscodeToProgressive(Bytes(png), png.size(), true, &out, &error), "png");
+  CHECK(!TranscodeToProgressive(Bytes(png), png.size(), true, kStandard, &out, &error), "png");
   CHECK(error.find("Not a JPEG file") != std::string::npos, error);
   CHECK(out == "untouched", "the output is only written on success");
   const ScanSplitResult split = ScanEnds(nullptr, 0);
@@ -104,7 +185,8 @@ void TestCorruption(const std::string& path) {
     std::string out;
     CHECK(!CheckCoefficients(Bytes(truncated), truncated.size(), &error), path + " truncated");
     CHECK(error.find("(at byte ") != std::string::npos, path + ": " + error);
-    CHECK(!TranscodeToProgressive(Bytes(truncated), truncated.size(), false, &out, &error), path + " truncated");
+    CHECK(!TranscodeToProgressive(Bytes(truncated), truncated.size(), false, kStandard, &out, &error),
+          path + " truncated");
   }
   // The same file, its frame header (SOF) claiming 15000 x 15000 pixels.
   std::string bomb = ReadFile(path);
@@ -117,7 +199,7 @@ void TestCorruption(const std::string& path) {
     at += 2 + (static_cast<uint8_t>(bomb[at + 2]) << 8 | static_cast<uint8_t>(bomb[at + 3]));
   }
   std::string out, error;
-  CHECK(!TranscodeToProgressive(Bytes(bomb), bomb.size(), false, &out, &error), path + " bomb");
+  CHECK(!TranscodeToProgressive(Bytes(bomb), bomb.size(), false, kStandard, &out, &error), path + " bomb");
   CHECK(error.find("claims 15000x15000 pixels") != std::string::npos, path + ": " + error);
 }
 
@@ -129,7 +211,7 @@ void TestThreads(const std::vector<std::string>& paths) {
       for (const std::string& path : paths) {
         const std::string input = ReadFile(path);
         std::string out, error;
-        CHECK(TranscodeToProgressive(Bytes(input), input.size(), false, &out, &error), error);
+        CHECK(TranscodeToProgressive(Bytes(input), input.size(), false, kStandard, &out, &error), error);
         CHECK(out == ReadFile(path + ".none"), path + " (threaded)");
       }
     });
@@ -175,7 +257,7 @@ void Fuzz(const std::vector<std::string>& seeds, int iterations) {
     IsProgressive(data.data(), data.size());
     std::string out, error;
     const bool whole = CheckCoefficients(data.data(), data.size(), &error);
-    if (TranscodeToProgressive(data.data(), data.size(), i % 2 == 0, &out, &error)) {
+    if (TranscodeToProgressive(data.data(), data.size(), i % 2 == 0, i % 3 == 0 ? kStandard : kFast, &out, &error)) {
       CHECK(whole, context + ": transcoded, but CheckCoefficients refused it");
       // Whatever libjpeg accepts, it writes as a well-formed progressive JPEG that the splitter accepts.
       CHECK(Split(out).ok && IsProgressive(Bytes(out), out.size()), context + ": " + Split(out).error);
@@ -193,14 +275,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::vector<std::string> paths(argv + 2, argv + argc);
+  const std::string work = paths[0].substr(0, paths[0].rfind('/'));  // a scratch folder: the fixtures' own
   std::vector<std::string> seeds;
   for (const std::string& path : paths) {
     TestTranscode(path);
     TestCorruption(path);
+    TestScripts(path, work);
     seeds.push_back(ReadFile(path));
     seeds.push_back(ReadFile(path + ".none"));
   }
   TestErrors();
+  TestScriptErrors();
   TestThreads(paths);
   Fuzz(seeds, std::atoi(argv[1]));
   if (failures > 0) {
