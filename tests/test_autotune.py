@@ -12,6 +12,7 @@ import tensorflow as tf
 from PIL import Image
 
 import tfliquid
+from tfliquid.pcr import format as pcr_format
 from tfliquid.samples.photos import load_photos
 
 SIZE = 48
@@ -49,6 +50,11 @@ def tasks(tmp_path_factory):
         paths[task] = str(root / f"{task}-pcr")
         tfliquid.pcr.convert(str(root / task), paths[task], images_per_record=32, quality=95, progress=False)
     return paths
+
+
+def _groups(path) -> int:
+    """The dataset's scan groups: its last is full fidelity (7 for colour images with the fast script)."""
+    return pcr_format.read_index(path).num_scan_groups
 
 
 def _prep(x):
@@ -102,7 +108,8 @@ def test_coarse_colour_task_tunes_down_and_reads_less(tasks):
     tuner, history, reads = _train_with_tuner(tasks["colour"])
     assert [d["epoch"] for d in tuner.decisions] == [3, 4]
     assert all(d["scan_group"] <= 2 for d in tuner.decisions)  # colour survives the DC-only scans
-    assert history.history["scan_group"][:3] == [10, 10, 10]  # full fidelity before start_epoch
+    full = _groups(tasks["colour"])
+    assert history.history["scan_group"][:3] == [full] * 3  # full fidelity before start_epoch
     assert history.history["scan_group"][3] == tuner.decisions[0]["scan_group"]
     # The switch took effect in the running pipeline: the tuned epochs read a fraction of the bytes (counted
     # after the tuner's on_epoch_begin, so without the probe's own reads).
@@ -122,7 +129,8 @@ def test_fine_texture_task_keeps_a_high_group(tasks):
         assert decision["scan_group"] >= 5
     # The probe read the same images at every group measured, as many as asked.
     measured = {g for d in tuner.decisions for g in d["similarities"]}
-    assert set(tuner.probe_keys) == measured | {10}
+    full = _groups(tasks["texture"])
+    assert set(tuner.probe_keys) == measured | {full}
     keys = list(tuner.probe_keys.values())
     assert all(k == keys[0] for k in keys) and len(keys[0]) == 64
     # Stopping at the first qualifying candidate picks what measuring them all picks, with the same similarities.
@@ -132,16 +140,17 @@ def test_fine_texture_task_keeps_a_high_group(tasks):
     tuner.measure_all = False
     first_qualifying = tuner.tune()
     assert tfliquid.io.read_stats()["bytes_read"] == bytes_before  # the probe is kept from the first tuning
-    assert list(every["similarities"]) == list(range(1, 10))
+    assert list(every["similarities"]) == list(range(1, full))
     assert first_qualifying["scan_group"] == every["scan_group"] >= 5
-    assert list(first_qualifying["similarities"]) == list(range(1, every["scan_group"] + 1))
+    # Measured: the candidates up to the chosen one, or all of them when none qualified (full fidelity is kept).
+    assert list(first_qualifying["similarities"]) == list(range(1, min(every["scan_group"], full - 1) + 1))
     for group, similarity in first_qualifying["similarities"].items():
         assert similarity == pytest.approx(every["similarities"][group], abs=1e-6)
 
 
 def test_a_tuning_step_changes_no_model_optimizer_metric_or_random_state(tasks):
     keras.utils.set_random_seed(1)
-    group = tf.Variable(10, dtype=tf.int64)
+    group = tf.Variable(_groups(tasks["colour"]), dtype=tf.int64)
     train = tfliquid.PCRDataset(tasks["colour"], scan_group=group, seed=0)
     model = _model(batch_norm=True)
     model.fit(train.map(_prep).batch(32).take(3), epochs=1, verbose=0, shuffle=False)  # slots, BN stats, metrics
@@ -169,7 +178,7 @@ def test_a_tuning_step_changes_no_model_optimizer_metric_or_random_state(tasks):
 
 
 def test_tensorboard_after_the_tuner_gets_its_scalars(tasks, tmp_path):
-    group = tf.Variable(10, dtype=tf.int64)
+    group = tf.Variable(_groups(tasks["colour"]), dtype=tf.int64)
     train = tfliquid.PCRDataset(tasks["colour"], scan_group=group, seed=0)
     tuner = tfliquid.keras.ScanGroupAutotuner(
         train, start_epoch=0, probe_batches=1, candidates=[1, 2], measure_all=True
@@ -190,7 +199,8 @@ def test_tensorboard_after_the_tuner_gets_its_scalars(tasks, tmp_path):
 
 
 def test_parameters_are_validated(tasks):
-    variable_dataset = tfliquid.PCRDataset(tasks["colour"], scan_group=tf.Variable(10, dtype=tf.int64))
+    full = _groups(tasks["colour"])
+    variable_dataset = tfliquid.PCRDataset(tasks["colour"], scan_group=tf.Variable(full, dtype=tf.int64))
     with pytest.raises(TypeError, match="PCRDataset"):
         tfliquid.keras.ScanGroupAutotuner(tf.data.Dataset.range(3))
     with pytest.raises(ValueError, match="must not set scan_group"):
@@ -199,10 +209,10 @@ def test_parameters_are_validated(tasks):
         tfliquid.keras.ScanGroupAutotuner(variable_dataset, dataset_options={"seed": 0})
     with pytest.raises(ValueError, match="tf.Variable scan group"):
         tfliquid.keras.ScanGroupAutotuner(tfliquid.PCRDataset(tasks["colour"], scan_group=2))
-    with pytest.raises(ValueError, match=r"candidates must be scan groups in 1\.\.9"):
+    with pytest.raises(ValueError, match=rf"candidates must be scan groups in 1\.\.{full - 1}"):
         tfliquid.keras.ScanGroupAutotuner(variable_dataset, candidates=[0, 3])
     with pytest.raises(ValueError, match="candidates"):
-        tfliquid.keras.ScanGroupAutotuner(variable_dataset, candidates=[10])
+        tfliquid.keras.ScanGroupAutotuner(variable_dataset, candidates=[full])
     with pytest.raises(ValueError, match="threshold"):
         tfliquid.keras.ScanGroupAutotuner(variable_dataset, threshold=1.5)
     for name in ("probe_batches", "every"):
@@ -216,12 +226,13 @@ def test_parameters_are_validated(tasks):
 
 def test_probe_cuts_are_the_record_prefixes(tasks):
     """One full-fidelity read cut after scan g gives exactly what the record prefix at g decodes to."""
-    train = tfliquid.PCRDataset(tasks["texture"], scan_group=tf.Variable(10, dtype=tf.int64))
+    full = _groups(tasks["texture"])
+    train = tfliquid.PCRDataset(tasks["texture"], scan_group=tf.Variable(full, dtype=tf.int64))
     tuner = tfliquid.keras.ScanGroupAutotuner(
         train, probe_batches=1, probe_batch_size=40, preprocess=lambda x: (x["image"], x["label"])
     )
     images = tuner._read_probe()
-    for group in (1, 3, 7, 10):
+    for group in (1, 3, full - 1, full):
         prefixes = tfliquid.PCRDataset(
             tasks["texture"], scan_group=group, shuffle=False, with_keys=True, num_parallel_reads=1
         ).take(40)

@@ -29,7 +29,9 @@ def test_transcode_is_jpegtran_byte_for_byte(zoo_paths, keep_markers, copy):
         expected = subprocess.run(
             ["jpegtran", "-progressive", "-optimize", "-copy", copy, str(path)], check=True, capture_output=True
         ).stdout
-        progressive, ends = jpeg_ops.jpeg_to_progressive(path.read_bytes(), name, keep_markers=keep_markers)
+        progressive, ends = jpeg_ops.jpeg_to_progressive(
+            path.read_bytes(), name, keep_markers=keep_markers, scan_script="standard"
+        )
         assert progressive.numpy() == expected, name
         assert ends.numpy().tolist() == jpeg_format.scan_ends(expected)
         np.testing.assert_array_equal(tf.io.decode_jpeg(progressive), tf.io.decode_jpeg(path.read_bytes()))
@@ -155,7 +157,7 @@ def test_cli_convert_and_inspect(photo_folder, tmp_path, capsys):
     assert cli.main(["inspect", str(dst)]) == 0
     out = capsys.readouterr().out
     assert "16 images, 2 records, 3 classes" in out and "100.0%" in out
-    rows = [line.split() for line in out.splitlines()[2:]]
+    rows = [line.split() for line in out.splitlines()[3:]]  # after the summary, the script and the heading
     assert [int(r[0]) for r in rows] == list(range(1, 11))
     percents = [float(r[2].rstrip("%")) for r in rows]
     assert percents == sorted(percents) and percents[0] < 20

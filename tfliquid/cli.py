@@ -87,6 +87,19 @@ def _add_convert_pcr(kinds):
         help="TFRecord compression (default: from the file extension)",
     )
     p.add_argument("--overwrite", action="store_true", help="replace a different conversion found at DST")
+    p.add_argument(
+        "--scan-script",
+        default="fast",
+        metavar="fast|standard|FILE",
+        help="the progressive scans, hence the scan groups: 'fast' (spectral selection only: full fidelity decodes "
+        "about as fast as baseline JPEG), 'standard' (jpegtran -progressive: more quality per byte at low groups) or "
+        "a file in jpegtran's -scans syntax (default: fast)",
+    )
+    p.add_argument(
+        "--rescript-progressive",
+        action="store_true",
+        help="give progressive inputs the scan script too (losslessly) instead of keeping their own scans",
+    )
 
     def run(args):
         from tfliquid import pcr
@@ -108,6 +121,8 @@ def _add_convert_pcr(kinds):
                 compression=compression,
                 overwrite=args.overwrite,
                 on_error="raise" if args.fail_fast else "reject",
+                scan_script=args.scan_script,
+                rescript_progressive=args.rescript_progressive,
                 progress=not args.quiet,
             )
         )

@@ -40,7 +40,7 @@ from tfliquid._version import __version__
 from tfliquid.pcr import format as pcr_format
 from tfliquid.pcr import jpeg as jpeg_format
 from tfliquid.pcr.dataset import PCRRecordDataset
-from tfliquid.pcr.jpeg_ops import jpeg_to_progressive
+from tfliquid.pcr.jpeg_ops import check_scan_script, jpeg_to_progressive
 
 STATE_FILENAME = "convert_state.json"
 RECORDS_DIR = "records"
@@ -50,6 +50,7 @@ SOURCE_FORMATS = ("auto", "folder", "tfrecord")
 # that, as Pillow's decompression-bomb check (which the L3 conversion meets) does at the same size.
 MAX_PIXELS = 178_956_970
 ON_ERROR = ("reject", "raise")
+SCAN_SCRIPTS = ("standard", "fast")
 
 
 def convert(
@@ -68,6 +69,8 @@ def convert(
     compression: str | None = None,
     overwrite: bool = False,
     on_error: str = "reject",
+    scan_script: str = "fast",
+    rescript_progressive: bool = False,
     progress: bool = True,
 ) -> ConversionReport:
     """Converts an image folder tree or TFRecord files into a PCR dataset at `dst`.
@@ -89,6 +92,15 @@ def convert(
       overwrite: discard a different conversion found at `dst` instead of refusing to touch it.
       on_error: "reject" (default): an image that cannot be converted is left out, listed in the report's
         `failures` with the reason, and the others are converted; "raise": stop at the first one.
+      scan_script: the scans of the progressive JPEGs, hence the scan groups: "fast" (the default: spectral
+        selection only, 7 groups for colour images; full fidelity decodes nearly as fast as baseline JPEG),
+        "standard" (`jpegtran -progressive`, 10 groups with successive approximation: more quality per byte at
+        low groups, half the decode speed at full fidelity), or the path of a file in jpegtran's -scans syntax
+        (docs/formats/pcr.md, "Scan scripts"). Grey and colour images each get the
+        built-in scripts' version for them; a file's script is for images of the components it names, and others
+        are rejected.
+      rescript_progressive: give progressive inputs the scan script too (losslessly), instead of keeping their own
+        scans.
       progress: show progress on stderr.
 
     Raises ConversionError (the destination is held by another run, holds another conversion, cannot be written)
@@ -101,6 +113,7 @@ def convert(
         raise ArgumentError(f"source_format must be one of {SOURCE_FORMATS}, got {source_format!r}")
     if on_error not in ON_ERROR:
         raise ArgumentError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+    script = _scan_script_text(scan_script)
     _check_destination(src, dst)
     start = time.perf_counter()
     os.makedirs(dst, exist_ok=True)
@@ -118,14 +131,15 @@ def convert(
             seed=seed,
             quality=quality,
             keep_markers=keep_markers,
+            scan_script=script,
+            rescript_progressive=rescript_progressive,
             format_version=pcr_format.FORMAT_VERSION,
         )
         plan = _Plan(source, images_per_record, seed)
         state = _State(dst, _plan_fingerprint(source, settings), overwrite)
         report = ConversionReport(dst, file_kind="record", lossy_reason="re-encoded lossily (they were not JPEGs)")
-        entries = _convert_records(
-            source, plan, dst, state, report, quality, keep_markers, verify, overwrite, on_error, progress
-        )
+        prepare = _prepare_images(quality, keep_markers, script, rescript_progressive, verify)
+        entries = _convert_records(source, plan, dst, state, report, prepare, verify, overwrite, on_error, progress)
         written = [e for e in entries if e is not None]
         if not written:
             raise ConversionError(f"{src}: no image could be converted (the report lists why):\n{report}")
@@ -145,6 +159,8 @@ def convert(
                 quality=quality,
                 tfliquid_version=__version__,
                 lossy_images=lossy_total,
+                scan_script=script,
+                rescript_progressive=rescript_progressive,
             ),
         )
         _write(dst, pcr_format.write_index, dst, index, crc32c_fast)
@@ -152,6 +168,23 @@ def convert(
             os.remove(os.path.join(dst, SPOOL_FILENAME))
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _scan_script_text(scan_script: str) -> str:
+    """ "standard", "fast", or the text of the script file `scan_script` names, checked."""
+    if not isinstance(scan_script, str):
+        raise ArgumentError(f"scan_script must be 'standard', 'fast' or a file's path, got {scan_script!r}")
+    if scan_script in SCAN_SCRIPTS:
+        return scan_script
+    try:
+        with open(scan_script) as f:
+            text = f.read()
+    except OSError as e:
+        raise ArgumentError(
+            f"scan_script must be 'standard', 'fast' or a file's path; {scan_script}: {e.strerror}"
+        ) from None
+    check_scan_script(text)
+    return text
 
 
 def _check_destination(src: str, dst: str) -> None:
@@ -258,7 +291,7 @@ def _write(dst: str, write, *args) -> None:
 
 
 def _convert_records(
-    source, plan, dst, state, report, quality, keep_markers, verify, overwrite, on_error, progress
+    source, plan, dst, state, report, prepare, verify, overwrite, on_error, progress
 ) -> list[pcr_pb2.RecordEntry | None]:
     """Keeps the complete records, converts the others (and, with `verify`, rebuilds the kept ones to check them);
     returns every record's index entry, None for a record none of whose images could be converted."""
@@ -274,7 +307,6 @@ def _convert_records(
         bar.update(report.skipped)
         if not build:
             return entries
-        prepare = _prepare_images(quality, keep_markers, verify)
         # One pipeline for every record to build: images of the next record transcode while this one is written.
         images = _Lookahead(_prepared_images(source, np.concatenate([plan.items[r] for r in build]), prepare))
         for r in build:
@@ -319,7 +351,7 @@ def _complete_record(dst: str, relative: str, source: sources.Source, items: np.
     )
 
 
-def _prepare_images(quality: int, keep_markers: bool, verify: bool):
+def _prepare_images(quality: int, keep_markers: bool, scan_script: str, rescript_progressive: bool, verify: bool):
     """(item, image bytes, label, key) -> (item, progressive JPEG, scan ends, label, key, lossy, source bytes if
     verify, source size)."""
 
@@ -332,12 +364,14 @@ def _prepare_images(quality: int, keep_markers: bool, verify: bool):
             image = tf.io.decode_image(contents, expand_animations=False)
         channels = tf.shape(image)[-1]
         image = tf.cond(channels >= 3, lambda: image[..., :3], lambda: image[..., :1])  # drop alpha
-        return tf.io.encode_jpeg(image, quality=quality, progressive=True, optimize_size=True)
+        return tf.io.encode_jpeg(image, quality=quality)  # baseline: the transcode gives it the scan script
 
     def prepare(item, contents, label, key):
         is_jpeg = tf.io.is_jpeg(contents)
         jpeg = tf.cond(is_jpeg, lambda: contents, lambda: encode_other(contents))
-        progressive, scan_ends = jpeg_to_progressive(jpeg, key, keep_markers=keep_markers)
+        progressive, scan_ends = jpeg_to_progressive(
+            jpeg, key, keep_markers=keep_markers, scan_script=scan_script, rescript_progressive=rescript_progressive
+        )
         source_bytes = contents if verify else ""
         lossy = tf.logical_not(is_jpeg)
         return item, progressive, scan_ends, label, key, lossy, source_bytes, tf.strings.length(contents)

@@ -34,13 +34,21 @@ def inspect(path: str) -> dict:
         "scan_groups": groups,
         "lossy_images": index.conversion.lossy_images,
         "source": index.conversion.source,
+        "scan_script": index.conversion.scan_script or "standard",  # indexes of tfliquid 0.1 hold none
     }
 
 
 def format_inspection(info: dict) -> str:
+    """The inspection as text: a summary line, the scan script, then a row per scan group."""
+    script = info["scan_script"]
     lines = [
         f"{info['path']}: {info['images']} images, {info['records']} records, {info['classes']} classes"
         f" (source: {info['source']}; {info['lossy_images']} images re-encoded lossily)",
+        *(
+            [f"scan script: {script}"]
+            if script in ("standard", "fast")
+            else ["scan script (jpegtran -scans syntax):", *[f"  {line}" for line in script.strip().splitlines()]]
+        ),
         f"{'scan group':>10}  {'bytes/image':>12}  {'% of full':>9}  {'bytes read/epoch':>16}",
     ]
     for g in info["scan_groups"]:
