@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import statistics
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -29,8 +30,21 @@ def timed(fn, repeat: int = 1) -> float:
     return best
 
 
-def verdict(name: str, measured: float, target: float, higher_is_better: bool = True) -> bool:
-    ok = measured >= target if higher_is_better else measured <= target
+def ratios(numerators: list[float], denominators: list[float], scale: float = 1.0) -> list[float]:
+    """Per-round ratios of two peers measured in the same rounds (in turns), divided by `scale`."""
+    return [a / b / scale for a, b in zip(numerators, denominators, strict=True)]
+
+
+def median_and_range(values: list[float], style: str = "{:.3f}") -> str:
+    return f"{style.format(statistics.median(values))} [{style.format(min(values))}-{style.format(max(values))}]"
+
+
+def verdict(name: str, measured, target: float, higher_is_better: bool = True) -> bool:
+    """One PASS/MISS line. `measured` is a number, or per-round values judged by their median."""
+    values = measured if isinstance(measured, list) else [measured]
+    value = statistics.median(values)
+    ok = value >= target if higher_is_better else value <= target
     sign = ">=" if higher_is_better else "<="
-    print(f"  [{'PASS' if ok else 'MISS'}] {name}: {measured:.3f} (target {sign} {target})")
+    shown = median_and_range(values) if len(values) > 1 else f"{value:.3f}"
+    print(f"  [{'PASS' if ok else 'MISS'}] {name}: {shown} (target {sign} {target})")
     return ok

@@ -1,38 +1,45 @@
-"""Reading the same images as TFRecords and as PCR at scan groups 1, 2, 5 and full, unthrottled and throttled.
+"""Reading the same images as TFRecords and as PCR at every scan group, unthrottled and throttled.
 
-    python -m benchmarks.pcr_read [--images-per-class 100] [--size 320] [--bandwidth BYTES_PER_S] [--epochs 3]
+    python -m benchmarks.pcr_read [--images-per-class 100] [--size 320] [--scan-script fast] [--bandwidth BYTES_PER_S]
+                                  [--rounds 5]
 
 Peers in one run, as ratios (the machine is shared and noisy, absolute numbers drift):
   - TFRecordDataset + tf.io.decode_jpeg on the original (baseline) JPEGs: what users have today;
   - TFRecordDataset + tf.io.decode_jpeg on the same progressive JPEGs that the PCR dataset holds: the peer
     that isolates the record format, since progressive JPEGs cost more to decode than baseline ones;
-  - tfliquid.PCRDataset(scan_group=g), g = 1, 2, 5, full.
+  - tfliquid.PCRDataset(scan_group=g) for every scan group g of the dataset (converted with --scan-script);
+  - NVIDIA DALI's CPU pipeline on the original JPEG files, when `nvidia.dali` imports (unthrottled only: DALI
+    cannot draw on tfliquid's read budget).
 Throttled runs put every reader on the same tfliquid read budget (TFRecords through
 tfliquid.io.draw_read_bandwidth). By default the budget is 0.7 x the slowest unthrottled byte rate, so that
-every reader is bound by I/O: the regime of the PCR paper's Theorem 4.1. Readers are measured in turns, best of
---epochs rounds (throttled: two rounds of two epochs back to back, the steady state where the next epoch's first
-reads overlap this epoch's last decodes). Now and then a throttled epoch drops to about half its rate: tf.data's
-autotuner starves an AUTOTUNE decode map while the reads are throttled. PCRDataset decodes with one call per core
-for that reason; the TFRecord peers are written as users write them, with AUTOTUNE, and best-of keeps that noise
-out of the ratios. Targets (issue 2):
+every reader is bound by I/O: the regime of the PCR paper's Theorem 4.1. Peers take turns, one epoch each per
+round (throttled: two epochs back to back, the steady state where the next epoch's first reads overlap this
+epoch's last decodes); ratios are taken within a round and reported as the median and range over rounds. Now and
+then a throttled epoch drops to about half its rate: tf.data's autotuner starves an AUTOTUNE decode map while the
+reads are throttled. PCRDataset decodes with one call per core for that reason; the TFRecord peers are written as
+users write them, with AUTOTUNE, and the median keeps a lone slow epoch out of the verdicts.
+Full-fidelity PCR is checked to decode to the original JPEGs' exact pixels before anything is timed.
+Targets (issues 2 and 13), on medians:
   1. throttled speedup of group g over full >= 0.9 x the bytes ratio;
   2. full-fidelity PCR >= 0.95 x TFRecordDataset + decode_jpeg on the same images;
-  3. the PCR reader alone (no decode, one thread) >= 1 GiB/s.
+  3. the PCR reader alone (no decode, one thread) >= 1 GiB/s;
+  4. full-fidelity PCR, unthrottled, >= 0.8 x TFRecordDataset + decode_jpeg on the original baseline JPEGs.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
+import time
 
 import tensorflow as tf
 
 import tfliquid
 from tfliquid.samples import photos as sample_photos
 
-from benchmarks import common
+from benchmarks import common, dali_peer
 
-GROUPS = (1, 2, 5, None)
 FEATURES = {
     "image/encoded": tf.io.FixedLenFeature([], tf.string),
     "image/class/label": tf.io.FixedLenFeature([], tf.int64),
@@ -65,26 +72,43 @@ def pcr_pipeline(path: str, scan_group) -> tf.data.Dataset:
 
 
 def drain_seconds(ds: tf.data.Dataset, epochs: int) -> float:
-    """Best time of one pass through an iterator, as Keras consumes datasets. Batched, so that the Python loop
-    costs less than the readers being measured (Dataset.reduce is no substitute: it runs the pipeline on the
-    two inter-op threads, where a throttled read that sleeps starves the decoders)."""
+    """Best time of one pass through an iterator, batched as Keras consumes datasets (Dataset.reduce is no
+    substitute: it runs the pipeline on the two inter-op threads, where a throttled read that sleeps starves the
+    decoders)."""
+    return common.timed(drained(ds, 0), epochs)
+
+
+def round_robin(epochs: dict, rounds: int) -> dict:
+    """Images/s of each peer in every round, measured in turns: the machine's speed drifts over a run (shared
+    hosts), and taking turns exposes every peer to the same drift. `epochs` maps a peer's name to a function
+    that runs one pass and returns how many images it delivered."""
+    rates = {name: [] for name in epochs}
+    for _ in range(rounds):
+        for name, epoch in epochs.items():
+            start = time.perf_counter()
+            images = epoch()
+            rates[name].append(images / (time.perf_counter() - start))
+    return rates
+
+
+def drained(ds: tf.data.Dataset, images: int):
+    """One pass through `ds` (batched, as Keras consumes it) that reports `images`."""
     batches = ds.batch(256)
 
-    def drain():
+    def epoch() -> int:
         for _ in batches:
             pass
+        return images
 
-    return common.timed(drain, epochs)
+    return epoch
 
 
-def round_robin(pipelines: dict, images: int, rounds: int) -> dict:
-    """Images/s of each pipeline, best of `rounds`, measured in turns: the machine's speed drifts over a run
-    (shared hosts), and taking turns exposes every peer to the same drift."""
-    best = {name: 0.0 for name in pipelines}
-    for _ in range(rounds):
-        for name, make in pipelines.items():
-            best[name] = max(best[name], images / drain_seconds(make(), 1))
-    return best
+def check_same_pixels(pcr: str, folder: str) -> None:
+    """Full-fidelity PCR must decode to the original JPEGs' exact pixels (the transcode is lossless)."""
+    for x in tfliquid.PCRDataset(pcr, shuffle=False, with_keys=True).as_numpy_iterator():
+        original = tf.io.decode_jpeg(tf.io.read_file(os.path.join(folder, x["key"].decode())), channels=3)
+        if not (original.numpy() == x["image"]).all():
+            raise SystemExit(f"PCR's pixels differ from {x['key'].decode()}'s: the transcode is not lossless")
 
 
 def write_progressive_tfrecords(pcr: str, path: str) -> None:
@@ -121,21 +145,24 @@ def main():
         default=None,
         help="throttled runs' bytes/s (default: 0.7 x the slowest unthrottled byte rate)",
     )
-    parser.add_argument("--epochs", type=int, default=3, help="best of this many epochs per measurement")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of turns, unthrottled (throttled: 3)")
+    parser.add_argument("--scan-script", default="fast", help="of the PCR dataset: standard, fast or a file")
     args = parser.parse_args()
 
     folder = common.photo_folder(args.workdir, args.images_per_class, args.size)
     tfrecord = os.path.join(args.workdir, f"photos-{args.images_per_class}x{args.size}.tfrecord")
-    pcr = os.path.join(args.workdir, f"photos-{args.images_per_class}x{args.size}-pcr")
+    script_name = os.path.basename(args.scan_script)
+    pcr = os.path.join(args.workdir, f"photos-{args.images_per_class}x{args.size}-pcr-{script_name}")
     if not os.path.exists(tfrecord):
         sample_photos.write_tfrecords(folder, tfrecord + ".tmp")
         os.replace(tfrecord + ".tmp", tfrecord)
-    tfliquid.pcr.convert(folder, pcr, images_per_record=128, progress=False)
+    tfliquid.pcr.convert(folder, pcr, images_per_record=128, scan_script=args.scan_script, progress=False)
     progressive_tfrecord = pcr + ".tfrecord"
     write_progressive_tfrecords(pcr, progressive_tfrecord)
     info = tfliquid.pcr.inspect(pcr)
     n = info["images"]
-    group_bytes = {g: info["scan_groups"][(g or len(info["scan_groups"])) - 1]["read_bytes"] for g in GROUPS}
+    groups = [*range(1, len(info["scan_groups"])), None]  # None: full fidelity
+    group_bytes = {g: info["scan_groups"][(g or len(info["scan_groups"])) - 1]["read_bytes"] for g in groups}
     readers = [
         ("TFRecord, original JPEGs", lambda t: tfrecord_pipeline(tfrecord, t), os.path.getsize(tfrecord)),
         (
@@ -144,48 +171,74 @@ def main():
             os.path.getsize(progressive_tfrecord),
         ),
     ]
-    readers += [(f"PCR group {g or 'full'}", lambda t, g=g: pcr_pipeline(pcr, g), group_bytes[g]) for g in GROUPS]
+    readers += [(f"PCR group {g or 'full'}", lambda t, g=g: pcr_pipeline(pcr, g), group_bytes[g]) for g in groups]
 
+    check_same_pixels(pcr, folder)
     print(
         f"{n} JPEG crops ({args.size}x{args.size}) of the shipped photos, decoded to pixels; "
-        f"{os.cpu_count()} cores; best of {args.epochs} epochs"
+        f"{os.cpu_count()} cores; {args.rounds} rounds (throttled: 3); PCR scan script: {script_name}"
     )
-    free = round_robin({name: lambda make=make: make(False) for name, make, _ in readers}, n, args.epochs)
-    bandwidth = args.bandwidth or 0.7 * min(free[name] * size / n for name, _, size in readers)
+    free_epochs = {name: drained(make(False), n) for name, make, _ in readers}
+    if dali_peer.available():
+        free_epochs["DALI, original JPEGs"] = dali_peer.jpeg_folder_epoch(folder, n)
+    else:
+        print("(NVIDIA DALI does not import here: its peer is left out)")
+    free = round_robin(free_epochs, args.rounds)
+    bandwidth = args.bandwidth or 0.7 * min(statistics.median(free[name]) * size / n for name, _, size in readers)
     tfliquid.io.set_read_bandwidth(bandwidth)
-    throttled = round_robin({name: lambda make=make: make(True).repeat(2) for name, make, _ in readers}, 2 * n, 2)
+    throttled = round_robin({name: drained(make(True).repeat(2), 2 * n) for name, make, _ in readers}, 3)
     tfliquid.io.set_read_bandwidth(None)
-    print(f"{'reader':<26}{'bytes/image':>12}{'img/s':>10}{'img/s @ ' + f'{bandwidth / 1e6:.2g} MB/s':>18}")
-    rows = {}
-    for name, _, size in readers:
-        rows[name] = (free[name], throttled[name], size)
-        print(f"{name:<26}{size / n:>12,.0f}{free[name]:>10,.0f}{throttled[name]:>18,.0f}")
+
+    print(f"{'reader':<26}{'bytes/image':>12}{'img/s':>18}{'img/s @ ' + f'{bandwidth / 1e6:.2g} MB/s':>24}")
+    sizes = {name: size for name, _, size in readers}
+    for name in free:
+        size = f"{sizes[name] / n:,.0f}" if name in sizes else "-"
+        at_budget = common.median_and_range(throttled[name], "{:,.0f}") if name in throttled else "-"
+        print(f"{name:<26}{size:>12}{common.median_and_range(free[name], '{:,.0f}'):>18}{at_budget:>24}")
 
     reader = reader_bytes_per_second(pcr, 10)
     print(f"PCR reader alone (full fidelity, no decode, one thread): {reader / 2**30:.2f} GiB/s")
 
-    print("\nTargets:")
-    full = rows["PCR group full"]
-    for g in (1, 2, 5):
-        row = rows[f"PCR group {g}"]
-        bytes_ratio = full[2] / row[2]
+    print("\nTargets (median of per-round ratios [range]):")
+    full = "PCR group full"
+    for g in groups[:-1]:
+        bytes_ratio = sizes[full] / sizes[f"PCR group {g}"]
         common.verdict(
             f"throttled speedup of group {g} / (0.9 x bytes ratio {bytes_ratio:.2f})",
-            (row[1] / full[1]) / (0.9 * bytes_ratio),
+            common.ratios(throttled[f"PCR group {g}"], throttled[full], 0.9 * bytes_ratio),
             1.0,
         )
-    same = rows["TFRecord, PCR's JPEGs"]
-    common.verdict("full-fidelity PCR / TFRecord of the same JPEGs, unthrottled", full[0] / same[0], 0.95)
-    common.verdict("full-fidelity PCR / TFRecord of the same JPEGs, throttled", full[1] / same[1], 0.95)
-    common.verdict("PCR reader alone, GiB/s on one thread", reader / 2**30, 1.0)
-    original = rows["TFRecord, original JPEGs"]
-    print(
-        f"\nFor information, against TFRecords of the original baseline JPEGs: full-fidelity PCR runs at "
-        f"{full[0] / original[0]:.2f}x unthrottled (progressive JPEGs decode slower: the PCR paper's Table 2 "
-        f"shows the same) and {full[1] / original[1]:.2f}x when I/O-bound (it reads "
-        f"{full[2] / original[2]:.2f}x the bytes); scan group 2 runs at {rows['PCR group 2'][1] / original[1]:.2f}x "
-        "when I/O-bound."
+    same, original = "TFRecord, PCR's JPEGs", "TFRecord, original JPEGs"
+    common.verdict(
+        "full-fidelity PCR / TFRecord of the same JPEGs, unthrottled", common.ratios(free[full], free[same]), 0.95
     )
+    common.verdict(
+        "full-fidelity PCR / TFRecord of the same JPEGs, throttled",
+        common.ratios(throttled[full], throttled[same]),
+        0.95,
+    )
+    common.verdict("PCR reader alone, GiB/s on one thread", reader / 2**30, 1.0)
+    common.verdict(
+        "full-fidelity PCR / TFRecord of the original baseline JPEGs, unthrottled",
+        common.ratios(free[full], free[original]),
+        0.8,
+    )
+    print("\nFor information (median [range]):")
+    print(
+        f"  full-fidelity PCR, I/O-bound, / TFRecords of the original JPEGs: "
+        f"{common.median_and_range(common.ratios(throttled[full], throttled[original]))} "
+        f"(it reads {sizes[full] / sizes[original]:.2f}x the bytes)"
+    )
+    print(
+        f"  scan group 2, I/O-bound, / TFRecords of the original JPEGs: "
+        f"{common.median_and_range(common.ratios(throttled['PCR group 2'], throttled[original]))}"
+    )
+    if "DALI, original JPEGs" in free:
+        for name in (original, full, "PCR group 2"):
+            print(
+                f"  {name}, unthrottled, / DALI on the original JPEG files: "
+                f"{common.median_and_range(common.ratios(free[name], free['DALI, original JPEGs']))}"
+            )
 
 
 if __name__ == "__main__":

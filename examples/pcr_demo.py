@@ -2,7 +2,7 @@
 
 1. Cut the photographs shipped in scikit-image and scikit-learn into a 10-class dataset of JPEG crops.
 2. Write it as TFRecords (train and validation), as TensorFlow's ImageNet converters do.
-3. Convert the TFRecords to PCR (`tfliquid convert pcr`, lossless for JPEGs).
+3. Convert the TFRecords to PCR (`tfliquid convert pcr`, lossless for JPEGs, the fast scan script: 7 groups).
 4. Train the same small Keras model on scan groups 1, 2, 5 and full fidelity, reading through a throttled
    "slow disk", and print images/s, bytes read per epoch and validation accuracy (always at full fidelity).
 5. Train it once more with `tfliquid.keras.ScanGroupAutotuner` choosing the scan group by gradient similarity
@@ -24,6 +24,8 @@ import tfliquid  # noqa: E402
 from tfliquid.samples import model as sample_model
 from tfliquid.samples import photos as sample_photos  # noqa: E402
 
+SCAN_SCRIPT = "fast"  # the default: spectral selection only (docs/formats/pcr.md, "Scan scripts")
+
 
 def build_dataset(workdir: str) -> tuple[str, str]:
     """Sample photos -> TFRecords -> PCR, for train and validation; reruns reuse what exists."""
@@ -31,13 +33,13 @@ def build_dataset(workdir: str) -> tuple[str, str]:
     for split, per_class, seed in (("train", 80, 0), ("val", 20, 1)):
         folder = os.path.join(workdir, f"{split}-jpeg")
         tfrecord = os.path.join(workdir, f"{split}.tfrecord")
-        pcr_dir = os.path.join(workdir, f"{split}-pcr")
+        pcr_dir = os.path.join(workdir, f"{split}-pcr-{SCAN_SCRIPT}")
         if not os.path.exists(tfrecord):
             sample_photos.write_image_folder(folder, per_class, size=128, seed=seed)
             sample_photos.write_tfrecords(folder, tfrecord + ".tmp")
             os.replace(tfrecord + ".tmp", tfrecord)
         print(f"\n[{split}] converting {tfrecord} to PCR")
-        print(tfliquid.pcr.convert(tfrecord, pcr_dir, images_per_record=128, verify=True))
+        print(tfliquid.pcr.convert(tfrecord, pcr_dir, images_per_record=128, scan_script=SCAN_SCRIPT, verify=True))
         paths[split] = pcr_dir
     print()
     print(tfliquid.pcr.format_inspection(tfliquid.pcr.inspect(paths["train"])))

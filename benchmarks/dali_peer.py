@@ -1,0 +1,42 @@
+"""NVIDIA DALI's CPU pipeline as a peer: the strongest JPEG-loading pipeline that installs here.
+
+DALI is optional (`pip install nvidia-dali-cuda120`, a 425 MB wheel; it runs CPU-only pipelines with
+`device_id=None`). Benchmarks add it as a peer when it imports and say so when it does not.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+BATCH = 256
+
+
+def available() -> bool:
+    try:
+        import nvidia.dali  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def jpeg_folder_epoch(folder: str, images: int):
+    """A function that decodes `images` JPEGs of an image folder once (file reader + CPU decoder, one thread per
+    core, as DALI's examples do) and returns how many images it decoded (whole batches)."""
+    from nvidia.dali import fn, pipeline_def
+
+    @pipeline_def(batch_size=BATCH, num_threads=os.cpu_count(), device_id=None, prefetch_queue_depth=2)
+    def pipeline():
+        jpegs, labels = fn.readers.file(file_root=folder, random_shuffle=True, seed=0, name="reader")
+        return fn.decoders.image(jpegs, device="cpu"), labels
+
+    dali = pipeline()
+    dali.build()
+    batches = math.ceil(images / BATCH)
+
+    def epoch() -> int:
+        for _ in range(batches):
+            dali.run()
+        return batches * BATCH
+
+    return epoch
