@@ -1,9 +1,9 @@
 // Liquid>PCRRecordDataset: a source dataset over ONE record file. It reads the record's prefix up to the
 // requested scan group with one read, validates it (ops/pcr/record.h) and emits every image as a progressive
-// JPEG cut at that scan group, with its (key and) label. Python interleaves one of these per record
-// (tfliquid/data/pcr_dataset.py); the scan group is an input so that a tf.Variable read in the interleave
-// function applies from the next record opened. With a MinIO cache (cache_* attributes), the prefix is looked up
-// there first and offered to it after a read.
+// JPEG cut at that scan group (a record of whole items: each item as stored), with its (key and) label. Python
+// interleaves one of these per record (tfliquid/data/pcr_dataset.py); the scan group is an input so that a tf.Variable
+// read in the interleave function applies from the next record opened. With a MinIO cache (cache_* attributes), the
+// prefix is looked up there first and offered to it after a read.
 #include <memory>
 #include <numeric>
 #include <string>
@@ -65,6 +65,16 @@ std::vector<uint32_t> Permutation(uint32_t n, bool shuffle, int64_t seed) {
   return order;
 }
 
+// Output dtypes in the order tf.nest flattens {"cached", "image", "key", "label"}.
+DataTypeVector OutputDtypes(bool with_keys, bool with_cache_hits) {
+  DataTypeVector dtypes;
+  if (with_cache_hits) dtypes.push_back(tensorflow::DT_BOOL);
+  dtypes.push_back(tensorflow::DT_STRING);
+  if (with_keys) dtypes.push_back(tensorflow::DT_STRING);
+  dtypes.push_back(tensorflow::DT_INT64);
+  return dtypes;
+}
+
 // Inputs: filename, prefix_ends, scan_group, then 0 or 1 variable handles, then seed and cache_pass.
 constexpr int kVariableInput = 3;
 constexpr int kInputsWithoutVariable = 5;
@@ -74,6 +84,7 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
   explicit PCRRecordDatasetOp(OpKernelConstruction* ctx) : DatasetOpKernel(ctx) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr(kShuffleAttr, &shuffle_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr(kWithKeysAttr, &with_keys_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kWithCacheHitsAttr, &with_cache_hits_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr(kScanGroupVariableTokenAttr, &variable_token_));
     OP_REQUIRES_OK(ctx, cache::ConfigFromAttrs(ctx, &cache_config_));
   }
@@ -95,14 +106,15 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "cache_pass", &cache_pass));
     const auto ends = prefix_ends->vec<int64_t>();
     *output = new Dataset(ctx, std::string(*filename), std::vector<int64_t>(ends.data(), ends.data() + ends.size()),
-                          scan_group, seed, shuffle_, with_keys_, cache_config_, cache_pass);
+                          scan_group, seed, shuffle_, with_keys_, with_cache_hits_, cache_config_, cache_pass);
   }
 
  private:
   class Dataset : public DatasetBase {
    public:
     Dataset(OpKernelContext* ctx, std::string filename, std::vector<int64_t> prefix_ends, int64_t scan_group,
-            int64_t seed, bool shuffle, bool with_keys, cache::Config cache_config, int64_t cache_pass)
+            int64_t seed, bool shuffle, bool with_keys, bool with_cache_hits, cache::Config cache_config,
+            int64_t cache_pass)
         : DatasetBase(DatasetContext(ctx)),
           filename_(std::move(filename)),
           prefix_ends_(std::move(prefix_ends)),
@@ -110,10 +122,10 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
           seed_(seed),
           shuffle_(shuffle),
           with_keys_(with_keys),
+          with_cache_hits_(with_cache_hits),
           cache_config_(std::move(cache_config)),
           cache_pass_(cache_pass),
-          dtypes_(with_keys ? DataTypeVector{tensorflow::DT_STRING, tensorflow::DT_STRING, tensorflow::DT_INT64}
-                            : DataTypeVector{tensorflow::DT_STRING, tensorflow::DT_INT64}),
+          dtypes_(OutputDtypes(with_keys, with_cache_hits)),
           shapes_(dtypes_.size(), PartialTensorShape({})) {}
 
     std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
@@ -144,12 +156,16 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
       TF_RETURN_IF_ERROR(b->AddScalar(scan_group_, &scan_group));
       TF_RETURN_IF_ERROR(b->AddScalar(seed_, &seed));
       TF_RETURN_IF_ERROR(b->AddScalar(cache_pass_, &cache_pass));
-      tensorflow::AttrValue num_variables, shuffle, with_keys;
+      tensorflow::AttrValue num_variables, shuffle, with_keys, with_cache_hits;
       b->BuildAttrValue(0, &num_variables);  // the scan group read from a variable, if any, is saved as a value
       b->BuildAttrValue(shuffle_, &shuffle);
       b->BuildAttrValue(with_keys_, &with_keys);
+      b->BuildAttrValue(with_cache_hits_, &with_cache_hits);
       std::vector<std::pair<absl::string_view, tensorflow::AttrValue>> attrs = {
-          {kNumScanGroupVariablesAttr, num_variables}, {kShuffleAttr, shuffle}, {kWithKeysAttr, with_keys}};
+          {kNumScanGroupVariablesAttr, num_variables},
+          {kShuffleAttr, shuffle},
+          {kWithKeysAttr, with_keys},
+          {kWithCacheHitsAttr, with_cache_hits}};
       cache::AppendAttrs(cache_config_, &attrs);
       return b->AddDataset(this, {{0, filename}, {1, prefix_ends}, {2, scan_group}, {4, seed}, {5, cache_pass}},
                            {{kVariableInput, {}}}, attrs, output);
@@ -171,6 +187,11 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
         }
         const uint32_t i = order_[next_++];
         const pcr::RecordHeader& header = prefix_.header;
+        if (dataset()->with_cache_hits_) {
+          Tensor cached(ctx->allocator({}), tensorflow::DT_BOOL, TensorShape({}));
+          cached.scalar<bool>()() = from_cache_;
+          out_tensors->push_back(std::move(cached));
+        }
         Tensor jpeg(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
         tstring& bytes = jpeg.scalar<tstring>()();
         bytes.resize_uninitialized(prefix_.ImageSize(i));
@@ -230,9 +251,11 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
           // A cached prefix went through ParsePrefix before it was admitted; parsing it again is cheap.
           if (hit && cached.size() == 1 && cached[0].dtype() == tensorflow::DT_STRING && cached[0].dims() == 0 &&
               ParsePrefix(cached[0], scan_group).ok()) {
+            from_cache_ = true;
             return absl::OkStatus();
           }
         }
+        from_cache_ = false;
         TF_RETURN_IF_ERROR(ReadPrefix(ctx));
         TF_RETURN_IF_ERROR(ParsePrefix(buffer_, scan_group));
         if (cache) {
@@ -285,6 +308,7 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
 
       mutex mu_;
       bool loaded_ TF_GUARDED_BY(mu_) = false;
+      bool from_cache_ TF_GUARDED_BY(mu_) = false;  // the record being emitted was a cache hit
       size_t next_ TF_GUARDED_BY(mu_) = 0;
       Tensor buffer_ TF_GUARDED_BY(mu_);  // the prefix: a scalar string, shared with the cache when cached
       pcr::RecordPrefix prefix_ TF_GUARDED_BY(mu_);
@@ -297,6 +321,7 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
     const int64_t seed_;
     const bool shuffle_;
     const bool with_keys_;
+    const bool with_cache_hits_;
     const cache::Config cache_config_;
     const int64_t cache_pass_;
     const DataTypeVector dtypes_;
@@ -305,6 +330,7 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
 
   bool shuffle_;
   bool with_keys_;
+  bool with_cache_hits_;
   int64_t variable_token_;
   cache::Config cache_config_;
 };

@@ -23,6 +23,7 @@ REGISTER_OP(kPCRRecordDatasetOp)
     .Attr(absl::StrCat(kScanGroupVariableTokenAttr, ": int = 0"))
     .Attr(absl::StrCat(kShuffleAttr, ": bool = false"))
     .Attr(absl::StrCat(kWithKeysAttr, ": bool = false"))
+    .Attr(absl::StrCat(kWithCacheHitsAttr, ": bool = false"))
     .TFLIQUID_CACHE_ATTRS()
     .SetIsStateful()  // source datasets are stateful so that constant folding leaves them alone
     .SetShapeFn([](InferenceContext* c) {
@@ -32,9 +33,11 @@ REGISTER_OP(kPCRRecordDatasetOp)
       return absl::OkStatus();
     })
     .Doc(R"doc(
-Images of one PCR record at a scan group: (image, key, label) with_keys, else (image, label). That is the order in
-which tf.nest flattens {"image", "key", "label"}, so Python declares a dict element_spec with no map.
-The image is the progressive JPEG cut at the scan group.
+Images of one PCR record at a scan group: ([cached,] image, [key,] label), key with_keys, cached (bool: the
+record came from the cache, not storage) with_cache_hits. That is the order in which tf.nest flattens
+{"cached", "image", "key", "label"}, so Python declares a dict element_spec with no map.
+The image is the progressive JPEG cut at the scan group; in a record of whole items (flag bit 0, Liquid's) it is
+the item as stored.
 prefix_ends: the record's index entry, padded to the dataset's G scan groups. scan_group: 1-based; above the
 record's own count means full fidelity. scan_group_variable: none, or one integer variable whose value (1..G) is
 read instead of scan_group when the record is opened, so that assigning it changes the fidelity with no rebuild.

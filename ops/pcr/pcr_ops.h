@@ -13,6 +13,7 @@ inline constexpr char kNumScanGroupVariablesAttr[] = "num_scan_group_variables";
 inline constexpr char kScanGroupVariableTokenAttr[] = "scan_group_variable_token";
 inline constexpr char kShuffleAttr[] = "shuffle";
 inline constexpr char kWithKeysAttr[] = "with_keys";
+inline constexpr char kWithCacheHitsAttr[] = "with_cache_hits";
 
 }  // namespace tfliquid
 

@@ -117,7 +117,7 @@ bool CheckHeaderInvariants(const RecordHeader& h, std::string* error) {
 
 }  // namespace
 
-bool ParsePreamble(const char* data, size_t size, uint32_t* header_length, std::string* error) {
+bool ParsePreamble(const char* data, size_t size, uint32_t* header_length, uint32_t* flags, std::string* error) {
   if (size < kPreambleSize)
     return Fail(error, size, "file ends inside the 24-byte preamble (" + std::to_string(size) + " bytes)");
   if (std::memcmp(data, kRecordMagic, sizeof(kRecordMagic)) != 0) return Fail(error, 0, "bad magic: not a PCR record");
@@ -127,8 +127,8 @@ bool ParsePreamble(const char* data, size_t size, uint32_t* header_length, std::
   *header_length = LoadLe32(data + 12);
   if (*header_length > kMaxHeaderBytes)
     return Fail(error, 12, "header length " + std::to_string(*header_length) + " exceeds the 256 MiB limit");
-  const uint32_t flags = LoadLe32(data + 20);
-  if (flags != 0) return Fail(error, 20, "unknown flags " + Hex(flags));
+  *flags = LoadLe32(data + 20);
+  if ((*flags & ~kWholeItemsFlag) != 0) return Fail(error, 20, "unknown flags " + Hex(*flags));
   return true;
 }
 
@@ -138,8 +138,8 @@ bool ParseHeader(const char* data, size_t size, RecordHeader* header, std::strin
 }
 
 bool ParseRecordPrefix(const char* data, size_t size, uint32_t scan_group, RecordPrefix* prefix, std::string* error) {
-  uint32_t header_length;
-  if (!ParsePreamble(data, size, &header_length, error)) return false;
+  uint32_t header_length, flags;
+  if (!ParsePreamble(data, size, &header_length, &flags, error)) return false;
   const uint64_t payload_offset = kPreambleSize + static_cast<uint64_t>(header_length);
   if (payload_offset > size)
     return Fail(
@@ -153,6 +153,10 @@ bool ParseRecordPrefix(const char* data, size_t size, uint32_t scan_group, Recor
   RecordHeader& h = prefix->header;
   if (!ParseHeader(header_bytes, header_length, &h, error)) return false;
   if (scan_group < 1) return Fail(error, 0, "scan group must be >= 1");
+  prefix->whole_items = (flags & kWholeItemsFlag) != 0;
+  if (prefix->whole_items && h.num_scan_groups != 1)
+    return Fail(error, kPreambleSize,
+                "a record of whole items has one group, not " + std::to_string(h.num_scan_groups));
 
   prefix->payload_offset = payload_offset;
   prefix->groups_read = std::min(scan_group, h.num_scan_groups);
@@ -184,7 +188,7 @@ bool ParseRecordPrefix(const char* data, size_t size, uint32_t scan_group, Recor
 
 uint64_t RecordPrefix::ImageSize(uint32_t i) const {
   const uint32_t n = header.num_images;
-  uint64_t size = 2;  // EOI
+  uint64_t size = whole_items ? 0 : 2;  // EOI
   for (uint32_t k = 0; k < groups_read; ++k) size += header.partial_sizes[static_cast<size_t>(k) * n + i];
   return size;
 }
@@ -197,6 +201,7 @@ void RecordPrefix::AssembleImage(const char* buffer, uint32_t i, char* out) cons
     std::memcpy(out, buffer + partial_offsets[at], size);
     out += size;
   }
+  if (whole_items) return;
   out[0] = '\xff';
   out[1] = '\xd9';
 }

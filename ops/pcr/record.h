@@ -2,7 +2,8 @@
 //
 // A reader reads bytes [0, prefix_end) of a record file in one read, then calls ParseRecordPrefix on them to
 // validate the preamble, the header and the CRC of every scan group in the prefix. AssembleImage then
-// reconstructs image i at that fidelity: partial 1 || ... || partial g || EOI.
+// reconstructs image i at that fidelity: partial 1 || ... || partial g || EOI (a record of whole items, as
+// Liquid's, has one group and no EOI is added).
 #ifndef TFLIQUID_OPS_PCR_RECORD_H_
 #define TFLIQUID_OPS_PCR_RECORD_H_
 
@@ -20,6 +21,9 @@ inline constexpr size_t kPreambleSize = 24;
 inline constexpr uint32_t kMaxImages = 1u << 20;
 inline constexpr uint32_t kMaxScanGroups = 64;
 inline constexpr uint32_t kMaxHeaderBytes = 256u << 20;
+// Preamble flag bit 0: every image is one whole item (a Liquid record, docs/formats/liquid.md): one scan group,
+// and readers append no EOI.
+inline constexpr uint32_t kWholeItemsFlag = 1;
 
 struct RecordHeader {
   uint32_t num_images = 0;
@@ -36,18 +40,20 @@ struct RecordPrefix {
   RecordHeader header;
   uint64_t payload_offset = 0;
   uint32_t groups_read = 0;  // min(requested scan group, num_scan_groups)
+  bool whole_items = false;  // kWholeItemsFlag: images are emitted as stored, with no EOI
   // partial_offsets[k * num_images + i]: absolute offset of partial k+1 of image i in the buffer.
   std::vector<uint64_t> partial_offsets;
 
   uint32_t num_images() const { return header.num_images; }
-  // Bytes of image i reconstructed at `groups_read` groups, EOI included.
+  // Bytes of image i reconstructed at `groups_read` groups, EOI included (unless whole_items).
   uint64_t ImageSize(uint32_t i) const;
   // Writes image i into out[0, ImageSize(i)).
   void AssembleImage(const char* buffer, uint32_t i, char* out) const;
 };
 
-// Reads the 24-byte preamble: on success sets *header_length. `size` may be the whole prefix or just 24 bytes.
-bool ParsePreamble(const char* data, size_t size, uint32_t* header_length, std::string* error);
+// Reads the 24-byte preamble: on success sets *header_length and *flags. `size` may be the whole prefix or just
+// 24 bytes.
+bool ParsePreamble(const char* data, size_t size, uint32_t* header_length, uint32_t* flags, std::string* error);
 
 // Decodes the header message (wire format, unknown fields skipped) and checks its invariants.
 bool ParseHeader(const char* data, size_t size, RecordHeader* header, std::string* error);

@@ -26,9 +26,9 @@ AUTOTUNE = tf.data.AUTOTUNE
 
 
 class PCRRecordDataset(tf.data.Dataset):
-    """The images of ONE record file at one scan group: {"image": progressive JPEG bytes cut at that group,
-    "label" [, "key"]}. `PCRDataset` interleaves one per record; used alone, it reads one record back (the
-    conversion's `--verify` does).
+    """The images of ONE record file at one scan group: {"image": progressive JPEG bytes cut at that group (a
+    record of whole items, as Liquid's: the item), "label" [, "key", "cached"]}. `PCRDataset` interleaves one per
+    record; used alone, it reads one record back (the conversion's `--verify` does).
 
     Args:
       filename: the record file.
@@ -37,6 +37,7 @@ class PCRRecordDataset(tf.data.Dataset):
         `tf.Variable` is read when the record is opened, and must then be in 1..len(prefix_ends).
       shuffle, seed: emit the images in a seeded random order instead of stored order.
       with_keys: also emit "key", the image's key as stored.
+      with_cache_hits: also emit "cached": whether the record came from `cache` (False without one).
       cache, cache_pass: a `MinIOCache` of record prefixes, and the pass (epoch) id its lookups count in.
 
     Holds one op's variant. The op emits its tensors in the order tf.nest flattens this dict, so no map is
@@ -52,6 +53,7 @@ class PCRRecordDataset(tf.data.Dataset):
         shuffle: bool = False,
         seed=0,
         with_keys: bool = False,
+        with_cache_hits: bool = False,
         cache: MinIOCache | None = None,
         cache_pass=-1,
     ):
@@ -72,9 +74,12 @@ class PCRRecordDataset(tf.data.Dataset):
             scan_group_variable_token=token,
             shuffle=shuffle,
             with_keys=with_keys,
+            with_cache_hits=with_cache_hits,
             **cache_attrs,
         )
         self._spec = {"image": tf.TensorSpec([], tf.string), "label": tf.TensorSpec([], tf.int64)}
+        if with_cache_hits:
+            self._spec["cached"] = tf.TensorSpec([], tf.bool)
         if with_keys:
             self._spec["key"] = tf.TensorSpec([], tf.string)
         super().__init__(variant)

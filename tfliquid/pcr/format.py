@@ -34,6 +34,7 @@ INDEX_VERSION = 2  # of the index file: magic | u32 version | u32 crc32c(message
 INDEX_HEADER = struct.Struct("<II")
 INDEX_V1_FIRST_BYTE = b"\x08"  # version 1 had no header: the message's first byte, field 1 (varint) tag
 PREAMBLE = struct.Struct("<8sIIII")  # magic, version, header_length, header_crc32c, flags
+WHOLE_ITEMS = 1  # flags bit 0: one group of whole items, no EOI appended (Liquid records, docs/formats/liquid.md)
 MAX_IMAGES = 1 << 20
 MAX_SCAN_GROUPS = 64
 INDEX_FILENAME = "index.pcrindex"
@@ -58,12 +59,16 @@ def encode_record(
     labels: Sequence[int],
     keys: Sequence[bytes] = (),
     crc: Callable[[bytes], int] = crc32c,
+    flags: int = 0,
 ) -> EncodedRecord:
     """Serializes one record.
 
     partials[i] lists image i's partials (tfliquid.pcr.jpeg.split_partials); images may have different
-    scan counts: the record has max(len) scan groups and shorter images get empty partials.
+    scan counts: the record has max(len) scan groups and shorter images get empty partials. With
+    flags=WHOLE_ITEMS, partials[i] is [item i]: a record of whole items (Liquid's).
     """
+    if flags & ~WHOLE_ITEMS:
+        raise PCRFormatError(f"unknown flags {flags:#x}")
     num_images = len(partials)
     if not 1 <= num_images <= MAX_IMAGES:
         raise PCRFormatError(f"a record holds 1 to {MAX_IMAGES} images, got {num_images}")
@@ -72,6 +77,8 @@ def encode_record(
     num_groups = max(len(p) for p in partials)
     if not 1 <= num_groups <= MAX_SCAN_GROUPS:
         raise PCRFormatError(f"images need 1 to {MAX_SCAN_GROUPS} scans, got {num_groups}")
+    if flags & WHOLE_ITEMS and num_groups != 1:
+        raise PCRFormatError(f"a record of whole items has one group, got {num_groups}")
 
     groups = [b"".join(p[k] if k < len(p) else b"" for p in partials) for k in range(num_groups)]
     header = pcr_pb2.RecordHeader(
@@ -87,7 +94,7 @@ def encode_record(
         end += len(group)
         header.group_ends.append(end)
     header_bytes = header.SerializeToString()
-    preamble = PREAMBLE.pack(RECORD_MAGIC, FORMAT_VERSION, len(header_bytes), crc(header_bytes), 0)
+    preamble = PREAMBLE.pack(RECORD_MAGIC, FORMAT_VERSION, len(header_bytes), crc(header_bytes), flags)
     payload_offset = PREAMBLE.size + len(header_bytes)
     return EncodedRecord(
         data=b"".join([preamble, header_bytes, *groups]),
@@ -113,7 +120,7 @@ def parse_preamble(data: bytes) -> int:
         raise PCRFormatError("offset 0: bad magic: not a PCR record")
     if version != FORMAT_VERSION:
         raise PCRFormatError(f"offset 8: unsupported format version {version}")
-    if flags:
+    if flags & ~WHOLE_ITEMS:
         raise PCRFormatError(f"offset 20: unknown flags {flags:#x}")
     return header_length
 
@@ -139,6 +146,8 @@ def parse_header(data: bytes, crc: Callable[[bytes], int] = crc32c) -> pcr_pb2.R
         and len(header.group_crc32c) == g
     ):
         raise PCRFormatError("offset 24: header fields are inconsistent")
+    if PREAMBLE.unpack_from(data)[4] & WHOLE_ITEMS and g != 1:
+        raise PCRFormatError(f"offset 24: a record of whole items has one group, not {g}")
     return header
 
 
@@ -172,7 +181,8 @@ def decode_record(
             raise PCRFormatError(f"offset {start}: scan group {k + 1} size does not match its partials")
         start = end
     keys = list(header.keys) or [b""] * n
-    return [DecodedImage(bytes(img) + EOI, label, key) for img, label, key in zip(images, header.labels, keys)]
+    end = b"" if PREAMBLE.unpack_from(data)[4] & WHOLE_ITEMS else EOI
+    return [DecodedImage(bytes(img) + end, label, key) for img, label, key in zip(images, header.labels, keys)]
 
 
 def read_index(dataset_dir: str, crc: Callable[[bytes], int] = crc32c) -> pcr_pb2.DatasetIndex:
