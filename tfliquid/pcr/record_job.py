@@ -1,0 +1,433 @@
+"""The conversion job of datasets of records (PCR records, and Liquid's records of whole items, which share their
+container): what every such converter does the same way, apart from what it makes of each image.
+
+A converter gives a `Plan` (which source items go to which record file, from its seed) and a `RecordJob`: the
+graph function that prepares an image (read bytes -> the record's parts of it) and the check of a written record.
+`convert_records` then runs one tf.data pipeline over every record to build, in parallel on every core, keeps the
+records a previous run completed (every planned image, every CRC right), writes the others atomically, rejects the
+images that cannot be prepared (listed in the report with the reason, or raised with on_error="raise") and saves
+progress in DST/convert_state.json, so that rerunning the same command resumes. One run at a time holds the
+destination (tfliquid._common.lock).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import hashlib
+import json
+import os
+from collections.abc import Callable
+
+import numpy as np
+import tensorflow as tf
+
+from tfliquid._common import sources
+from tfliquid._common.crc32c import crc32c_fast
+from tfliquid._common.errors import ConversionError, op_error_message
+from tfliquid._common.files import write_atomically
+from tfliquid._common.progress import Progress
+from tfliquid._common.report import ConversionReport
+from tfliquid._proto import pcr_pb2
+from tfliquid.pcr import format as pcr_format
+from tfliquid.pcr import jpeg as jpeg_format
+from tfliquid.pcr.dataset import PCRRecordDataset
+
+STATE_FILENAME = "convert_state.json"
+RECORDS_DIR = "records"
+SPOOL_FILENAME = "spool.tmp"
+SOURCE_FORMATS = ("auto", "folder", "tfrecord")
+ON_ERROR = ("reject", "raise")
+# Images that are decoded to be re-encoded (about 4 bytes a pixel) and claim more pixels than this are rejected
+# before that, as Pillow's decompression-bomb check (which the L3 conversion meets) does at the same size.
+MAX_PIXELS = 178_956_970
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordJob:
+    """What a converter makes of each image.
+
+    prepare: a graph function (item, image bytes, label, key) -> (item, the image as stored, int64 vector of the
+      ends of its parts (a PCR image's scans; [len] for a whole item), label, key, lossy (bool), the bytes
+      verify_record compares with (or ""), the source's size in bytes). An error rejects the image.
+    flags: the records' preamble flags (pcr_format.WHOLE_ITEMS for records of whole items).
+    verify_record: (path of the written record, its RecordEntry, the images' comparison bytes, keys) -> None,
+      raising ConversionError when the record does not hold what the sources make.
+    """
+
+    prepare: Callable
+    flags: int
+    verify_record: Callable[[str, pcr_pb2.RecordEntry, list, list], None]
+
+
+def check_destination(src: str, dst: str) -> None:
+    """Refuses, before anything is written, a destination that is a file or lies in a source folder (it would be
+    read as one more class, or as TFRecords)."""
+    if os.path.exists(dst) and not os.path.isdir(dst):
+        raise ConversionError(f"{dst} is a file; the destination of a conversion is a directory")
+    if os.path.isdir(src):
+        source, destination = os.path.realpath(src), os.path.realpath(dst)
+        if os.path.commonpath([source, destination]) == source:
+            raise ConversionError(f"the destination {dst} is inside the source folder {src}; choose one outside it")
+
+
+def remove_temporaries(dst: str) -> None:
+    """What a killed run left: files being written (NAME.tmp-PID) and a partial spool. Safe only under the lock:
+    no other run writes here."""
+    for pattern in ("*.tmp-*", os.path.join(RECORDS_DIR, "*.tmp-*"), SPOOL_FILENAME + ".tmp"):
+        for path in glob.glob(os.path.join(glob.escape(dst), pattern)):
+            os.remove(path)
+
+
+def open_source(src: str, source_format: str, spool_path: str, tfrecord_options: dict) -> sources.Source:
+    if source_format == "auto":
+        source_format = _guess_source_format(src)
+    if source_format == "folder":
+        return sources.image_folder(src)
+    return sources.spool_tfrecords(src, spool_path, **tfrecord_options)
+
+
+def _guess_source_format(src: str) -> str:
+    """ "folder" for a folder of class subfolders, "tfrecord" for TFRecord files; a clear error for a folder that
+    holds neither."""
+    if not os.path.isdir(src):
+        return "tfrecord"  # a file or a glob
+    entries = [e for e in os.scandir(src) if not e.name.startswith(".")]
+    if any(e.is_dir() for e in entries):
+        return "folder"
+    if not entries:
+        raise ConversionError(f"{src} is an empty folder: expected class subfolders of images, or TFRecord files")
+    if any(e.name.lower().endswith(sources.IMAGE_EXTENSIONS) for e in entries):
+        raise ConversionError(
+            f"{src} holds images but no class subfolders: put them in one subfolder per class (SRC/CLASS/IMAGE)"
+        )
+    return "tfrecord"
+
+
+def plan_fingerprint(source: sources.Source, settings: dict) -> str:
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
+    digest.update(source.labels.tobytes())
+    for key in source.keys:
+        digest.update(len(key).to_bytes(4, "little") + key)
+    return digest.hexdigest()
+
+
+@dataclasses.dataclass
+class Plan:
+    """Which items go to which record: record r holds items[r] in that order, in file relatives[r] (relative to the
+    dataset directory)."""
+
+    items: list[np.ndarray]
+    relatives: list[str]
+
+
+def shuffled_plan(num_items: int, images_per_record: int, seed: int, name: str) -> Plan:
+    """Items in a seeded random order, cut into records of `images_per_record`: RECORDS_DIR/NAME-00000.pcr, ..."""
+    order = np.random.default_rng(seed).permutation(num_items)
+    return chunked_plan(order, images_per_record, name, "pcr")
+
+
+def chunked_plan(items: np.ndarray, images_per_record: int, name: str, extension: str) -> Plan:
+    """`items`, in this order, cut into records of `images_per_record`: RECORDS_DIR/NAME-00000.EXTENSION, ..."""
+    count = -(-len(items) // images_per_record)
+    return Plan(
+        items=[items[r * images_per_record : (r + 1) * images_per_record] for r in range(count)],
+        relatives=[os.path.join(RECORDS_DIR, f"{name}-{r:05d}.{extension}") for r in range(count)],
+    )
+
+
+class State:
+    """DST/convert_state.json: the plan's fingerprint and how many images of each record were lossy."""
+
+    def __init__(self, dst: str, fingerprint: str, overwrite: bool):
+        self.path = os.path.join(dst, STATE_FILENAME)
+        self.fingerprint = fingerprint
+        self.lossy: dict[str, int] = {}
+        if os.path.exists(self.path) and not overwrite:
+            try:
+                with open(self.path) as f:
+                    previous = json.load(f)
+            except (OSError, ValueError) as e:
+                raise ConversionError(f"{self.path} is unreadable ({e}); rerun with --overwrite") from None
+            if previous.get("plan") != fingerprint:
+                raise ConversionError(
+                    f"{dst} holds a conversion of other images or settings; use a new "
+                    "destination or overwrite=True (--overwrite)"
+                )
+            self.lossy = previous.get("lossy", {})
+        self.save()
+
+    def record_done(self, relative: str, lossy: int) -> None:
+        self.lossy[relative] = lossy
+        self.save()
+
+    def save(self) -> None:
+        state = {"plan": self.fingerprint, "lossy": self.lossy}
+        write_or_explain(os.path.dirname(self.path), write_atomically, self.path, json.dumps(state).encode())
+
+
+def write_or_explain(dst: str, write, *args) -> None:
+    """write(*args), with a full disk or a write error said in one line: what was written stays, a rerun resumes."""
+    try:
+        write(*args)
+    except OSError as e:
+        raise ConversionError(
+            f"cannot write into {dst}: {e.strerror or e}; what was written is kept, and "
+            "rerunning the same command resumes"
+        ) from None
+
+
+def convert_records(
+    source: sources.Source,
+    plan: Plan,
+    dst: str,
+    state: State,
+    report: ConversionReport,
+    job: RecordJob,
+    verify: bool,
+    overwrite: bool,
+    on_error: str,
+    progress: bool,
+) -> list[pcr_pb2.RecordEntry | None]:
+    """Keeps the complete records, converts the others (and, with `verify`, rebuilds the kept ones to check them);
+    returns every record's index entry, None for a record none of whose images could be converted."""
+    entries = [
+        None if overwrite else _complete_record(dst, relative, source, items, job.flags)
+        for relative, items in zip(plan.relatives, plan.items)
+    ]
+    build = [r for r, entry in enumerate(entries) if entry is None or verify]
+    kept = [r for r, entry in enumerate(entries) if entry is not None and not verify]
+    report.skipped = sum(len(plan.items[r]) for r in kept)
+    report.files_skipped = len(kept)
+    with Progress(source.num_items, "image", progress) as bar:
+        bar.update(report.skipped)
+        if not build:
+            return entries
+        # One pipeline for every record to build: images of the next record transcode while this one is written.
+        images = _Lookahead(_prepared_images(source, np.concatenate([plan.items[r] for r in build]), job.prepare))
+        for r in build:
+            built = _take_record(images, plan.items[r], source, job.prepare, on_error, report)
+            path = os.path.join(dst, plan.relatives[r])
+            if built.empty:
+                entries[r] = None
+                if os.path.exists(path):
+                    os.remove(path)
+            else:
+                entries[r] = _store_record(built, path, plan.relatives[r], entries[r], job, verify, dst, report)
+                state.record_done(plan.relatives[r], built.lossy)
+            bar.update(report.images + len(report.failures))
+    report.verified_images = report.images if verify else 0
+    return entries
+
+
+def _complete_record(dst: str, relative: str, source: sources.Source, items: np.ndarray, flags: int):
+    """The index entry of the record file `relative` if it is complete: every planned image (keys and labels in
+    planned order) and every CRC right; None if it is missing, partial, corrupt or holds other images."""
+    try:
+        with open(os.path.join(dst, relative), "rb") as f:
+            data = f.read()
+        header = pcr_format.parse_header(data, crc=crc32c_fast)
+    except (OSError, pcr_format.PCRFormatError, ValueError):  # ValueError: protobuf cannot parse the header
+        return None
+    _, _, header_length, _, record_flags = pcr_format.PREAMBLE.unpack_from(data)
+    payload_offset = pcr_format.PREAMBLE.size + header_length
+    if record_flags != flags or payload_offset + header.group_ends[-1] != len(data):
+        return None
+    if list(header.keys) != [source.keys[i] for i in items] or list(header.labels) != source.labels[items].tolist():
+        return None
+    start = payload_offset
+    for end, crc in zip(header.group_ends, header.group_crc32c):
+        if crc32c_fast(data[start : payload_offset + end]) != crc:
+            return None
+        start = payload_offset + end
+    return pcr_pb2.RecordEntry(
+        path=relative,
+        num_images=header.num_images,
+        payload_offset=payload_offset,
+        prefix_ends=[payload_offset + e for e in header.group_ends],
+    )
+
+
+def claimed_pixels(contents: tf.Tensor) -> tf.Tensor:
+    """Width x height from the header of a PNG, GIF or BMP (what tf.io.decode_image reads besides JPEG), read
+    before decoding; 0 for anything else (decode_image refuses it)."""
+    data = contents + b"\0" * 26  # every field below lies in the first 26 bytes: short data reads zeros
+
+    def number(offset: int, size: int, big_endian: bool) -> tf.Tensor:
+        raw = tf.cast(tf.io.decode_raw(tf.strings.substr(data, offset, size), tf.uint8), tf.int64)
+        weights = [256 ** (size - 1 - i) if big_endian else 256**i for i in range(size)]
+        return tf.reduce_sum(raw * tf.constant(weights, tf.int64))
+
+    def bmp_side(offset: int) -> tf.Tensor:  # an int32: BMP heights are negative for top-down images
+        side = number(offset, 4, big_endian=False)
+        return tf.where(side >= 2**31, 2**32 - side, side)
+
+    magic = tf.strings.substr(data, 0, 8)
+    return tf.case(
+        [
+            (tf.equal(magic, b"\x89PNG\r\n\x1a\n"), lambda: number(16, 4, True) * number(20, 4, True)),
+            (tf.equal(tf.strings.substr(magic, 0, 3), b"GIF"), lambda: number(6, 2, False) * number(8, 2, False)),
+            (tf.equal(tf.strings.substr(magic, 0, 2), b"BM"), lambda: bmp_side(18) * bmp_side(22)),
+        ],
+        default=lambda: tf.constant(0, tf.int64),
+    )
+
+
+_BATCH = 32
+
+
+def _prepared_images(source, items, prepare):
+    """Yields (item, progressive, scan ends, label, key, lossy, source bytes, source size) per item that could be
+    prepared, in order; the others are left out (the caller finds out why).
+
+    Batched through the iterator: per-element iterator calls would cost more Python time than assembling."""
+    batches = (
+        source.read(items)
+        .map(prepare, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        .ignore_errors()
+        .padded_batch(_BATCH, padding_values=(np.int64(0), b"", np.int64(-1), np.int64(0), b"", False, b"", 0))
+        .prefetch(2)
+    )
+    for item, progressive, scan_ends, label, key, lossy, contents, size in batches.as_numpy_iterator():
+        for i in range(len(label)):
+            ends = scan_ends[i]
+            yield (
+                int(item[i]),
+                progressive[i],
+                ends[ends >= 0].tolist(),
+                int(label[i]),
+                key[i],
+                bool(lossy[i]),
+                contents[i],
+                int(size[i]),
+            )
+
+
+class _Lookahead:
+    """An iterator whose next element can be looked at without taking it."""
+
+    _END = object()
+
+    def __init__(self, iterator):
+        self._iterator = iterator
+        self._next = next(iterator, self._END)
+
+    def peek(self):
+        return None if self._next is self._END else self._next
+
+    def take(self):
+        taken, self._next = self._next, next(self._iterator, self._END)
+        return taken
+
+
+class _BuiltRecord:
+    """The images of one record that could be prepared, in planned order."""
+
+    def __init__(self):
+        self.partials, self.labels, self.keys, self.verify_against = [], [], [], []
+        self.lossy = 0
+        self.input_bytes = 0
+
+    @property
+    def empty(self) -> bool:
+        return not self.keys
+
+
+def _take_record(images: _Lookahead, items, source, prepare, on_error, report) -> _BuiltRecord:
+    """Takes the prepared images of `items` from the stream; an item the stream lacks was rejected, and why is
+    found out by preparing it alone."""
+    built = _BuiltRecord()
+    for item in items:
+        head = images.peek()
+        if head is None or head[0] != item:
+            reason = _rejection_reason(source, int(item), prepare)
+            if on_error == "raise":
+                raise ConversionError(f"{source.origins[item]}: {reason}")
+            report.failures.append((source.origins[item], reason))
+            continue
+        _, progressive, ends, label, key, is_lossy, contents, size = images.take()
+        if len(ends) > pcr_format.MAX_SCAN_GROUPS:
+            reason = f"more than {jpeg_format.MAX_SCANS} scans"
+            if on_error == "raise":
+                raise ConversionError(f"{source.origins[item]}: {reason}")
+            report.failures.append((source.origins[item], reason))
+            continue
+        built.partials.append([progressive[a:b] for a, b in zip([0, *ends], ends)])
+        built.labels.append(label)
+        built.keys.append(key)
+        built.lossy += is_lossy
+        built.input_bytes += size
+        built.verify_against.append(progressive if is_lossy else contents)
+    return built
+
+
+def _rejection_reason(source: sources.Source, item: int, prepare) -> str:
+    """Why an item could not be prepared: the error of reading it, or of preparing it alone."""
+    read = source.read(np.array([item], np.int64))
+    try:
+        _, contents, _, _ = read.get_single_element()
+        if len(contents.numpy()) == 0:
+            return "empty file (0 bytes)"
+        read.map(prepare).get_single_element()
+    except tf.errors.OpError as e:
+        return op_error_message(e)
+    return "could not be prepared in the conversion pipeline, but was when retried alone"
+
+
+def _store_record(built: _BuiltRecord, path, relative, kept_entry, job, verify, dst, report) -> pcr_pb2.RecordEntry:
+    """Writes the record atomically, unless the complete record `kept_entry` on disk is already these bytes (a
+    verifying rerun); with `verify`, the file is read back through the C++ reader first."""
+    record = pcr_format.encode_record(built.partials, built.labels, built.keys, crc=crc32c_fast, flags=job.flags)
+    entry = pcr_pb2.RecordEntry(
+        path=relative,
+        num_images=record.num_images,
+        payload_offset=record.payload_offset,
+        prefix_ends=record.prefix_ends,
+    )
+    check = (lambda written: job.verify_record(written, entry, built.verify_against, built.keys)) if verify else None
+    if kept_entry is not None and _file_bytes(path) == record.data:
+        check(path)
+        report.skipped += record.num_images
+        report.files_skipped += 1
+        return entry
+    write_or_explain(dst, write_atomically, path, record.data, check)
+    report.converted += record.num_images
+    report.files_written += 1
+    report.input_bytes += built.input_bytes
+    report.output_bytes += len(record.data)
+    return entry
+
+
+def _file_bytes(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def verify_pixels(
+    path: str,
+    entry: pcr_pb2.RecordEntry,
+    expected_sources: list[bytes],
+    keys: list[bytes],
+    decode_stored: Callable,
+    decode_expected: Callable,
+) -> None:
+    """Reads a written record back through the C++ reader and checks that each image, decoded by `decode_stored`,
+    has the pixels of its expected source decoded by `decode_expected`; a ConversionError names the ones that
+    do not."""
+    written = PCRRecordDataset(path, list(entry.prefix_ends))
+    pairs = tf.data.Dataset.zip(written, tf.data.Dataset.from_tensor_slices(expected_sources))
+
+    def same_pixels(record_element, source):
+        decoded, expected = decode_stored(record_element["image"]), decode_expected(source)
+        same_shape = tf.reduce_all(tf.equal(tf.shape(decoded), tf.shape(expected)))
+        return tf.cond(same_shape, lambda: tf.reduce_all(tf.equal(decoded, expected)), lambda: False)
+
+    results = pairs.map(same_pixels, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    try:
+        mismatched = [keys[i].decode(errors="replace") for i, ok in enumerate(results.as_numpy_iterator()) if not ok]
+    except tf.errors.OpError as e:
+        raise ConversionError(f"verifying {path}: {op_error_message(e)}") from None
+    if mismatched:
+        raise ConversionError(
+            f"{path}: {len(mismatched)} images do not decode to their source pixels, e.g. {mismatched[:3]}"
+        )
