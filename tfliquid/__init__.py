@@ -20,18 +20,20 @@ from tfliquid._common.errors import ArgumentError, ConversionError, FormatError,
 from tfliquid._version import __version__
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
-    from tfliquid import cache, io, keras, l3, pcr, samples  # noqa: F401
+    from tfliquid import cache, io, keras, l3, liquid, pcr, samples  # noqa: F401
     from tfliquid._lib import load_ops  # noqa: F401
     from tfliquid.cache import MinIOCache, minio_cache  # noqa: F401
+    from tfliquid.liquid import LiquidDataset  # noqa: F401
     from tfliquid.pcr import PCRDataset  # noqa: F401
 
 # name -> (module, attribute in it, or None for the module itself)
 _LAZY = {
     "PCRDataset": ("tfliquid.pcr", "PCRDataset"),
+    "LiquidDataset": ("tfliquid.liquid", "LiquidDataset"),
     "MinIOCache": ("tfliquid.cache", "MinIOCache"),
     "minio_cache": ("tfliquid.cache", "minio_cache"),
     "load_ops": ("tfliquid._lib", "load_ops"),
-    **{name: (f"tfliquid.{name}", None) for name in ("cache", "io", "keras", "l3", "pcr", "samples")},
+    **{name: (f"tfliquid.{name}", None) for name in ("cache", "io", "keras", "l3", "liquid", "pcr", "samples")},
 }
 
 __all__ = ["ArgumentError", "ConversionError", "FormatError", "TfliquidError", "__version__", *sorted(_LAZY)]

@@ -2,13 +2,16 @@
 
     tfliquid VERB [KIND] OPERANDS... [--options]
 
-The verb comes first; a kind follows when the verb applies to several (`convert pcr|l3`, `simulate cache`);
+The verb comes first; a kind follows when the verb applies to several (`convert pcr|l3|liquid`, `profile liquid`,
+`simulate cache`);
 operands are in data-flow order (source, then destination). Options have one spelling across commands (`--seed`,
 `--workers`, `--verify`, `--overwrite`, `--quiet` for no progress, `--verbose` for TensorFlow's own log). Exit
 status: 0 done, 1 failed (or some images were rejected, listed in the report), 2 usage error, 130 interrupted.
 
     tfliquid convert pcr SRC DST [--images-per-record N] [--seed S] [--quality Q] [--verify] ...
     tfliquid convert l3 SRC DST [--profile {default,paper}] [--workers N] [--verify] [--overwrite] ...
+    tfliquid convert liquid SRC DST --formats l3,raw --ratio 3:7 [--size-only] [--seed S] [--verify] ...
+    tfliquid profile liquid SRC --formats png,raw [--read-bandwidth B] [--exhaustive] [--plot F] [--write DST]
     tfliquid inspect PATH
     tfliquid simulate cache [--items N] [--capacity F] [--epochs E] [--seed S] [--policies minio,lru,opt]
 """
@@ -41,6 +44,32 @@ def _common_options(progress: bool, conversion: bool = False) -> argparse.Argume
     return options
 
 
+def _source_options() -> argparse.ArgumentParser:
+    """How to read a source of images: an image folder, or TFRecords of tf.train.Example."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--format", dest="source_format", choices=["auto", "folder", "tfrecord"], default="auto")
+    options.add_argument("--image-key", default="image/encoded", help="TFRecord feature with the image bytes")
+    options.add_argument("--label-key", default="image/class/label", help="TFRecord int64 feature with the label")
+    options.add_argument("--key-feature", default="image/filename", help="TFRecord feature used as the image key")
+    options.add_argument(
+        "--compression",
+        choices=["auto", "none", "gzip", "zlib"],
+        default="auto",
+        help="TFRecord compression (default: from the file extension)",
+    )
+    return options
+
+
+def _source_kwargs(args) -> dict:
+    return dict(
+        source_format=args.source_format,
+        image_key=args.image_key,
+        label_key=args.label_key,
+        key_feature=args.key_feature,
+        compression={"auto": None, "none": "", "gzip": "GZIP", "zlib": "ZLIB"}[args.compression],
+    )
+
+
 def _report_exit(report) -> int:
     """Prints a conversion report; status 1 when some images were rejected (they are listed in it)."""
     print(report)
@@ -53,7 +82,7 @@ def _report_exit(report) -> int:
 def _add_convert_pcr(kinds):
     p = kinds.add_parser(
         "pcr",
-        parents=[_common_options(progress=True, conversion=True)],
+        parents=[_common_options(progress=True, conversion=True), _source_options()],
         help="image folder or TFRecords -> Progressive Compressed Records",
         description="Convert an image folder tree (one subfolder per class) or TFRecord files of "
         "tf.train.Example into a PCR dataset. JPEGs are made progressive losslessly; "
@@ -76,16 +105,6 @@ def _add_convert_pcr(kinds):
         action="store_true",
         help="read every record back and check that full fidelity decodes to the source pixels",
     )
-    p.add_argument("--format", dest="source_format", choices=["auto", "folder", "tfrecord"], default="auto")
-    p.add_argument("--image-key", default="image/encoded", help="TFRecord feature with the image bytes")
-    p.add_argument("--label-key", default="image/class/label", help="TFRecord int64 feature with the label")
-    p.add_argument("--key-feature", default="image/filename", help="TFRecord feature used as the image key")
-    p.add_argument(
-        "--compression",
-        choices=["auto", "none", "gzip", "zlib"],
-        default="auto",
-        help="TFRecord compression (default: from the file extension)",
-    )
     p.add_argument("--overwrite", action="store_true", help="replace a different conversion found at DST")
     p.add_argument(
         "--scan-script",
@@ -104,7 +123,6 @@ def _add_convert_pcr(kinds):
     def run(args):
         from tfliquid import pcr
 
-        compression = {"auto": None, "none": "", "gzip": "GZIP", "zlib": "ZLIB"}[args.compression]
         return _report_exit(
             pcr.convert(
                 args.src,
@@ -114,16 +132,12 @@ def _add_convert_pcr(kinds):
                 quality=args.quality,
                 keep_markers=args.keep_metadata,
                 verify=args.verify,
-                source_format=args.source_format,
-                image_key=args.image_key,
-                label_key=args.label_key,
-                key_feature=args.key_feature,
-                compression=compression,
                 overwrite=args.overwrite,
                 on_error="raise" if args.fail_fast else "reject",
                 scan_script=args.scan_script,
                 rescript_progressive=args.rescript_progressive,
                 progress=not args.quiet,
+                **_source_kwargs(args),
             )
         )
 
@@ -181,15 +195,136 @@ def _add_convert_l3(kinds):
     p.set_defaults(run=run)
 
 
+def _add_convert_liquid(kinds):
+    p = kinds.add_parser(
+        "liquid",
+        parents=[_common_options(progress=True, conversion=True), _source_options()],
+        help="image folder or TFRecords -> a Liquid dataset of mixed formats at an exact ratio",
+        description="Convert an image folder tree (one subfolder per class) or TFRecord files into a Liquid "
+        "dataset: each image in exactly one of the formats, their counts in the exact ratio, which image gets which "
+        "format chosen by the seed (same seed, same bytes). The size is predicted first (--size-only stops there). "
+        "Rerunning the same command resumes an interrupted conversion.",
+    )
+    p.add_argument("src", help="image folder, or TFRecord file / glob / directory")
+    p.add_argument("dst", help="dataset directory to create or resume")
+    p.add_argument("--formats", default="png,raw", help="formats to mix, of raw, png, jpeg, l3 (default png,raw)")
+    p.add_argument("--ratio", help="one integer weight per format, e.g. 3:7 (tfliquid profile liquid finds one)")
+    p.add_argument("--channels", type=int, choices=[1, 3], default=3, help="channels stored and decoded (default 3)")
+    p.add_argument("--images-per-record", type=int, default=256, help="images per record file (default 256)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the format assignment and records (default 0)")
+    p.add_argument("--png-compression", type=int, default=6, help="zlib level of png items, 0-9 (default 6)")
+    p.add_argument("--l3-profile", choices=["default", "paper"], default="default", help="of l3 items")
+    p.add_argument(
+        "--jpeg-quality", type=int, default=90, help="for jpeg items of non-JPEG sources (lossy) (default 90)"
+    )
+    p.add_argument("--size-only", action="store_true", help="predict the dataset's size and write nothing")
+    p.add_argument("--verify", action="store_true", help="read every record back and check each image's pixels")
+    p.add_argument("--overwrite", action="store_true", help="replace a different conversion found at DST")
+
+    def run(args):
+        from tfliquid import liquid
+
+        report = liquid.convert(
+            args.src,
+            args.dst,
+            formats=args.formats,
+            ratio=args.ratio,
+            channels=args.channels,
+            images_per_record=args.images_per_record,
+            seed=args.seed,
+            png_compression=args.png_compression,
+            l3_profile=args.l3_profile,
+            jpeg_quality=args.jpeg_quality,
+            size_only=args.size_only,
+            verify=args.verify,
+            overwrite=args.overwrite,
+            on_error="raise" if args.fail_fast else "reject",
+            progress=not args.quiet,
+            **_source_kwargs(args),
+        )
+        if args.size_only:
+            print(f"{args.dst}: {report.prediction}")
+            return 0
+        return _report_exit(report)
+
+    p.set_defaults(run=run)
+
+
+def _add_profile_liquid(kinds):
+    p = kinds.add_parser(
+        "liquid",
+        parents=[_common_options(progress=True), _source_options()],
+        help="find the ratio of two formats that reads the most images per second",
+        description="On a seeded sample of SRC, measure each format's bytes per image and decode rate and the "
+        "storage bandwidth, then run the Liquid paper's binary search over the 11 ratios 0:10 ... 10:0, measuring "
+        "every ratio it probes through the real pipeline. Prints the table and the chosen ratio.",
+    )
+    p.add_argument("src", help="image folder, or TFRecord file / glob / directory")
+    p.add_argument("--formats", default="png,raw", help="two formats: the compact one and raw (default png,raw)")
+    p.add_argument("--sample", type=int, default=256, help="images sampled from SRC (default 256)")
+    p.add_argument(
+        "--read-bandwidth",
+        type=float,
+        help="storage bandwidth in bytes/s, applied by tfliquid's read throttle (default: measure the storage of "
+        "--workdir with its page cache dropped)",
+    )
+    p.add_argument("--exhaustive", action="store_true", help="measure all 11 ratios, not only the probed ones")
+    p.add_argument("--batch-size", type=int, default=64, help="of the measured pipeline (default 64)")
+    p.add_argument("--epochs", type=int, default=3, help="epochs per measurement, median taken (default 3)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
+    p.add_argument("--workdir", help="where the sample datasets are written (default: a temporary directory)")
+    p.add_argument("--plot", metavar="FILE.png", help="save throughput against ratio (needs matplotlib)")
+    p.add_argument("--write", metavar="DST", help="then convert all of SRC to DST at the chosen ratio")
+
+    def run(args):
+        from tfliquid import liquid
+        from tfliquid.liquid.profiling import profile
+
+        options = _source_kwargs(args)
+        result = profile(
+            args.src,
+            args.formats,
+            sample=args.sample,
+            read_bandwidth=args.read_bandwidth,
+            exhaustive=args.exhaustive,
+            batch_size=args.batch_size,
+            epochs=args.epochs,
+            seed=args.seed,
+            workdir=args.workdir,
+            progress=not args.quiet,
+            **options,
+        )
+        print(result)
+        if args.plot:
+            result.plot(args.plot)
+            print(f"plot: {args.plot}")
+        if args.write:
+            return _report_exit(
+                liquid.convert(
+                    args.src, args.write, formats=result.formats, ratio=result.ratio, progress=not args.quiet, **options
+                )
+            )
+        return 0
+
+    p.set_defaults(run=run)
+
+
 def _add_inspect(verbs):
     p = verbs.add_parser(
         "inspect",
         parents=[_common_options(progress=False)],
-        help="what a tfliquid dataset holds (PCR: size per scan group, images, records, classes)",
+        help="what a tfliquid dataset holds (PCR: size per scan group; Liquid: images and bytes per format)",
     )
     p.add_argument("path", help="the dataset directory")
 
     def run(args):
+        from tfliquid.liquid import format as liquid_format
+
+        if os.path.exists(os.path.join(args.path, liquid_format.MANIFEST_FILENAME)):
+            from tfliquid.liquid.inspection import format_inspection
+
+            print(format_inspection(args.path))
+            return
         from tfliquid import pcr
 
         print(pcr.format_inspection(pcr.inspect(args.path)))
@@ -238,11 +373,14 @@ def build_parser() -> argparse.ArgumentParser:
         "Grammar: tfliquid VERB [KIND] OPERANDS [--options] (docs/cli.md).",
     )
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
-    convert = verbs.add_parser("convert", help="convert images to a tfliquid format (pcr, l3)")
+    convert = verbs.add_parser("convert", help="convert images to a tfliquid format (pcr, l3, liquid)")
     formats = convert.add_subparsers(dest="kind", required=True, metavar="FORMAT")
     _add_convert_pcr(formats)
     _add_convert_l3(formats)
+    _add_convert_liquid(formats)
     _add_inspect(verbs)
+    profile = verbs.add_parser("profile", help="profile a tfliquid choice on this machine (liquid: the ratio)")
+    _add_profile_liquid(profile.add_subparsers(dest="kind", required=True, metavar="KIND"))
     simulate = verbs.add_parser("simulate", help="simulate a tfliquid component (cache)")
     _add_simulate_cache(simulate.add_subparsers(dest="kind", required=True, metavar="KIND"))
     return parser

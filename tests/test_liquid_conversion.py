@@ -1,0 +1,169 @@
+"""Liquid conversion on real photos: exact counts, byte-identical reruns, lossless items, the size prediction,
+rejected images, TFRecord sources and the command line."""
+
+import os
+import pathlib
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tfliquid
+from tfliquid import cli
+from tfliquid.liquid import format as liquid_format
+from tfliquid.samples import photos as sample_photos
+
+
+@pytest.fixture(scope="module")
+def crops(tmp_path_factory) -> pathlib.Path:
+    """120 JPEG crops of the shipped photos (10 classes), 64 pixels a side."""
+    root = tmp_path_factory.mktemp("liquid-src") / "crops"
+    sample_photos.write_image_folder(str(root), 12, size=64, seed=3)
+    return root
+
+
+def _files(root: pathlib.Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _source_pixels(photo_folder: pathlib.Path, key: bytes) -> np.ndarray:
+    contents = (photo_folder / key.decode()).read_bytes()
+    image = tf.io.decode_image(contents, expand_animations=False).numpy()
+    return np.repeat(image, 3, axis=2) if image.shape[2] == 1 else image[..., :3]
+
+
+def test_every_format_holds_its_exact_share_and_decodes_to_the_source_pixels(photo_folder, tmp_path):
+    dst = tmp_path / "mixed"
+    report = tfliquid.liquid.convert(
+        str(photo_folder), str(dst), formats="png,raw,l3,jpeg", ratio="4:3:2:1", images_per_record=3, progress=False
+    )
+    assert report.images == 16 and not report.failures
+    manifest = liquid_format.read_manifest(str(dst))
+    # 16 x (0.4, 0.3, 0.2, 0.1) = 6.4, 4.8, 3.2, 1.6: the two images left go to the largest remainders
+    assert [(f.name, f.num_images) for f in manifest.formats] == [("png", 6), ("raw", 5), ("l3", 3), ("jpeg", 2)]
+    items = liquid_format.read_records(str(dst))  # the reference reader checks every CRC and each item's format
+    assert sorted(item.key for item in items) == sorted(
+        str(p.relative_to(photo_folder)).encode() for p in photo_folder.rglob("*.*")
+    )
+    for item in items:
+        source = (photo_folder / item.key.decode()).read_bytes()
+        if item.format == "jpeg":
+            assert item.data == source or not tf.io.is_jpeg(source)  # JPEGs are kept as they are
+            continue
+        if item.format == "raw":
+            pixels = liquid_format.decode_raw(item.data)
+        elif item.format == "png":
+            pixels = tf.io.decode_png(item.data).numpy()
+        else:
+            pixels = tfliquid.l3.decode_l3(item.data).numpy()
+        np.testing.assert_array_equal(pixels, _source_pixels(photo_folder, item.key), err_msg=item.key.decode())
+
+
+def test_the_same_seed_gives_the_same_bytes_and_another_seed_another_assignment(crops, tmp_path):
+    def convert(dst, seed):
+        tfliquid.liquid.convert(
+            str(crops), str(dst), formats="png,raw", ratio="3:7", images_per_record=16, seed=seed, progress=False
+        )
+        return _files(dst)
+
+    first, second = convert(tmp_path / "a", 7), convert(tmp_path / "b", 7)
+    first.pop("convert_state.json"), second.pop("convert_state.json")
+    assert first == second
+    assert liquid_format.read_manifest(str(tmp_path / "a")).formats[0].num_images == 36  # exactly 3:7 of 120
+
+    def png_keys(path):
+        return {i.key for i in liquid_format.read_records(str(path)) if i.format == "png"}
+
+    convert(tmp_path / "c", 8)
+    assert png_keys(tmp_path / "a") != png_keys(tmp_path / "c")
+
+
+def test_size_is_predicted_within_two_percent_before_writing(crops, tmp_path, monkeypatch):
+    from tfliquid.liquid import conversion
+
+    monkeypatch.setattr(conversion, "SIZE_SAMPLE", 24)  # predict from a fifth of the PNGs and L3s, not all
+    dst = tmp_path / "sized"
+    predicted = tfliquid.liquid.convert(
+        str(crops), str(dst), formats="png,l3,raw", ratio="2:2:1", size_only=True, progress=False
+    )
+    assert not dst.exists()  # nothing written
+    assert predicted.prediction.sampled == {"png": 24, "l3": 24, "raw": 0}
+    report = tfliquid.liquid.convert(str(crops), str(dst), formats="png,l3,raw", ratio="2:2:1", progress=False)
+    written = sum(p.stat().st_size for p in (dst / "records").iterdir())
+    assert report.dataset_bytes == written
+    assert abs(written / predicted.prediction.total - 1) < 0.02
+    assert "against the prediction" in str(report)
+
+
+def test_a_rerun_keeps_complete_records_and_verify_checks_them_all(crops, tmp_path):
+    dst = tmp_path / "resumed"
+    args = dict(formats="l3,raw", ratio="1:1", images_per_record=16, progress=False)
+    tfliquid.liquid.convert(str(crops), str(dst), **args)
+    record = sorted((dst / "records").iterdir())[0]
+    data = bytearray(record.read_bytes())
+    data[-5] ^= 0xFF  # a flipped payload byte: the record is rebuilt, not kept
+    record.write_bytes(bytes(data))
+    report = tfliquid.liquid.convert(str(crops), str(dst), verify=True, **args)
+    assert report.files_written == 1 and report.verified_images == 120
+    liquid_format.read_records(str(dst))  # every CRC right again
+
+
+def test_unreadable_images_are_rejected_and_listed(crops, tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(crops, src)
+    victim = sorted((src / "astronaut").iterdir())[0]
+    victim.write_bytes(victim.read_bytes()[:300])  # truncated JPEG
+    (src / "astronaut" / "empty.png").write_bytes(b"")
+    report = tfliquid.liquid.convert(str(src), str(tmp_path / "dst"), formats="png,raw", ratio="1:1", progress=False)
+    reasons = {os.path.basename(path): reason for path, reason in report.failures}
+    assert sorted(reasons) == sorted(["empty.png", victim.name])
+    assert reasons["empty.png"] == "empty file (0 bytes)"
+    assert report.images == 120 - 1
+    assert liquid_format.read_manifest(str(tmp_path / "dst")).num_images == 119
+
+
+def test_tfrecord_sources_and_grey_datasets(tmp_path):
+    tfrecord = tmp_path / "photos.tfrecord"
+    sample_photos.write_tfrecords(str(_small_folder(tmp_path)), str(tfrecord))
+    dst = tmp_path / "grey"
+    tfliquid.liquid.convert(str(tfrecord), str(dst), formats="raw,png", ratio="1:1", channels=1, progress=False)
+    manifest = liquid_format.read_manifest(str(dst))
+    assert manifest.channels == 1 and manifest.num_images == 20
+    ds = tfliquid.LiquidDataset(str(dst), batch_size=4, shuffle=False)
+    assert ds.element_spec["image"].shape.as_list() == [None, None, 1]
+    assert sum(1 for _ in ds) == 20
+
+
+def _small_folder(tmp_path) -> pathlib.Path:
+    folder = tmp_path / "small"
+    sample_photos.write_image_folder(str(folder), 2, size=32, seed=0)
+    return folder
+
+
+def test_bad_arguments_are_refused_before_anything_is_written(crops, tmp_path):
+    dst = tmp_path / "never"
+    for kwargs in [
+        dict(formats="png,gif", ratio="1:1"),
+        dict(formats="png,png", ratio="1:1"),
+        dict(formats="png,raw"),  # no ratio
+        dict(formats="png,raw", ratio="1:2:3"),
+        dict(formats="png", channels=4),
+        dict(formats="l3", l3_profile="fast"),
+    ]:
+        with pytest.raises(tfliquid.ArgumentError):
+            tfliquid.liquid.convert(str(crops), str(dst), progress=False, **kwargs)
+    assert not dst.exists()
+
+
+def test_command_line_converts_predicts_and_inspects(crops, tmp_path, capsys):
+    dst = str(tmp_path / "cli")
+    assert cli.main(["convert", "liquid", str(crops), dst, "--formats", "l3,raw", "--ratio", "3:7", "--size-only"]) == 0
+    assert "predicted size" in capsys.readouterr().out and not os.path.exists(dst)
+    assert cli.main(["convert", "liquid", str(crops), dst, "--formats", "l3,raw", "--ratio", "3:7", "--quiet"]) == 0
+    assert "against the prediction" in capsys.readouterr().out
+    assert cli.main(["inspect", dst]) == 0
+    out = capsys.readouterr().out
+    assert "formats l3:raw at ratio 3:7" in out and "l3" in out and "36" in out
+    assert cli.main(["convert", "liquid", str(crops), dst, "--formats", "l3,raw"]) == 1  # no ratio
+    assert "a ratio is needed" in capsys.readouterr().err

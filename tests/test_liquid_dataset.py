@@ -1,0 +1,148 @@
+"""LiquidDataset on real photos: exact per-batch composition, every image once, lossless pixels, constant storage
+reads per batch with a cache, corrupt records, checkpoints and tf.data service."""
+
+import collections
+import pathlib
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tfliquid
+from tfliquid.liquid import format as liquid_format
+from tfliquid.samples import photos as sample_photos
+
+
+@pytest.fixture(scope="module")
+def crops(tmp_path_factory) -> pathlib.Path:
+    root = tmp_path_factory.mktemp("liquid-ds-src") / "crops"
+    sample_photos.write_image_folder(str(root), 12, size=48, seed=4)  # 120 images
+    return root
+
+
+@pytest.fixture(scope="module")
+def mixed(crops, tmp_path_factory) -> pathlib.Path:
+    """png:raw:l3 at 5:3:2 (60, 36, 24 images), records of 8: 15 records, the last of each format partial."""
+    dst = tmp_path_factory.mktemp("liquid-ds") / "mixed"
+    tfliquid.liquid.convert(
+        str(crops), str(dst), formats="png,raw,l3", ratio="5:3:2", images_per_record=9, seed=2, progress=False
+    )
+    return dst
+
+
+def _batches(dataset, batch_size):
+    return list(dataset.batch(batch_size).as_numpy_iterator())
+
+
+@pytest.mark.parametrize("batch_size", [1, 7, 10, 32, 120, 500])
+def test_every_batch_holds_the_ratio_and_every_image_appears_once(mixed, batch_size):
+    ds = tfliquid.LiquidDataset(str(mixed), batch_size=batch_size, seed=5, with_keys=True)
+    batches = _batches(ds, batch_size)
+    keys = [k for b in batches for k in b["key"]]
+    assert len(keys) == len(set(keys)) == 120
+    sizes = [60, 36, 24]
+    expected = liquid_format.batch_counts(sizes, batch_size)
+    assert len(batches) == len(expected)
+    for batch, row in zip(batches, expected):
+        counts = collections.Counter(f.decode() for f in batch["format"])
+        assert [counts["png"], counts["raw"], counts["l3"]] == row.tolist()
+        for size, count in zip(sizes, row):  # floor or ceil of the share of this batch
+            assert count in (len(batch["label"]) * size // 120, len(batch["label"]) * size // 120 + 1)
+
+
+def test_batch_composition_with_a_remainder_ratio(crops, tmp_path):
+    dst = tmp_path / "thirds"
+    tfliquid.liquid.convert(str(crops), str(dst), formats="jpeg,raw", ratio="1:2", images_per_record=16, progress=False)
+    ds = tfliquid.LiquidDataset(str(dst), batch_size=16, seed=1)
+    for batch in _batches(ds, 16):  # 16/3 = 5.33 jpeg per batch: 5 or 6, never 4 or 7
+        jpegs = sum(f == b"jpeg" for f in batch["format"])
+        assert jpegs in (5, 6) if len(batch["format"]) == 16 else jpegs in (2, 3)  # last batch: 8 images
+
+
+def test_images_decode_to_the_stored_pixels_and_the_seed_fixes_the_order(mixed):
+    reference = {item.key: item for item in liquid_format.read_records(str(mixed))}
+    ds = tfliquid.LiquidDataset(str(mixed), batch_size=10, seed=9, with_keys=True)
+    seen = list(ds.as_numpy_iterator())
+    for x in seen:
+        item = reference[x["key"]]
+        assert x["format"].decode() == item.format and x["label"] == item.label
+        if item.format == "raw":
+            expected = liquid_format.decode_raw(item.data)
+        elif item.format == "png":
+            expected = tf.io.decode_png(item.data, channels=3).numpy()
+        else:
+            expected = tfliquid.l3.decode_l3(item.data).numpy()
+        np.testing.assert_array_equal(x["image"], expected)
+    assert [x["key"] for x in ds.as_numpy_iterator()] != [x["key"] for x in seen]  # reshuffled each epoch
+    again = tfliquid.LiquidDataset(str(mixed), batch_size=10, seed=9, with_keys=True)
+    assert [x["key"] for x in again.as_numpy_iterator()] == [x["key"] for x in seen]
+    undecoded = tfliquid.LiquidDataset(str(mixed), batch_size=10, seed=9, with_keys=True, decode=False)
+    assert all(x["image"] == reference[x["key"]].data for x in undecoded.as_numpy_iterator())
+
+
+def test_with_a_cache_every_later_batch_reads_the_same_number_of_images_from_storage(mixed):
+    total = sum(f.num_bytes for f in liquid_format.read_manifest(str(mixed)).formats)
+    ds = tfliquid.LiquidDataset(str(mixed), batch_size=12, seed=3, cache=total // 2)
+    planned = ds.storage_images_per_batch()
+    assert planned.max() - planned.min() <= 1
+    first = [np.sum(~b["cached"]) for b in _batches(ds, 12)]
+    assert sum(first) == 120  # the first epoch fills the cache: everything from storage
+    for _ in range(2):
+        from_storage = [int(np.sum(~b["cached"])) for b in _batches(ds, 12)]
+        assert from_storage == planned.tolist()
+        assert max(from_storage) - min(from_storage) <= 1
+        assert 120 - sum(from_storage) >= 30  # whole records of 9 images: about half the bytes are cached
+    epochs = ds.cache.stats().epochs  # counted in records: every cached record missed once, then always hit
+    assert epochs[0].hits == 0 and epochs[0].misses == epochs[1].hits == epochs[2].hits > 0
+    assert epochs[1].misses == epochs[2].misses == 0
+
+
+def test_corrupt_and_truncated_records_name_the_file_and_offset(mixed, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(mixed, copy)
+    record = sorted((copy / "records").glob("raw-*.lqr"))[0]
+    data = record.read_bytes()
+    record.write_bytes(data[:-100] + bytes([data[-100] ^ 1]) + data[-99:])
+    with pytest.raises(tf.errors.DataLossError, match=rf"{record.name}: offset \d+: scan group 1 CRC32C mismatch"):
+        list(tfliquid.LiquidDataset(str(copy), batch_size=8))
+    record.write_bytes(data[:-100])
+    with pytest.raises(tf.errors.DataLossError, match=rf"{record.name}: offset \d+: file is \d+ bytes"):
+        list(tfliquid.LiquidDataset(str(copy), batch_size=8))
+
+
+def test_checkpoint_restores_mid_epoch(mixed, tmp_path):
+    def make():
+        return tfliquid.LiquidDataset(str(mixed), batch_size=10, seed=12, with_keys=True)
+
+    iterator = iter(make())
+    head = [next(iterator)["key"].numpy() for _ in range(37)]
+    saved = tf.train.Checkpoint(iterator=iterator).save(str(tmp_path / "ckpt"))
+    tail = [x["key"].numpy() for x in iterator]
+    assert len(set(head + tail)) == 120
+    restored = iter(make())
+    tf.train.Checkpoint(iterator=restored).restore(saved)
+    assert [x["key"].numpy() for x in restored] == tail
+
+
+def test_tf_data_service_round_trip_keeps_the_batches(mixed):
+    dispatcher = tf.data.experimental.service.DispatchServer()
+    address = dispatcher.target.split("://")[1]
+    worker = tf.data.experimental.service.WorkerServer(  # noqa: F841 - serves while referenced
+        tf.data.experimental.service.WorkerConfig(dispatcher_address=address)
+    )
+    ds = tfliquid.LiquidDataset(str(mixed), batch_size=10, seed=1, with_keys=True).batch(10)
+    distributed = ds.apply(tf.data.experimental.service.distribute("parallel_epochs", dispatcher.target))
+    batches = list(distributed.as_numpy_iterator())
+    assert sorted(k for b in batches for k in b["key"]) == sorted(k for b in ds.as_numpy_iterator() for k in b["key"])
+    expected = liquid_format.batch_counts([60, 36, 24], 10)
+    for batch, row in zip(batches, expected):
+        assert [sum(f == name for f in batch["format"]) for name in (b"png", b"raw", b"l3")] == row.tolist()
+
+
+def test_bad_arguments(mixed, tmp_path):
+    for kwargs in [dict(batch_size=0), dict(batch_size=8, cache=True), dict(batch_size=8, num_parallel_reads=0)]:
+        with pytest.raises(tfliquid.ArgumentError):
+            tfliquid.LiquidDataset(str(mixed), **kwargs)
+    with pytest.raises(liquid_format.LiquidFormatError, match="not a Liquid dataset"):
+        tfliquid.LiquidDataset(str(tmp_path), batch_size=8)

@@ -1,0 +1,73 @@
+"""The offline ratio profiler: its binary search against its own exhaustive table, and a real profile of the
+shipped photos through the read throttle."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tfliquid import cli
+from tfliquid.liquid import profiling
+from tfliquid.samples import photos as sample_photos
+
+
+@given(
+    st.floats(1e3, 1e9),  # bandwidth, bytes/s
+    st.tuples(st.floats(1e3, 1e6), st.floats(1e3, 1e6)),  # bytes per image of the two formats
+    st.tuples(st.floats(10, 1e5), st.floats(10, 1e5)),  # decode rates, images/s
+)
+def test_search_picks_the_best_ratio_of_the_exhaustive_table(bandwidth, bytes_per_image, decode_rate):
+    def rates(weight):
+        return profiling.predicted_rates(weight, bytes_per_image, decode_rate, bandwidth)
+
+    first_is_compact = bytes_per_image[0] <= bytes_per_image[1]
+    if (decode_rate[0] >= decode_rate[1]) == first_is_compact:
+        return  # no trade-off: profile() takes the format that is both smaller and faster without searching
+    chosen, probed = profiling.search_ratio(rates, first_is_compact)
+    table = [min(rates(w)) for w in range(profiling.STEPS + 1)]
+    assert table[chosen] == pytest.approx(max(table), rel=1e-12)
+    assert len(probed) <= 6  # log2(10) probes and the two neighbours, not all 11
+
+
+def test_search_follows_the_paper_on_a_png_raw_example():
+    # PNG: 100 KB/image, 500 images/s; raw: 300 KB/image, 5,000 images/s; 60 MB/s of storage
+    def rates(weight):
+        return profiling.predicted_rates(weight, (100e3, 300e3), (500, 5000), 60e6)
+
+    chosen, probed = profiling.search_ratio(rates, first_is_compact=True)
+    assert probed[0] == 5  # the paper's first probe: 5:5
+    table = [min(rates(w)) for w in range(11)]
+    assert chosen == int(np.argmax(table))
+
+
+@pytest.mark.slow
+def test_profile_measures_every_ratio_and_chooses_the_best_prediction(tmp_path):
+    src = tmp_path / "photos"
+    sample_photos.write_image_folder(str(src), 12, size=128, seed=0)
+    result = profiling.profile(
+        str(src), "png,raw", sample=60, read_bandwidth=4e6, exhaustive=True, epochs=2, progress=False
+    )
+    assert all(row.measured > 0 for row in result.rows)  # how close to the prediction: benchmarks.liquid
+    assert result.rows[result.chosen].predicted == max(row.predicted for row in result.rows)
+    assert result.bandwidth == 4e6 and result.sample == 60
+    for row in result.rows:  # load is the throttle's rate over the mix's bytes per image
+        share = row.weight / profiling.STEPS
+        mix = share * result.bytes_per_image["png"] + (1 - share) * result.bytes_per_image["raw"]
+        assert row.load_rate == pytest.approx(4e6 / mix)
+    plot = tmp_path / "profile.png"
+    result.plot(str(plot))
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.slow
+def test_command_line_profiles_and_writes_the_chosen_ratio(tmp_path, capsys):
+    src = tmp_path / "photos"
+    sample_photos.write_image_folder(str(src), 4, size=96, seed=0)
+    args = ["profile", "liquid", str(src), "--formats", "l3,raw", "--sample", "40", "--read-bandwidth", "2e6"]
+    assert cli.main([*args, "--epochs", "1", "--write", str(tmp_path / "chosen"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "<- chosen" in out
+    chosen = out.split("chosen ratio l3:raw = ")[1].split(":")
+    ratio = f"{chosen[0]}:{chosen[1].split()[0]}"
+    assert cli.main(["inspect", str(tmp_path / "chosen")]) == 0
+    assert f"at ratio {ratio}" in capsys.readouterr().out

@@ -1,0 +1,397 @@
+"""The Liquid conversion job: an image folder or TFRecords -> a Liquid dataset (docs/formats/liquid.md).
+
+The plan gives each image exactly one format, from the seed, in exact counts (`format.assignment`), and cuts each
+format's images into records. Per image (graph ops, in parallel on every core): read -> decode to C channels ->
+the item of its format (raw, PNG, the JPEG as it is, L3). Records, resumption, rejections and `--verify` are
+PCR's record job (tfliquid.pcr.record_job): Liquid records are PCR record containers of whole items.
+
+Before writing, the size of the dataset is predicted from the images' headers (pixel counts, JPEG file sizes) and
+a seeded sample encoded in each compressed format; `size_only=True` stops there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from tfliquid._common.checks import check_int
+from tfliquid._common.errors import ArgumentError, ConversionError
+from tfliquid._common.files import write_atomically
+from tfliquid._common.lock import DestinationLock
+from tfliquid._common.report import ConversionReport
+from tfliquid._proto import liquid_pb2
+from tfliquid._version import __version__
+from tfliquid.liquid import format as liquid_format
+from tfliquid.liquid import items as liquid_items
+from tfliquid.pcr import format as pcr_format
+from tfliquid.pcr import record_job
+from tfliquid.pcr.jpeg_ops import jpeg_to_progressive
+from tfliquid.pcr.record_job import ON_ERROR, RECORDS_DIR, SOURCE_FORMATS, SPOOL_FILENAME
+
+L3_PROFILES = ("default", "paper")
+# Images encoded per compressed format to predict its bytes per pixel (all of them when there are fewer).
+SIZE_SAMPLE = 256
+
+
+@dataclasses.dataclass
+class SizePrediction:
+    """The dataset's size predicted before writing: total and per format, in bytes."""
+
+    total: int
+    per_format: dict[str, int]
+    sampled: dict[str, int]  # images encoded per format to predict it (0: its size is exact)
+
+    def __str__(self) -> str:
+        parts = ", ".join(
+            f"{name} {size / 1e6:,.1f} MB" + (f" (from {self.sampled[name]} images)" if self.sampled[name] else "")
+            for name, size in self.per_format.items()
+        )
+        return f"predicted size {self.total / 1e6:,.1f} MB: {parts}"
+
+
+@dataclasses.dataclass
+class LiquidReport(ConversionReport):
+    """A ConversionReport with the size predicted before writing and the size written."""
+
+    prediction: SizePrediction | None = None
+    dataset_bytes: int = 0
+
+    def __str__(self) -> str:
+        lines = [super().__str__()]
+        if self.prediction is not None:
+            lines.append(f"  {self.prediction}")
+            if self.dataset_bytes:
+                error = self.dataset_bytes / self.prediction.total - 1
+                lines.append(f"  written {self.dataset_bytes / 1e6:,.1f} MB: {error:+.2%} against the prediction")
+        return "\n".join(lines)
+
+
+def convert(
+    src: str,
+    dst: str,
+    *,
+    formats=("png", "raw"),
+    ratio=None,
+    channels: int = 3,
+    images_per_record: int = 256,
+    seed: int = 0,
+    png_compression: int = 6,
+    l3_profile: str = "default",
+    jpeg_quality: int = 90,
+    size_only: bool = False,
+    verify: bool = False,
+    source_format: str = "auto",
+    image_key: str = "image/encoded",
+    label_key: str = "image/class/label",
+    key_feature: str = "image/filename",
+    compression: str | None = None,
+    overwrite: bool = False,
+    on_error: str = "reject",
+    progress: bool = True,
+) -> LiquidReport:
+    """Converts an image folder tree or TFRecord files into a Liquid dataset at `dst`.
+
+    Args:
+      src: a folder with one subfolder per class (sorted names = labels 0, 1, ...), or TFRecord files of
+        tf.train.Example (a file, a glob or a directory).
+      dst: the dataset directory to create or resume; not `src` or inside it.
+      formats: the formats to mix, e.g. ("l3", "raw") or "l3,raw": raw, png, jpeg, l3 (each at most once).
+      ratio: one integer weight per format, e.g. "3:7" or (3, 7): each format holds exactly its share of the
+        images (largest remainder). Needed for two formats or more; `tfliquid.liquid.profile` finds the best.
+      channels: 3 (RGB) or 1 (grey): every image is stored and decodes with this many channels; dropping alpha or
+        colour is counted lossy.
+      images_per_record: images per record file (one read each).
+      seed: which image gets which format, and the order of records; same seed and source = same bytes out.
+      png_compression: zlib level 0-9 of png items.
+      l3_profile: "default" or "paper", of l3 items.
+      jpeg_quality: for jpeg items whose source is not a JPEG (lossy; JPEG sources are kept as they are).
+      size_only: predict the dataset's size and return without writing anything.
+      verify: read every record back through the C++ reader and check that each image decodes to its source's
+        pixels (lossless formats) or to the JPEG stored.
+      source_format, image_key, label_key, key_feature, compression: as in `tfliquid.pcr.convert`.
+      overwrite: discard a different conversion found at `dst` instead of refusing to touch it.
+      on_error: "reject" (default: an image that cannot be read is left out and listed in the report) or "raise".
+      progress: show progress on stderr.
+
+    Returns a LiquidReport (its `prediction` is the size predicted; `dataset_bytes` the size written).
+    """
+    names = _check_formats(formats)
+    weights = liquid_format.parse_ratio(ratio if ratio is not None else [1] * len(names), len(names))
+    if ratio is None and len(names) > 1:
+        raise ArgumentError("a ratio is needed to mix formats, e.g. ratio='3:7' (tfliquid profile liquid finds one)")
+    channels = check_int("channels", channels, 1, 3)
+    if channels not in liquid_format.CHANNELS:
+        raise ArgumentError(f"channels must be 1 or 3, got {channels}")
+    images_per_record = check_int("images_per_record", images_per_record, 1, pcr_format.MAX_IMAGES)
+    seed = check_int("seed", seed, 0, (1 << 64) - 1)
+    png_compression = check_int("png_compression", png_compression, 0, 9)
+    jpeg_quality = check_int("jpeg_quality", jpeg_quality, 1, 100)
+    if l3_profile not in L3_PROFILES:
+        raise ArgumentError(f"l3_profile must be one of {L3_PROFILES}, got {l3_profile!r}")
+    if source_format not in SOURCE_FORMATS:
+        raise ArgumentError(f"source_format must be one of {SOURCE_FORMATS}, got {source_format!r}")
+    if on_error not in ON_ERROR:
+        raise ArgumentError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+    record_job.check_destination(src, dst)
+    encoding = _Encoding(channels, png_compression, l3_profile, jpeg_quality)
+    source_options = dict(image_key=image_key, label_key=label_key, key_feature=key_feature, compression=compression)
+    start = time.perf_counter()
+    if size_only:  # nothing is written at dst: a TFRecord source is spooled in a temporary directory
+        with tempfile.TemporaryDirectory(prefix="tfliquid-size-") as spool_dir:
+            source = record_job.open_source(src, source_format, os.path.join(spool_dir, SPOOL_FILENAME), source_options)
+            assigned = liquid_format.assignment(source.num_items, weights, seed)
+            prediction = predict_size(source, names, assigned, encoding, images_per_record, seed)
+        return LiquidReport(dst, prediction=prediction, seconds=time.perf_counter() - start)
+    os.makedirs(dst, exist_ok=True)
+    with DestinationLock(dst):
+        record_job.remove_temporaries(dst)
+        source = record_job.open_source(src, source_format, os.path.join(dst, SPOOL_FILENAME), source_options)
+        assigned = liquid_format.assignment(source.num_items, weights, seed)
+        prediction = predict_size(source, names, assigned, encoding, images_per_record, seed)
+        report = LiquidReport(dst, file_kind="record", lossy_reason="stored with a loss", prediction=prediction)
+        os.makedirs(os.path.join(dst, RECORDS_DIR), exist_ok=True)
+        plans = [record_job.chunked_plan(items, images_per_record, name, "lqr") for name, items in zip(names, assigned)]
+        plan = record_job.Plan(
+            items=[items for p in plans for items in p.items], relatives=[r for p in plans for r in p.relatives]
+        )
+        settings = dict(
+            formats=names,
+            weights=weights,
+            images_per_record=images_per_record,
+            seed=seed,
+            format_version=liquid_format.FORMAT_VERSION,
+            **dataclasses.asdict(encoding),
+        )
+        state = record_job.State(dst, record_job.plan_fingerprint(source, settings), overwrite)
+        format_of_item = np.zeros(source.num_items, np.int32)
+        for name, items in zip(names, assigned):
+            format_of_item[items] = liquid_items.FORMAT_INDEX[name]
+        job = record_job.RecordJob(
+            prepare=_prepare_images(format_of_item, encoding, verify),
+            flags=pcr_format.WHOLE_ITEMS,
+            verify_record=lambda path, entry, expected, keys: _verify_record(path, entry, expected, keys, channels),
+        )
+        entries = record_job.convert_records(
+            source, plan, dst, state, report, job, verify, overwrite, on_error, progress
+        )
+        if not any(e is not None for e in entries):
+            raise ConversionError(f"{src}: no image could be converted (the report lists why):\n{report}")
+        manifest = _manifest(source, names, weights, plans, entries, state, encoding, images_per_record, seed)
+        manifest.conversion.predicted_bytes = prediction.total
+        report.lossy_images = manifest.conversion.lossy_images
+        record_job.write_or_explain(dst, liquid_format.write_manifest, dst, manifest, write_atomically)
+        report.dataset_bytes = sum(f.num_bytes for f in manifest.formats)
+        _remove_spool(dst)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+@dataclasses.dataclass(frozen=True)
+class _Encoding:
+    channels: int
+    png_compression: int
+    l3_profile: str
+    jpeg_quality: int
+
+
+def _check_formats(formats) -> list[str]:
+    names = formats.split(",") if isinstance(formats, str) else list(formats)
+    names = [n.strip() for n in names]
+    unknown = [n for n in names if n not in liquid_format.FORMATS]
+    if unknown or not names or len(set(names)) != len(names):
+        raise ArgumentError(
+            f"formats must be distinct names of {', '.join(liquid_format.FORMATS)}, e.g. 'l3,raw'; got {formats!r}"
+        )
+    return names
+
+
+def _remove_spool(dst: str) -> None:
+    spool = os.path.join(dst, SPOOL_FILENAME)
+    if os.path.exists(spool):
+        os.remove(spool)
+
+
+def _decoded(contents: tf.Tensor, channels: int):
+    """Source bytes -> (pixels with `channels` channels, is JPEG, lossy), refusing what a strict reader refuses: a
+    header that claims more than MAX_PIXELS pixels (before decoding), a JPEG whose data libjpeg would pad with
+    grey (the PCR transcoder reads it strictly)."""
+    is_jpeg = tf.io.is_jpeg(contents)
+
+    def jpeg_checked():
+        progressive, _ = jpeg_to_progressive(contents, "")  # raises on corrupt or truncated coefficients
+        with tf.control_dependencies([progressive]):
+            return tf.io.decode_jpeg(contents)
+
+    def other_checked():
+        pixels = record_job.claimed_pixels(contents)
+        bounded = tf.debugging.assert_less_equal(
+            pixels,
+            tf.constant(record_job.MAX_PIXELS, tf.int64),
+            message=f"the header claims more than {record_job.MAX_PIXELS} pixels",
+        )
+        with tf.control_dependencies([bounded]):
+            return tf.io.decode_image(contents, expand_animations=False)
+
+    image = tf.cond(is_jpeg, jpeg_checked, other_checked)
+    pixels, lossy = liquid_items.to_channels(image, channels)
+    return pixels, is_jpeg, lossy
+
+
+def _prepare_images(format_of_item: np.ndarray, encoding: _Encoding, verify: bool):
+    """(item, image bytes, label, key) -> the record job's tuple, with the item of the image's planned format."""
+    formats = tf.constant(format_of_item)
+
+    def prepare(item, contents, label, key):
+        pixels, is_jpeg, lossy_channels = _decoded(contents, encoding.channels)
+        stored, lossy_encoding = liquid_items.encode_item(
+            tf.gather(formats, item),
+            pixels,
+            contents,
+            is_jpeg,
+            encoding.png_compression,
+            encoding.l3_profile,
+            encoding.jpeg_quality,
+        )
+        # What --verify compares with: the source, or the JPEG stored when the source had to be encoded lossily.
+        expected = tf.where(lossy_encoding, stored, contents) if verify else ""
+        ends = tf.reshape(tf.cast(tf.strings.length(stored), tf.int64), [1])
+        lossy = tf.logical_or(lossy_channels, lossy_encoding)
+        return item, stored, ends, label, key, lossy, expected, tf.strings.length(contents)
+
+    return prepare
+
+
+def _verify_record(path, entry, expected_sources, keys, channels: int) -> None:
+    record_job.verify_pixels(
+        path,
+        entry,
+        expected_sources,
+        keys,
+        lambda item: liquid_items.decode_item(item, liquid_items.format_index(item), channels),
+        lambda source: _decoded(source, channels)[0],
+    )
+
+
+def _manifest(source, names, weights, plans, entries, state, encoding, images_per_record, seed):
+    manifest = liquid_pb2.LiquidManifest(
+        format_version=liquid_format.FORMAT_VERSION,
+        channels=encoding.channels,
+        class_names=source.class_names,
+        num_classes=len(source.class_names) or int(source.labels.max()) + 1,
+        has_keys=True,
+        conversion=liquid_pb2.LiquidConversionInfo(
+            source=source.description,
+            seed=seed,
+            images_per_record=images_per_record,
+            tfliquid_version=__version__,
+            png_compression=encoding.png_compression,
+            l3_profile=encoding.l3_profile,
+            jpeg_quality=encoding.jpeg_quality,
+        ),
+    )
+    by_path = {e.path: e for e in entries if e is not None}
+    for name, weight, plan in zip(names, weights, plans):
+        fmt = manifest.formats.add(name=name, ratio_weight=weight)
+        for relative in plan.relatives:
+            entry = by_path.get(relative)
+            if entry is None:  # every image of this record was rejected
+                continue
+            fmt.records.add(path=relative, num_images=entry.num_images, num_bytes=entry.prefix_ends[-1])
+            fmt.num_images += entry.num_images
+            fmt.num_bytes += entry.prefix_ends[-1]
+            manifest.conversion.lossy_images += state.lossy.get(relative, 0)
+        manifest.num_images += fmt.num_images
+    return manifest
+
+
+def predict_size(source, names, assigned, encoding: _Encoding, images_per_record: int, seed: int) -> SizePrediction:
+    """The dataset's size before writing it. Raw items are header + pixels and jpeg items of JPEG sources are the
+    sources: exact from the headers (pixel counts, file sizes). PNG and L3 items are predicted from a seeded sample
+    of SIZE_SAMPLE of their images, encoded: their bytes per pixel times the format's pixels. Record headers are
+    counted from the keys and labels."""
+    headers = _headers(source)
+    per_format, sampled = {}, {}
+    rng = np.random.default_rng(seed)
+    for name, items in zip(names, assigned):
+        pixels, sizes, is_jpeg = headers[0][items], headers[1][items], headers[2][items]
+        if name == "raw":
+            payload, sampled[name] = int((liquid_format.RAW_HEADER.size + pixels * encoding.channels).sum()), 0
+        elif name == "jpeg" and is_jpeg.all():
+            payload, sampled[name] = int(sizes.sum()), 0
+        else:
+            sample = np.sort(rng.choice(items, size=min(SIZE_SAMPLE, len(items)), replace=False))
+            encoded, sizes_of = _encoded_sizes(source, sample, name, encoding)
+            bytes_per_pixel = sizes_of.sum() / max(headers[0][encoded].sum(), 1)
+            payload, sampled[name] = int(round(bytes_per_pixel * pixels.sum())), len(sample)
+        per_format[name] = payload + _record_overhead(source, items, images_per_record)
+    return SizePrediction(sum(per_format.values()), per_format, sampled)
+
+
+def _record_overhead(source, items: np.ndarray, images_per_record: int) -> int:
+    """Bytes of the record preambles and headers: keys, labels and sizes as protobuf writes them (sizes at their
+    typical 3 bytes), and the fixed fields of each record."""
+    records = -(-len(items) // images_per_record)
+    keys = sum(len(source.keys[i]) + 2 for i in items)
+    labels = sum(_varint_size(int(source.labels[i])) for i in items)
+    return records * (pcr_format.PREAMBLE.size + 24) + keys + labels + 3 * len(items)
+
+
+def _varint_size(value: int) -> int:
+    value &= (1 << 64) - 1
+    return max(1, -(-value.bit_length() // 7))
+
+
+def _headers(source):
+    """(pixels, source bytes, is JPEG) of every image, from their headers: nothing is decoded. Unreadable images
+    count as 0 pixels: the conversion rejects them and says why."""
+
+    def header(i, contents, label, key):
+        is_jpeg = tf.io.is_jpeg(contents)
+        pixels = tf.cond(
+            is_jpeg,
+            lambda: tf.reduce_prod(tf.cast(tf.image.extract_jpeg_shape(contents)[:2], tf.int64)),
+            lambda: record_job.claimed_pixels(contents),
+        )
+        return i, pixels, tf.cast(tf.strings.length(contents), tf.int64), is_jpeg
+
+    pixels = np.zeros(source.num_items, np.int64)
+    sizes = np.zeros(source.num_items, np.int64)
+    is_jpeg = np.zeros(source.num_items, bool)
+    read = (
+        source.read(np.arange(source.num_items))
+        .map(header, num_parallel_calls=tf.data.AUTOTUNE)
+        .ignore_errors()
+        .batch(1024)
+    )
+    for items, p, s, j in read.as_numpy_iterator():
+        pixels[items], sizes[items], is_jpeg[items] = p, s, j
+    return pixels, sizes, is_jpeg
+
+
+def _encoded_sizes(source, sample: np.ndarray, name: str, encoding: _Encoding):
+    """(items, their item sizes in format `name`) of the sample's images that could be encoded."""
+    index = liquid_items.FORMAT_INDEX[name]
+
+    def size(i, contents, label, key):
+        pixels, is_jpeg, _ = _decoded(contents, encoding.channels)
+        item, _ = liquid_items.encode_item(
+            tf.constant(index),
+            pixels,
+            contents,
+            is_jpeg,
+            encoding.png_compression,
+            encoding.l3_profile,
+            encoding.jpeg_quality,
+        )
+        return i, tf.cast(tf.strings.length(item), tf.int64)
+
+    items, sizes = [], []
+    for i, n in source.read(sample).map(size, num_parallel_calls=tf.data.AUTOTUNE).ignore_errors().as_numpy_iterator():
+        items.append(i)
+        sizes.append(n)
+    return np.asarray(items, np.int64), np.asarray(sizes, np.int64)

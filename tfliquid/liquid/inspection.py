@@ -1,0 +1,33 @@
+"""What a Liquid dataset holds: images and bytes per format, records, classes, from its manifest alone."""
+
+from __future__ import annotations
+
+from tfliquid.liquid.format import read_manifest
+
+
+def format_inspection(path: str) -> str:
+    manifest = read_manifest(path)
+    conversion = manifest.conversion
+    total = sum(f.num_bytes for f in manifest.formats)
+    ratio = ":".join(str(f.ratio_weight) for f in manifest.formats)
+    lines = [
+        f"{path}: Liquid dataset, format version {manifest.format_version}",
+        f"  {manifest.num_images} images, {manifest.channels} channels, {manifest.num_classes} classes"
+        + (
+            f" ({', '.join(manifest.class_names[:8])}{', ...' if len(manifest.class_names) > 8 else ''})"
+            if manifest.class_names
+            else ""
+        ),
+        f"  formats {':'.join(f.name for f in manifest.formats)} at ratio {ratio}; seed {conversion.seed}, "
+        f"{conversion.images_per_record} images per record, from {conversion.source}",
+        f"  {total / 1e6:,.1f} MB (predicted before writing: {conversion.predicted_bytes / 1e6:,.1f} MB)",
+        f"  {'format':<8}{'images':>10}{'share':>8}{'records':>9}{'MB':>10}{'KB/image':>10}",
+    ]
+    for f in manifest.formats:
+        lines.append(
+            f"  {f.name:<8}{f.num_images:>10}{f.num_images / max(manifest.num_images, 1):>8.1%}{len(f.records):>9}"
+            f"{f.num_bytes / 1e6:>10,.1f}{f.num_bytes / max(f.num_images, 1) / 1e3:>10,.1f}"
+        )
+    if conversion.lossy_images:
+        lines.append(f"  {conversion.lossy_images} images stored with a loss")
+    return "\n".join(lines)
