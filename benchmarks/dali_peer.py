@@ -20,9 +20,9 @@ def available() -> bool:
     return True
 
 
-def jpeg_folder_epoch(folder: str, images: int):
-    """A function that decodes `images` JPEGs of an image folder once (file reader + CPU decoder, one thread per
-    core, as DALI's examples do) and returns how many images it decoded (whole batches)."""
+def image_folder_epoch(folder: str, images: int):
+    """A function that decodes `images` images (JPEG, PNG, ...) of an image folder once (file reader + CPU
+    decoder, one thread per core, as DALI's examples do) and returns how many images it decoded (whole batches)."""
     from nvidia.dali import fn, pipeline_def
 
     @pipeline_def(batch_size=BATCH, num_threads=os.cpu_count(), device_id=None, prefetch_queue_depth=2)

@@ -180,7 +180,7 @@ def main():
     )
     free_epochs = {name: drained(make(False), n) for name, make, _ in readers}
     if dali_peer.available():
-        free_epochs["DALI, original JPEGs"] = dali_peer.jpeg_folder_epoch(folder, n)
+        free_epochs["DALI, original JPEGs"] = dali_peer.image_folder_epoch(folder, n)
     else:
         print("(NVIDIA DALI does not import here: its peer is left out)")
     free = round_robin(free_epochs, args.rounds)

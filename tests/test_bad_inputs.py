@@ -8,6 +8,8 @@ import tensorflow as tf
 import tfliquid
 from tfliquid.cache.item_format import decode_item, encode_item
 from tfliquid.l3 import codec
+from tfliquid.liquid import format as liquid_format
+from tfliquid.liquid import profiling
 from tfliquid.pcr import format as pcr_format
 from tfliquid.pcr import jpeg
 
@@ -79,6 +81,29 @@ def _cases(pcr_dataset, tmp_path):
         ),
         (lambda: tfliquid.io.draw_read_bandwidth(-1, tf.constant(0)), tf.errors.InvalidArgumentError, ">= 0"),
         (lambda: tfliquid.io.set_read_bandwidth(-1.0), tfliquid.ArgumentError, "bytes_per_second"),
+        (lambda: tfliquid.LiquidDataset(missing, batch_size=8), tfliquid.FormatError, "not a Liquid dataset"),
+        (lambda: tfliquid.LiquidDataset(pcr_dataset, batch_size=8), tfliquid.FormatError, "it is a PCR dataset"),
+        (lambda: tfliquid.liquid.convert(missing, str(tmp_path / "l"), formats="png"), FileNotFoundError, "missing"),
+        (
+            lambda: tfliquid.liquid.convert(pcr_dataset, str(tmp_path / "l"), formats="png,raw", ratio="1:-1"),
+            tfliquid.ArgumentError,
+            ">= 0",
+        ),
+        (
+            lambda: tfliquid.liquid.convert(pcr_dataset, str(tmp_path / "l"), formats=["png"], images_per_record=0),
+            tfliquid.ArgumentError,
+            "images_per_record",
+        ),
+        (
+            lambda: tfliquid.liquid.convert(pcr_dataset, str(tmp_path / "l"), formats="png", png_compression=10),
+            tfliquid.ArgumentError,
+            "png_compression",
+        ),
+        (lambda: liquid_format.decode_raw(b"\x89RAW"), tfliquid.FormatError, "offset 4"),
+        (lambda: liquid_format.batch_counts([3, 4], 0), tfliquid.FormatError, "batch size"),
+        (lambda: profiling.profile(missing, "png,raw"), FileNotFoundError, "missing"),
+        (lambda: profiling.profile(pcr_dataset, "png"), tfliquid.ArgumentError, "two distinct formats"),
+        (lambda: profiling.profile(pcr_dataset, "png,raw", sample=1), tfliquid.ArgumentError, "sample"),
     ]
 
 

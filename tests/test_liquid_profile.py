@@ -71,3 +71,18 @@ def test_command_line_profiles_and_writes_the_chosen_ratio(tmp_path, capsys):
     ratio = f"{chosen[0]}:{chosen[1].split()[0]}"
     assert cli.main(["inspect", str(tmp_path / "chosen")]) == 0
     assert f"at ratio {ratio}" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_training_example_runs(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    example = os.path.join(os.path.dirname(__file__), "..", "examples", "liquid_training.py")
+    args = [sys.executable, example, "--workdir", str(tmp_path), "--epochs", "1", "--images-per-class", "8"]
+    result = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    runs = result.stdout.split("reading through the disk:")[1].splitlines()[1:4]
+    assert [line.split()[0] for line in runs] == ["PNG", "raw", "PNG:raw"]
+    assert all(0 <= float(line.split("accuracy ")[1]) <= 1 for line in runs)
