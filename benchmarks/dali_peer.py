@@ -25,7 +25,9 @@ def image_folder_epoch(folder: str, images: int):
     decoder, one thread per core, as DALI's examples do) and returns how many images it decoded (whole batches)."""
     from nvidia.dali import fn, pipeline_def
 
-    @pipeline_def(batch_size=BATCH, num_threads=os.cpu_count(), device_id=None, prefetch_queue_depth=2)
+    # Synchronous: a pipelined DALI runs batches ahead, and would decode the next epoch's first batches while the
+    # other peers are being timed. Each batch still decodes on every thread.
+    @pipeline_def(batch_size=BATCH, num_threads=os.cpu_count(), device_id=None, exec_async=False, exec_pipelined=False)
     def pipeline():
         jpegs, labels = fn.readers.file(file_root=folder, random_shuffle=True, seed=0, name="reader")
         return fn.decoders.image(jpegs, device="cpu"), labels

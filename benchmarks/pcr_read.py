@@ -189,12 +189,12 @@ def main():
     throttled = round_robin({name: drained(make(True).repeat(2), 2 * n) for name, make, _ in readers}, 3)
     tfliquid.io.set_read_bandwidth(None)
 
-    print(f"{'reader':<26}{'bytes/image':>12}{'img/s':>18}{'img/s @ ' + f'{bandwidth / 1e6:.2g} MB/s':>24}")
+    print(f"{'reader':<26}{'bytes/image':>12}{'img/s':>22}{'img/s @ ' + f'{bandwidth / 1e6:.2g} MB/s':>24}")
     sizes = {name: size for name, _, size in readers}
     for name in free:
         size = f"{sizes[name] / n:,.0f}" if name in sizes else "-"
         at_budget = common.median_and_range(throttled[name], "{:,.0f}") if name in throttled else "-"
-        print(f"{name:<26}{size:>12}{common.median_and_range(free[name], '{:,.0f}'):>18}{at_budget:>24}")
+        print(f"{name:<26}{size:>12}{common.median_and_range(free[name], '{:,.0f}'):>22}{at_budget:>24}")
 
     reader = reader_bytes_per_second(pcr, 10)
     print(f"PCR reader alone (full fidelity, no decode, one thread): {reader / 2**30:.2f} GiB/s")

@@ -4,7 +4,8 @@ Pipeline, graph ops only (it runs on tf.data service workers and checkpoints mid
 
     per stream (a format's records; with a cache, its cached and its uncached records apart):
         record ids --shuffle--> interleave(Liquid>PCRRecordDataset: one read per record, CRC checked, items)
-    choose_from_datasets(streams, pattern) --> map(decode each item by its first bytes)
+        --> map(decode as the stream's format)
+    choose_from_datasets(streams, pattern)
 
 The pattern names the stream of every element of a pass: batch b takes `format.batch_counts` elements of each
 stream, in an order shuffled within the batch. So any `batch_size` consecutive elements (from the start of a pass)
@@ -36,8 +37,8 @@ _CACHE_OVERHEAD_PER_RECORD = 512
 class _Stream:
     """Records read as one stream: one format's, all of them or the cached or uncached part."""
 
-    def __init__(self, paths: list[str], sizes: list[int], images: list[int], *, cached: bool):
-        self.paths, self.sizes, self.images, self.cached = paths, sizes, images, cached
+    def __init__(self, format: str, paths: list[str], sizes: list[int], images: list[int], *, cached: bool):
+        self.format, self.paths, self.sizes, self.images, self.cached = format, paths, sizes, images, cached
 
     @property
     def num_images(self) -> int:
@@ -109,8 +110,10 @@ class LiquidDataset(tf.data.Dataset):
         share of every format's bytes that fits the cache (`format.split_batch_counts`)."""
         formats = list(self._manifest.formats)
         if self._cache is None:
-            streams = [_Stream(*self._records_of(f.records), cached=False) for f in formats]
-            return streams, liquid_format.batch_counts([s.num_images for s in streams], self._batch_size)
+            streams = [_Stream(f.name, *self._records_of(f.records), cached=False) for f in formats]
+            counts = liquid_format.batch_counts([s.num_images for s in streams], self._batch_size)
+            keep = [k for k, stream in enumerate(streams) if stream.num_images]  # a format may hold no image
+            return [streams[k] for k in keep], counts[:, keep]
         total = sum(f.num_bytes + _CACHE_OVERHEAD_PER_RECORD * len(f.records) for f in formats)
         share = min(1.0, self._cache.capacity_bytes / max(total, 1))
         rng = np.random.default_rng(seed if seed is not None else 0)
@@ -124,8 +127,14 @@ class LiquidDataset(tf.data.Dataset):
                     used += cost
             pairs.append(
                 (
-                    _Stream(*self._records_of([r for i, r in enumerate(fmt.records) if i in cached]), cached=True),
-                    _Stream(*self._records_of([r for i, r in enumerate(fmt.records) if i not in cached]), cached=False),
+                    _Stream(
+                        fmt.name, *self._records_of([r for i, r in enumerate(fmt.records) if i in cached]), cached=True
+                    ),
+                    _Stream(
+                        fmt.name,
+                        *self._records_of([r for i, r in enumerate(fmt.records) if i not in cached]),
+                        cached=False,
+                    ),
                 )
             )
         counts = liquid_format.split_batch_counts(
@@ -170,12 +179,20 @@ class LiquidDataset(tf.data.Dataset):
                     cache_pass=cache_pass,
                 )
 
-            return records.interleave(
+            items = records.interleave(
                 open_record,
                 cycle_length=num_parallel_reads,
                 num_parallel_calls=num_parallel_reads,
                 deterministic=True,
             )
+
+            # Each stream decodes its own format: no per-element test of the format, and the decodes of every
+            # stream run ahead of the pattern that takes from them. Deterministic: the order is the composition.
+            def decoded(x):
+                image = liquid_items.decode_as(stream.format, x["image"], channels) if decode else x["image"]
+                return {**x, "image": image, "format": tf.constant(stream.format)}
+
+            return items.map(decoded, num_parallel_calls=num_parallel_calls, deterministic=True)
 
         def pattern():
             """The stream of each element of a pass: per batch, its counts, shuffled within the batch."""
@@ -196,16 +213,7 @@ class LiquidDataset(tf.data.Dataset):
             streams = [stream_dataset(s, cache_pass) for s in self._streams]
             return tf.data.Dataset.choose_from_datasets(streams, pattern(), stop_on_empty_dataset=True)
 
-        elements = each_pass(self._cache, one_pass)
-        names = tf.constant(liquid_format.FORMATS)
-
-        def decoded(x):
-            index = liquid_items.format_index(x["image"])
-            image = liquid_items.decode_item(x["image"], index, channels) if decode else x["image"]
-            return {**x, "image": image, "format": tf.gather(names, index)}
-
-        # deterministic: the order is the batch composition
-        return elements.map(decoded, num_parallel_calls=num_parallel_calls, deterministic=True)
+        return each_pass(self._cache, one_pass)
 
     @property
     def element_spec(self):

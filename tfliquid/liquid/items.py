@@ -70,21 +70,28 @@ def format_index(item: tf.Tensor) -> tf.Tensor:
         return tf.identity(index)
 
 
+def decode_as(name: str, item: tf.Tensor, channels: int) -> tf.Tensor:
+    """An item of format `name` -> uint8 [H, W, channels] pixels (an item of another format is the decoder's
+    InvalidArgument error)."""
+    if name == "raw":
+        magic = tf.debugging.assert_equal(
+            tf.strings.substr(item, 0, 4), liquid_format.RAW_MAGIC, message="not a raw item"
+        )
+        with tf.control_dependencies([magic]):
+            shape = tf.io.decode_raw(tf.strings.substr(item, 4, 12), tf.int32)  # each at most 2^16
+        pixels = tf.reshape(tf.io.decode_raw(tf.strings.substr(item, 16, -1), tf.uint8), shape)
+    elif name == "png":
+        pixels = tf.io.decode_png(item, channels=channels)
+    elif name == "jpeg":
+        pixels = tf.io.decode_jpeg(item, channels=channels)
+    else:
+        pixels = decode_l3(item)
+    return tf.ensure_shape(pixels, [None, None, channels])
+
+
 def decode_item(item: tf.Tensor, index: tf.Tensor, channels: int) -> tf.Tensor:
     """An item of format `index` (see format_index) -> uint8 [H, W, channels] pixels."""
-
-    def raw():
-        shape = tf.io.decode_raw(tf.strings.substr(item, 4, 12), tf.int32)  # each at most 2^16
-        pixels = tf.io.decode_raw(tf.strings.substr(item, 16, -1), tf.uint8)
-        return tf.reshape(pixels, shape)
-
-    branches = [
-        raw,
-        lambda: tf.io.decode_png(item, channels=channels),
-        lambda: tf.io.decode_jpeg(item, channels=channels),
-        lambda: decode_l3(item),
-    ]
-    return tf.switch_case(index, [lambda b=b: tf.ensure_shape(b(), [None, None, channels]) for b in branches])
+    return tf.switch_case(index, [lambda name=name: decode_as(name, item, channels) for name in liquid_format.FORMATS])
 
 
 def encode_item(
