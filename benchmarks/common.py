@@ -8,6 +8,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from tfliquid._common.timing import PassTiming, timed_pass  # noqa: E402
 from tfliquid.samples import photos as sample_photos  # noqa: E402
 
 
@@ -28,6 +29,30 @@ def timed(fn, repeat: int = 1) -> float:
         fn()
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def pass_of(dataset, batch_size: int = 256):
+    """A function that runs one timed pass over `dataset` batched as Keras consumes it, its iterator's teardown
+    timed apart (tfliquid._common.timing), and returns its PassTiming. The pipeline is traced here, once."""
+    batches = dataset.batch(batch_size)
+    timed_pass(batches.take(1))
+    return lambda: timed_pass(batches)
+
+
+def round_robin(passes: dict, rounds: int) -> dict[str, list[float]]:
+    """Rate (elements/s) of each peer in every round, the peers taking turns: the machine's speed drifts over a
+    run (shared hosts), and taking turns exposes every peer to the same drift. `passes` maps a peer's name to a
+    function that runs one pass and returns its PassTiming. The worst iterator teardown is printed: tf.data's
+    cost per epoch, kept out of the rates."""
+    rates = {name: [] for name in passes}
+    worst = 0.0
+    for _ in range(rounds):
+        for name, run in passes.items():
+            timing: PassTiming = run()
+            rates[name].append(timing.rate)
+            worst = max(worst, timing.teardown_seconds)
+    print(f"(worst iterator teardown in these {rounds} rounds: {worst * 1e3:.0f} ms, not counted in the rates)")
+    return rates
 
 
 def ratios(numerators: list[float], denominators: list[float], scale: float = 1.0) -> list[float]:

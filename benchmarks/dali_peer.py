@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import math
 import os
+import time
+
+from tfliquid._common.timing import PassTiming
 
 BATCH = 256
 
@@ -22,7 +25,7 @@ def available() -> bool:
 
 def image_folder_epoch(folder: str, images: int):
     """A function that decodes `images` images (JPEG, PNG, ...) of an image folder once (file reader + CPU
-    decoder, one thread per core, as DALI's examples do) and returns how many images it decoded (whole batches)."""
+    decoder, one thread per core, as DALI's examples do) and returns its PassTiming (whole batches)."""
     from nvidia.dali import fn, pipeline_def
 
     # Synchronous: a pipelined DALI runs batches ahead, and would decode the next epoch's first batches while the
@@ -36,9 +39,10 @@ def image_folder_epoch(folder: str, images: int):
     dali.build()
     batches = math.ceil(images / BATCH)
 
-    def epoch() -> int:
+    def epoch() -> PassTiming:
+        start = time.perf_counter()
         for _ in range(batches):
             dali.run()
-        return batches * BATCH
+        return PassTiming(batches * BATCH, time.perf_counter() - start, 0.0, [])
 
     return epoch

@@ -1,13 +1,14 @@
 """Liquid: a mixed-format dataset at the profiled ratio against every single format and every other ratio.
 
-    python -m benchmarks.liquid [--images-per-class 40] [--size 256] [--bandwidth BYTES_PER_S] [--rounds 3]
+    python -m benchmarks.liquid [--images-per-class 30] [--size 512] [--bandwidth BYTES_PER_S] [--rounds 3]
                                 [--batch-size 64]
 
 The same JPEG crops of the shipped photos, decoded, stored as Liquid datasets (lossless: PNG, L3 and raw pixels)
 at the 11 ratios 0:10 ... 10:0 of PNG:raw and of L3:raw, all read by `tfliquid.LiquidDataset` on every core
 through one tfliquid read budget. The budget is chosen so that PNG alone is decode-bound and raw alone
 storage-bound (the geometric mean of PNG's and raw's bytes/s at their unthrottled rates), the regime Liquid is
-for. Peers take turns, one epoch each per round; the median over rounds is reported, with the range.
+for. Peers take turns, one epoch each per round (timed from the iterator's creation to its last element: tf.data's
+teardown stall is printed apart); the median over rounds is reported, with the range.
   - every ratio of PNG:raw and L3:raw; the profiler's choice (`tfliquid.liquid.profiling.profile` on a 256-image
     sample, the paper's binary search) and its predictions;
   - an FFCV-style mix: each image's format by a seeded coin with the chosen ratio's probability (so the counts are
@@ -28,7 +29,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 
 import numpy as np
 import tensorflow as tf
@@ -53,7 +53,6 @@ def write_ratio(folder: str, workdir: str, compact: str, weight: int) -> str:
         path,
         formats=[n for n, _ in pairs],
         ratio=[w for _, w in pairs],
-        images_per_record=64,
         progress=False,
     )
     return path
@@ -69,40 +68,10 @@ def write_coin_mix(folder: str, workdir: str, compact: str, weight: int, seed: i
         path,
         formats=[compact, "raw"],
         ratio=[compact_count, num_images - compact_count],
-        images_per_record=64,
         seed=seed,
         progress=False,
     )
     return path
-
-
-def epoch_of(dataset: tf.data.Dataset, batch_size: int):
-    """One timed pass: returns images delivered; the per-batch times are kept in `epoch.batch_seconds`."""
-    batches = dataset.batch(batch_size)
-
-    def epoch() -> int:
-        images, epoch.batch_seconds = 0, []
-        last = time.perf_counter()
-        for batch in batches:
-            now = time.perf_counter()
-            epoch.batch_seconds.append(now - last)
-            last = now
-            images += int(batch["label"].shape[0])
-        return images
-
-    for _ in batches.take(1):  # traces the pipeline's functions before anything is timed
-        pass
-    return epoch
-
-
-def round_robin(epochs: dict, rounds: int) -> dict[str, list[float]]:
-    rates = {name: [] for name in epochs}
-    for _ in range(rounds):
-        for name, epoch in epochs.items():
-            start = time.perf_counter()
-            images = epoch()
-            rates[name].append(images / (time.perf_counter() - start))
-    return rates
 
 
 def plain_minio_mix(path: str, cache: tfliquid.MinIOCache, seed: int) -> tf.data.Dataset:
@@ -149,19 +118,17 @@ def constant_load(path: str, batch_size: int, rounds: int) -> None:
         "plain MinIO (first come)": plain_minio_mix(path, plain_cache, seed=0),
         "LiquidDataset(cache=)": liquid,
     }
-    epochs = {name: epoch_of(ds, batch_size) for name, ds in peers.items()}
-    for ds in peers.values():  # fills the caches
-        for _ in ds:
-            pass
+    passes = {name: common.pass_of(ds, batch_size) for name, ds in peers.items()}
+    for run in passes.values():  # fills the caches
+        run()
     times = {name: [] for name in peers}
     rates = {name: [] for name in peers}
     reads = {name: [] for name in peers}
     for _ in range(rounds):
-        for name, epoch in epochs.items():
-            start = time.perf_counter()
-            images = epoch()
-            rates[name].append(images / (time.perf_counter() - start))
-            times[name] += epoch.batch_seconds[1:-1]  # full batches after the first (pipeline start-up)
+        for name, run in passes.items():
+            timing = run()
+            rates[name].append(timing.rate)
+            times[name] += timing.batch_seconds[1:-1]  # full batches after the first (pipeline start-up)
         for name, ds in peers.items():
             if name != "no cache":
                 reads[name] += [int(np.sum(~b["cached"])) for b in ds.batch(batch_size).as_numpy_iterator()][:-1]
@@ -199,8 +166,8 @@ def write_png_folder(folder: str, workdir: str) -> str:
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", default="bench_data")
-    parser.add_argument("--images-per-class", type=int, default=40)
-    parser.add_argument("--size", type=int, default=256, help="side of the crops in pixels")
+    parser.add_argument("--images-per-class", type=int, default=30)
+    parser.add_argument("--size", type=int, default=512, help="side of the crops in pixels")
     parser.add_argument("--bandwidth", type=float, help="read budget, bytes/s (default: see above)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=64)
@@ -216,10 +183,10 @@ def main():
     }
 
     def reader(path):
-        return epoch_of(tfliquid.LiquidDataset(path, batch_size=args.batch_size, seed=0), args.batch_size)
+        return common.pass_of(tfliquid.LiquidDataset(path, batch_size=args.batch_size, seed=0), args.batch_size)
 
     singles = {"png": datasets["png", STEPS], "l3": datasets["l3", STEPS], "raw": datasets["png", 0]}
-    free = round_robin({name: reader(path) for name, path in singles.items()}, args.rounds)
+    free = common.round_robin({name: reader(path) for name, path in singles.items()}, args.rounds)
     free = {name: statistics.median(rates) for name, rates in free.items()}
     if args.bandwidth is None:
         png_bytes, raw_bytes = free["png"] * bytes_per_image["png", STEPS], free["raw"] * bytes_per_image["png", 0]
@@ -256,14 +223,14 @@ def main():
         peers = {f"{c}:raw {w}:{STEPS - w}": reader(path) for (c, w), path in datasets.items()}
         peers.update(
             {
-                f"{c}:raw coin {profiles[c].ratio}": epoch_of(
+                f"{c}:raw coin {profiles[c].ratio}": common.pass_of(
                     tfliquid.LiquidDataset(path, batch_size=n, seed=0),
                     args.batch_size,  # plain shuffled order
                 )
                 for c, path in coin.items()
             }
         )
-        rates = round_robin(peers, args.rounds)
+        rates = common.round_robin(peers, args.rounds)
         for compact in ("png", "l3"):
             report(compact, profiles[compact], rates, args.bandwidth)
         constant_load(datasets["png", profiles["png"].chosen], args.batch_size, args.rounds)
@@ -272,7 +239,7 @@ def main():
 
     if dali_peer.available():
         png = write_png_folder(folder, args.workdir)
-        dali = round_robin(
+        dali = common.round_robin(
             {
                 "DALI, PNG files": dali_peer.image_folder_epoch(png, n),
                 "PNG alone (LiquidDataset)": reader(singles["png"]),

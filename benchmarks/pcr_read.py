@@ -11,13 +11,15 @@ Peers in one run, as ratios (the machine is shared and noisy, absolute numbers d
   - NVIDIA DALI's CPU pipeline on the original JPEG files, when `nvidia.dali` imports (unthrottled only: DALI
     cannot draw on tfliquid's read budget).
 Throttled runs put every reader on the same tfliquid read budget (TFRecords through
-tfliquid.io.draw_read_bandwidth). By default the budget is 0.7 x the slowest unthrottled byte rate, so that
-every reader is bound by I/O: the regime of the PCR paper's Theorem 4.1. Peers take turns, one epoch each per
-round (throttled: two epochs back to back, the steady state where the next epoch's first reads overlap this
-epoch's last decodes); ratios are taken within a round and reported as the median and range over rounds. Now and
-then a throttled epoch drops to about half its rate: tf.data's autotuner starves an AUTOTUNE decode map while the
-reads are throttled. PCRDataset decodes with one call per core for that reason; the TFRecord peers are written as
-users write them, with AUTOTUNE, and the median keeps a lone slow epoch out of the verdicts.
+tfliquid.io.draw_read_bandwidth). By default the budget is 0.7 x the slowest unthrottled byte rate, so that every
+reader is bound by I/O: the regime of the PCR paper's Theorem 4.1. Peers take turns, one epoch each per round
+(throttled: two epochs back to back, the steady state where the next epoch's first reads overlap this epoch's last
+decodes), timed from the iterator's creation to its last element (the stall tf.data iterators now and then take to
+tear down, up to 0.3 s, is printed apart: folded into a 0.35 s epoch it halved the rate); ratios are taken within a
+round and reported as the median and range over rounds. Now and then a throttled epoch drops to about half its rate:
+tf.data's autotuner starves an AUTOTUNE decode map while the reads are throttled. PCRDataset decodes with one call
+per core for that reason; the TFRecord peers are written as users write them, with AUTOTUNE, and the median keeps a
+lone slow epoch out of the verdicts.
 Full-fidelity PCR is checked to decode to the original JPEGs' exact pixels before anything is timed.
 Targets (issues 2 and 13), on medians:
   1. throttled speedup of group g over full >= 0.9 x the bytes ratio;
@@ -31,7 +33,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 
 import tensorflow as tf
 
@@ -71,38 +72,6 @@ def pcr_pipeline(path: str, scan_group) -> tf.data.Dataset:
     return tfliquid.PCRDataset(path, scan_group=scan_group, seed=0)
 
 
-def drain_seconds(ds: tf.data.Dataset, epochs: int) -> float:
-    """Best time of one pass through an iterator, batched as Keras consumes datasets (Dataset.reduce is no
-    substitute: it runs the pipeline on the two inter-op threads, where a throttled read that sleeps starves the
-    decoders)."""
-    return common.timed(drained(ds, 0), epochs)
-
-
-def round_robin(epochs: dict, rounds: int) -> dict:
-    """Images/s of each peer in every round, measured in turns: the machine's speed drifts over a run (shared
-    hosts), and taking turns exposes every peer to the same drift. `epochs` maps a peer's name to a function
-    that runs one pass and returns how many images it delivered."""
-    rates = {name: [] for name in epochs}
-    for _ in range(rounds):
-        for name, epoch in epochs.items():
-            start = time.perf_counter()
-            images = epoch()
-            rates[name].append(images / (time.perf_counter() - start))
-    return rates
-
-
-def drained(ds: tf.data.Dataset, images: int):
-    """One pass through `ds` (batched, as Keras consumes it) that reports `images`."""
-    batches = ds.batch(256)
-
-    def epoch() -> int:
-        for _ in batches:
-            pass
-        return images
-
-    return epoch
-
-
 def check_same_pixels(pcr: str, folder: str) -> None:
     """Full-fidelity PCR must decode to the original JPEGs' exact pixels (the transcode is lossless)."""
     for x in tfliquid.PCRDataset(pcr, shuffle=False, with_keys=True).as_numpy_iterator():
@@ -130,8 +99,9 @@ def reader_bytes_per_second(path: str, epochs: int) -> float:
     options = tf.data.Options()
     options.threading.private_threadpool_size = 1
     ds = tfliquid.PCRDataset(path, decode=False, shuffle=False, num_parallel_reads=1).with_options(options)
-    drain_seconds(ds, 1)  # warms the page cache
-    return tfliquid.PCRDataset(path).bytes_per_epoch() * epochs / drain_seconds(ds.repeat(epochs), 3)
+    common.pass_of(ds)()  # warms the page cache
+    run = common.pass_of(ds.repeat(epochs))
+    return tfliquid.PCRDataset(path).bytes_per_epoch() * epochs / min(run().seconds for _ in range(3))
 
 
 def main():
@@ -178,15 +148,15 @@ def main():
         f"{n} JPEG crops ({args.size}x{args.size}) of the shipped photos, decoded to pixels; "
         f"{os.cpu_count()} cores; {args.rounds} rounds (throttled: 3); PCR scan script: {script_name}"
     )
-    free_epochs = {name: drained(make(False), n) for name, make, _ in readers}
+    free_epochs = {name: common.pass_of(make(False)) for name, make, _ in readers}
     if dali_peer.available():
         free_epochs["DALI, original JPEGs"] = dali_peer.image_folder_epoch(folder, n)
     else:
         print("(NVIDIA DALI does not import here: its peer is left out)")
-    free = round_robin(free_epochs, args.rounds)
+    free = common.round_robin(free_epochs, args.rounds)
     bandwidth = args.bandwidth or 0.7 * min(statistics.median(free[name]) * size / n for name, _, size in readers)
     tfliquid.io.set_read_bandwidth(bandwidth)
-    throttled = round_robin({name: drained(make(True).repeat(2), 2 * n) for name, make, _ in readers}, 3)
+    throttled = common.round_robin({name: common.pass_of(make(True).repeat(2)) for name, make, _ in readers}, 3)
     tfliquid.io.set_read_bandwidth(None)
 
     print(f"{'reader':<26}{'bytes/image':>12}{'img/s':>22}{'img/s @ ' + f'{bandwidth / 1e6:.2g} MB/s':>24}")

@@ -33,7 +33,7 @@ BATCH = 32
 
 def convert(folder: str, dst: str, formats: list[str], ratio: str) -> str:
     if not os.path.exists(dst):
-        tfliquid.liquid.convert(folder, dst, formats=formats, ratio=ratio, images_per_record=64, progress=False)
+        tfliquid.liquid.convert(folder, dst, formats=formats, ratio=ratio, progress=False)
     return dst
 
 

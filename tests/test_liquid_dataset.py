@@ -146,3 +146,21 @@ def test_bad_arguments(mixed, tmp_path):
             tfliquid.LiquidDataset(str(mixed), **kwargs)
     with pytest.raises(liquid_format.LiquidFormatError, match="not a Liquid dataset"):
         tfliquid.LiquidDataset(str(tmp_path), batch_size=8)
+
+
+def test_raw_item_op_matches_the_reference_and_names_the_offset_of_bad_items():
+    from tfliquid.liquid import items as liquid_items
+
+    pixels = np.random.default_rng(1).integers(0, 256, (6, 5, 3), dtype=np.uint8)
+    item = liquid_format.encode_raw(pixels)
+    np.testing.assert_array_equal(liquid_items.decode_as("raw", tf.constant(item), 3), pixels)
+    np.testing.assert_array_equal(liquid_items.raw_item(tf.constant(pixels)).numpy(), item)  # graph encoder too
+    for bad, offset in [
+        (item[:-1], "offset 16: 89 pixel bytes"),
+        (item[:9], "offset 9"),
+        (b"\x89RAX" + item[4:], "offset 0"),
+    ]:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=offset):
+            liquid_items.decode_as("raw", tf.constant(bad), 3)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="offset 12: 3 channels, the dataset has 1"):
+        liquid_items.decode_as("raw", tf.constant(item), 1)

@@ -81,7 +81,7 @@ def _probe_all_ops(skip: int):
         for attr in op.attr:
             if attr.HasField("default_value") or attr.name in inferred:
                 continue
-            attrs[attr.name] = {"string": "input-checks", "list(type)": [tf.string]}[attr.type]
+            attrs[attr.name] = {"string": "input-checks", "list(type)": [tf.string], "int": 3}[attr.type]
         return attrs
 
     def python_name(name):

@@ -210,7 +210,7 @@ def _add_convert_liquid(kinds):
     p.add_argument("--formats", default="png,raw", help="formats to mix, of raw, png, jpeg, l3 (default png,raw)")
     p.add_argument("--ratio", help="one integer weight per format, e.g. 3:7 (tfliquid profile liquid finds one)")
     p.add_argument("--channels", type=int, choices=[1, 3], default=3, help="channels stored and decoded (default 3)")
-    p.add_argument("--images-per-record", type=int, default=256, help="images per record file (default 256)")
+    p.add_argument("--images-per-record", type=int, default=16, help="images per record file (default 16)")
     p.add_argument("--seed", type=int, default=0, help="seed of the format assignment and records (default 0)")
     p.add_argument("--png-compression", type=int, default=6, help="zlib level of png items, 0-9 (default 6)")
     p.add_argument("--l3-profile", choices=["default", "paper"], default="default", help="of l3 items")
@@ -270,6 +270,9 @@ def _add_profile_liquid(kinds):
     )
     p.add_argument("--exhaustive", action="store_true", help="measure all 11 ratios, not only the probed ones")
     p.add_argument("--batch-size", type=int, default=64, help="of the measured pipeline (default 64)")
+    p.add_argument(
+        "--images-per-record", type=int, default=16, help="of the sample datasets, as DST will be (default 16)"
+    )
     p.add_argument("--epochs", type=int, default=3, help="epochs per measurement, median taken (default 3)")
     p.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
     p.add_argument("--workdir", help="where the sample datasets are written (default: a temporary directory)")
@@ -288,6 +291,7 @@ def _add_profile_liquid(kinds):
             read_bandwidth=args.read_bandwidth,
             exhaustive=args.exhaustive,
             batch_size=args.batch_size,
+            images_per_record=args.images_per_record,
             epochs=args.epochs,
             seed=args.seed,
             workdir=args.workdir,
@@ -301,7 +305,13 @@ def _add_profile_liquid(kinds):
         if args.write:
             return _report_exit(
                 liquid.convert(
-                    args.src, args.write, formats=result.formats, ratio=result.ratio, progress=not args.quiet, **options
+                    args.src,
+                    args.write,
+                    formats=result.formats,
+                    ratio=result.ratio,
+                    images_per_record=args.images_per_record,
+                    progress=not args.quiet,
+                    **options,
                 )
             )
         return 0

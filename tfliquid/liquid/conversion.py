@@ -78,7 +78,7 @@ def convert(
     formats=("png", "raw"),
     ratio=None,
     channels: int = 3,
-    images_per_record: int = 256,
+    images_per_record: int = 16,
     seed: int = 0,
     png_compression: int = 6,
     l3_profile: str = "default",
@@ -105,7 +105,8 @@ def convert(
         images (largest remainder). Needed for two formats or more; `tfliquid.liquid.profile` finds the best.
       channels: 3 (RGB) or 1 (grey): every image is stored and decodes with this many channels; dropping alpha or
         colour is counted lossy.
-      images_per_record: images per record file (one read each).
+      images_per_record: images per record file (one read each). Small records keep reads steady: a stream
+        that must read a whole large record before it yields anything stalls the mix (docs/liquid.md).
       seed: which image gets which format, and the order of records; same seed and source = same bytes out.
       png_compression: zlib level 0-9 of png items.
       l3_profile: "default" or "paper", of l3 items.

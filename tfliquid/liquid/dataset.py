@@ -155,7 +155,7 @@ class LiquidDataset(tf.data.Dataset):
         channels = self._manifest.channels
         with_hits = self._cache is not None
 
-        def stream_dataset(stream: _Stream, cache_pass):
+        def stream_dataset(k: int, stream: _Stream, cache_pass):
             filenames = tf.constant(stream.paths)
             ends = tf.constant([[size] for size in stream.sizes], tf.int64)
             records = tf.data.Dataset.range(len(stream.paths))
@@ -192,7 +192,10 @@ class LiquidDataset(tf.data.Dataset):
                 image = liquid_items.decode_as(stream.format, x["image"], channels) if decode else x["image"]
                 return {**x, "image": image, "format": tf.constant(stream.format)}
 
-            return items.map(decoded, num_parallel_calls=num_parallel_calls, deterministic=True)
+            # A batch's worth of decoded images ahead, so a stream keeps decoding while the pattern takes from the
+            # others (a parallel map alone holds only its calls in flight, and would wait for its turn).
+            ahead = 2 * int(self._counts[:, k].max())
+            return items.map(decoded, num_parallel_calls=num_parallel_calls, deterministic=True).prefetch(ahead)
 
         def pattern():
             """The stream of each element of a pass: per batch, its counts, shuffled within the batch."""
@@ -210,7 +213,7 @@ class LiquidDataset(tf.data.Dataset):
             return rows.map(shuffled).unbatch()
 
         def one_pass(cache_pass):
-            streams = [stream_dataset(s, cache_pass) for s in self._streams]
+            streams = [stream_dataset(k, s, cache_pass) for k, s in enumerate(self._streams)]
             return tf.data.Dataset.choose_from_datasets(streams, pattern(), stop_on_empty_dataset=True)
 
         return each_pass(self._cache, one_pass)

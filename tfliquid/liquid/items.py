@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from tfliquid._lib import load_ops
 from tfliquid.l3.ops import decode_l3, encode_l3
 from tfliquid.liquid import format as liquid_format
 
@@ -74,12 +75,7 @@ def decode_as(name: str, item: tf.Tensor, channels: int) -> tf.Tensor:
     """An item of format `name` -> uint8 [H, W, channels] pixels (an item of another format is the decoder's
     InvalidArgument error)."""
     if name == "raw":
-        magic = tf.debugging.assert_equal(
-            tf.strings.substr(item, 0, 4), liquid_format.RAW_MAGIC, message="not a raw item"
-        )
-        with tf.control_dependencies([magic]):
-            shape = tf.io.decode_raw(tf.strings.substr(item, 4, 12), tf.int32)  # each at most 2^16
-        pixels = tf.reshape(tf.io.decode_raw(tf.strings.substr(item, 16, -1), tf.uint8), shape)
+        pixels = load_ops().liquid_decode_raw_item(item, channels=channels)  # one copy, header checked
     elif name == "png":
         pixels = tf.io.decode_png(item, channels=channels)
     elif name == "jpeg":

@@ -34,6 +34,7 @@ from tfliquid import io as tfliquid_io
 from tfliquid._common.checks import check_int
 from tfliquid._common.errors import ArgumentError
 from tfliquid._common.progress import Progress
+from tfliquid._common.timing import timed_pass
 from tfliquid.liquid import conversion
 from tfliquid.liquid import format as liquid_format
 from tfliquid.liquid.dataset import LiquidDataset
@@ -180,6 +181,7 @@ def profile(
     read_bandwidth: float | None = None,
     exhaustive: bool = False,
     batch_size: int = 64,
+    images_per_record: int = 16,
     epochs: int = 3,
     seed: int = 0,
     workdir: str | None = None,
@@ -196,6 +198,7 @@ def profile(
         None measures the storage the sample is written to (`workdir`), with its page cache dropped per file.
       exhaustive: measure all 11 ratios, not only those the search probes.
       batch_size, epochs: of the LiquidDataset measurements (the median of `epochs` epochs is taken).
+      images_per_record: of the sample datasets: as the dataset will be written, since it sets how bursty reads are.
       seed: of the sample and of the datasets written.
       workdir: where the sample datasets are written (default: a temporary directory, removed after).
       source_options: TFRecord options of `convert` (image_key, label_key, key_feature, compression, source_format).
@@ -212,7 +215,7 @@ def profile(
     try:
         os.makedirs(workdir, exist_ok=True)
         sample_path = _write_sample(src, os.path.join(workdir, "sample.tfrecord"), sample, seed, source_options)
-        runner = _Runner(sample_path, workdir, names, batch_size, epochs, seed, read_bandwidth)
+        runner = _Runner(sample_path, workdir, names, batch_size, epochs, seed, read_bandwidth, images_per_record)
         with Progress(2 + (STEPS + 1 if exhaustive else 5), "measurement", progress) as bar:
             alone = {STEPS: runner.dataset(STEPS), 0: runner.dataset(0)}  # first alone, second alone
             bytes_per_image = [runner.bytes_per_image(alone[STEPS]), runner.bytes_per_image(alone[0])]
@@ -279,9 +282,10 @@ def _write_sample(src: str, path: str, sample: int, seed: int, source_options: d
 class _Runner:
     """Writes the sample at a ratio and measures it."""
 
-    def __init__(self, sample_path, workdir, names, batch_size, epochs, seed, read_bandwidth):
+    def __init__(self, sample_path, workdir, names, batch_size, epochs, seed, read_bandwidth, images_per_record):
         self.sample_path, self.workdir, self.names = sample_path, workdir, names
         self.batch_size, self.epochs, self.seed, self.read_bandwidth = batch_size, epochs, seed, read_bandwidth
+        self.images_per_record = images_per_record
         self.num_images = 0
 
     def dataset(self, weight: int) -> str:
@@ -292,7 +296,7 @@ class _Runner:
             path,
             formats=[n for n, _ in pairs],
             ratio=[w for _, w in pairs],
-            images_per_record=32,
+            images_per_record=self.images_per_record,
             seed=self.seed,
             progress=False,
         )
@@ -319,16 +323,12 @@ class _Runner:
     def _images_per_second(self, path: str, drop_cache: bool) -> float:
         dataset = LiquidDataset(path, batch_size=self.batch_size, seed=self.seed).batch(self.batch_size)
         records = [os.path.join(path, r.path) for f in liquid_format.read_manifest(path).formats for r in f.records]
+        timed_pass(dataset.take(1))  # builds and warms the pipeline's functions
         rates = []
-        for _ in dataset.take(1):  # builds and warms the pipeline's functions
-            pass
         for _ in range(self.epochs):
             if drop_cache:
                 drop_page_cache(records)
-            start, images = time.perf_counter(), 0
-            for batch in dataset:
-                images += int(batch["label"].shape[0])
-            rates.append(images / (time.perf_counter() - start))
+            rates.append(timed_pass(dataset).rate)
         return statistics.median(rates)
 
 
