@@ -6,8 +6,9 @@
 The same JPEG crops of the shipped photos, decoded, stored as Liquid datasets (lossless: PNG, L3 and raw pixels)
 at the 11 ratios 0:10 ... 10:0 of PNG:raw and of L3:raw, all read by `tfliquid.LiquidDataset` on every core
 through one tfliquid read budget. The budget is chosen so that PNG alone is decode-bound and raw alone
-storage-bound (the geometric mean of PNG's and raw's bytes/s at their unthrottled rates), the regime Liquid is
-for. Peers take turns, one epoch each per round (timed from the iterator's creation to its last element: tf.data's
+storage-bound, at the same rate (raw's bytes per image x PNG's unthrottled images/s): the regime Liquid is for, and
+where a mix gains most. The most it can gain there follows from the two formats' sizes and decode rates, and is
+printed. Peers take turns, one epoch each per round (timed from the iterator's creation to its last element: tf.data's
 teardown stall is printed apart); the median over rounds is reported, with the range.
   - every ratio of PNG:raw and L3:raw; the profiler's choice (`tfliquid.liquid.profiling.profile` on a 256-image
     sample, the paper's binary search) and its predictions;
@@ -189,8 +190,9 @@ def main():
     free = common.round_robin({name: reader(path) for name, path in singles.items()}, args.rounds)
     free = {name: statistics.median(rates) for name, rates in free.items()}
     if args.bandwidth is None:
-        png_bytes, raw_bytes = free["png"] * bytes_per_image["png", STEPS], free["raw"] * bytes_per_image["png", 0]
-        args.bandwidth = float(np.sqrt(png_bytes * raw_bytes))
+        # raw alone then reads as many images/s as PNG alone decodes: both formats at the same rate, PNG bound by
+        # the CPU and raw by storage, where a mix gains most
+        args.bandwidth = free["png"] * bytes_per_image["png", 0]
     print(
         f"{n} crops ({args.size}x{args.size}) of the shipped photos; {os.cpu_count()} cores; batch {args.batch_size}; "
         f"{args.rounds} rounds, medians [ranges]"
@@ -203,6 +205,18 @@ def main():
         )
     )
     print(f"read budget: {args.bandwidth / 1e6:.1f} MB/s")
+    bound = max(
+        min(
+            profiling.predicted_rates(
+                w,
+                [bytes_per_image["png", STEPS], bytes_per_image["png", 0]],
+                [free["png"], free["raw"]],
+                args.bandwidth,
+            )
+        )
+        for w in range(STEPS + 1)
+    ) / max(free["png"], args.bandwidth / bytes_per_image["png", 0])
+    print(f"the most a PNG:raw mix can gain over the better format alone, from these rates: {bound:.2f}x")
 
     profiles = {
         compact: profiling.profile(
