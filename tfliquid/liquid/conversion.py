@@ -243,25 +243,30 @@ def _decoded(contents: tf.Tensor, channels: int):
     return pixels, is_jpeg, lossy
 
 
+def _encoded(contents: tf.Tensor, format_index: tf.Tensor, encoding: _Encoding):
+    """Source bytes -> (the item of format `format_index`, lossy, lossy because the source had to be encoded)."""
+    pixels, is_jpeg, lossy_channels = _decoded(contents, encoding.channels)
+    stored, lossy_encoding = liquid_items.encode_item(
+        format_index,
+        pixels,
+        contents,
+        is_jpeg,
+        encoding.png_compression,
+        encoding.l3_profile,
+        encoding.jpeg_quality,
+    )
+    return stored, tf.logical_or(lossy_channels, lossy_encoding), lossy_encoding
+
+
 def _prepare_images(format_of_item: np.ndarray, encoding: _Encoding, verify: bool):
     """(item, image bytes, label, key) -> the record job's tuple, with the item of the image's planned format."""
     formats = tf.constant(format_of_item)
 
     def prepare(item, contents, label, key):
-        pixels, is_jpeg, lossy_channels = _decoded(contents, encoding.channels)
-        stored, lossy_encoding = liquid_items.encode_item(
-            tf.gather(formats, item),
-            pixels,
-            contents,
-            is_jpeg,
-            encoding.png_compression,
-            encoding.l3_profile,
-            encoding.jpeg_quality,
-        )
+        stored, lossy, lossy_encoding = _encoded(contents, tf.gather(formats, item), encoding)
         # What --verify compares with: the source, or the JPEG stored when the source had to be encoded lossily.
         expected = tf.where(lossy_encoding, stored, contents) if verify else ""
         ends = tf.reshape(tf.cast(tf.strings.length(stored), tf.int64), [1])
-        lossy = tf.logical_or(lossy_channels, lossy_encoding)
         return item, stored, ends, label, key, lossy, expected, tf.strings.length(contents)
 
     return prepare
@@ -379,16 +384,7 @@ def _encoded_sizes(source, sample: np.ndarray, name: str, encoding: _Encoding):
     index = liquid_items.FORMAT_INDEX[name]
 
     def size(i, contents, label, key):
-        pixels, is_jpeg, _ = _decoded(contents, encoding.channels)
-        item, _ = liquid_items.encode_item(
-            tf.constant(index),
-            pixels,
-            contents,
-            is_jpeg,
-            encoding.png_compression,
-            encoding.l3_profile,
-            encoding.jpeg_quality,
-        )
+        item, _, _ = _encoded(contents, tf.constant(index), encoding)
         return i, tf.cast(tf.strings.length(item), tf.int64)
 
     items, sizes = [], []
