@@ -62,7 +62,9 @@ class LiquidDataset(tf.data.Dataset):
         reads the same amount from storage. Elements then carry "cached" (bool: its record came from the cache).
       decode: decode images to uint8 [H, W, C]; False yields the stored items (raw, PNG, JPEG or L3 bytes).
       with_keys: also yield "key", the image's source file name.
-      num_parallel_reads: records read at a time per stream.
+      num_parallel_reads: records read at a time per stream. One by default: a stream yields nothing until it has
+        read a whole record, and records read together share the storage and all finish late (under a read budget,
+        PNG:raw 5:5 at 512 pixels read 575 images/s with one, 492 with two, 392 with four).
       num_parallel_calls: decodes in flight; default one per core (not AUTOTUNE: PCRDataset's reason holds,
         tf.data's autotuner starves a decode map under throttled reads now and then).
 
@@ -82,7 +84,7 @@ class LiquidDataset(tf.data.Dataset):
         cache: MinIOCache | int | None = None,
         decode: bool = True,
         with_keys: bool = False,
-        num_parallel_reads: int = 2,
+        num_parallel_reads: int = 1,
         num_parallel_calls: int | None = None,
     ):
         self._path = os.fspath(path)
