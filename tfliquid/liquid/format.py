@@ -108,7 +108,7 @@ def batch_counts(stream_sizes: Sequence[int], batch_size: int) -> np.ndarray:
     """[num_batches, num_streams]: how many elements each batch of a pass takes from each stream.
 
     Batch b of size n_b takes floor(n_b * s_k / N) from stream k, and the rest one each from the streams furthest
-    behind their share (ties to the lower k), so every stream stays within one element of its share and a pass
+    behind their share (ties to the lower k), so no stream drifts from its share by two elements or more and a pass
     takes each stream exactly."""
     sizes = _checked_sizes(stream_sizes, batch_size)
     total = int(sizes.sum())
