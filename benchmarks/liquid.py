@@ -111,7 +111,7 @@ def plain_minio_mix(path: str, cache: tfliquid.MinIOCache, seed: int) -> tf.data
 
 def constant_load(path: str, batch_size: int, rounds: int) -> None:
     """Per-batch time and storage reads, after the cache is full: Liquid's cache vs plain MinIO vs no cache."""
-    budget = sum(f.num_bytes for f in liquid_format.read_manifest(path).formats) // 2
+    budget = liquid_format.dataset_bytes(liquid_format.read_manifest(path)) // 2
     liquid = tfliquid.LiquidDataset(path, batch_size=batch_size, seed=0, cache=budget)
     plain_cache = tfliquid.MinIOCache(budget)
     peers = {
@@ -180,7 +180,7 @@ def main():
     datasets = {(c, w): write_ratio(folder, workdir, c, w) for c in ("png", "l3") for w in range(STEPS + 1)}
     n = liquid_format.read_manifest(datasets["png", 0]).num_images
     bytes_per_image = {
-        key: sum(f.num_bytes for f in liquid_format.read_manifest(path).formats) / n for key, path in datasets.items()
+        key: liquid_format.dataset_bytes(liquid_format.read_manifest(path)) / n for key, path in datasets.items()
     }
 
     def reader(path):

@@ -75,7 +75,7 @@ def main():
 
     def bytes_per_image(path):
         manifest = liquid_format.read_manifest(path)
-        return sum(f.num_bytes for f in manifest.formats) / manifest.num_images
+        return liquid_format.dataset_bytes(manifest) / manifest.num_images
 
     png_rate, raw_rate = images_per_second(png), images_per_second(raw)
     # between PNG's and raw's unthrottled byte rates: PNG alone stays decode-bound, raw alone becomes disk-bound

@@ -186,7 +186,7 @@ def convert(
         manifest.conversion.predicted_bytes = prediction.total
         report.lossy_images = manifest.conversion.lossy_images
         record_job.write_or_explain(dst, liquid_format.write_manifest, dst, manifest, write_atomically)
-        report.dataset_bytes = sum(f.num_bytes for f in manifest.formats)
+        report.dataset_bytes = liquid_format.dataset_bytes(manifest)
         _remove_spool(dst)
     report.seconds = time.perf_counter() - start
     return report

@@ -45,6 +45,13 @@ class _Stream:
         return sum(self.images)
 
 
+def _nonempty(streams: list[_Stream], counts: np.ndarray) -> tuple[list[_Stream], np.ndarray]:
+    """The streams that hold images, and their columns of the counts (an empty one is never chosen: a format with
+    no image, or no cached or no uncached record)."""
+    keep = [k for k, stream in enumerate(streams) if stream.num_images]
+    return [streams[k] for k in keep], counts[:, keep]
+
+
 class LiquidDataset(tf.data.Dataset):
     """Images of a Liquid dataset (made by `tfliquid convert liquid`), in batches that hold the dataset's ratio.
 
@@ -113,9 +120,7 @@ class LiquidDataset(tf.data.Dataset):
         formats = list(self._manifest.formats)
         if self._cache is None:
             streams = [_Stream(f.name, *self._records_of(f.records), cached=False) for f in formats]
-            counts = liquid_format.batch_counts([s.num_images for s in streams], self._batch_size)
-            keep = [k for k, stream in enumerate(streams) if stream.num_images]  # a format may hold no image
-            return [streams[k] for k in keep], counts[:, keep]
+            return _nonempty(streams, liquid_format.batch_counts([s.num_images for s in streams], self._batch_size))
         total = sum(f.num_bytes + _CACHE_OVERHEAD_PER_RECORD * len(f.records) for f in formats)
         share = min(1.0, self._cache.capacity_bytes / max(total, 1))
         rng = np.random.default_rng(seed if seed is not None else 0)
@@ -142,9 +147,7 @@ class LiquidDataset(tf.data.Dataset):
         counts = liquid_format.split_batch_counts(
             [c.num_images for c, _ in pairs], [u.num_images for _, u in pairs], self._batch_size
         ).reshape(-1, 2 * len(pairs))  # columns: format 0 cached, format 0 uncached, format 1 cached, ...
-        streams = [stream for pair in pairs for stream in pair]
-        keep = [k for k, stream in enumerate(streams) if stream.num_images]  # an empty stream is never chosen
-        return [streams[k] for k in keep], counts[:, keep]
+        return _nonempty([stream for pair in pairs for stream in pair], counts)
 
     def _records_of(self, records) -> tuple[list[str], list[int], list[int]]:
         return (
@@ -267,4 +270,4 @@ class LiquidDataset(tf.data.Dataset):
 
     def bytes_per_epoch(self) -> int:
         """Bytes of the record files one epoch reads without a cache."""
-        return sum(f.num_bytes for f in self._manifest.formats)
+        return liquid_format.dataset_bytes(self._manifest)

@@ -244,6 +244,16 @@ def _check_manifest(path: str, manifest: liquid_pb2.LiquidManifest) -> None:
         raise LiquidFormatError(f"{path}: the formats' image counts do not add up to num_images")
 
 
+def dataset_bytes(manifest: liquid_pb2.LiquidManifest) -> int:
+    """Bytes of every record file of the dataset: what an epoch reads without a cache."""
+    return sum(f.num_bytes for f in manifest.formats)
+
+
+def record_files(dataset_dir: str, manifest: liquid_pb2.LiquidManifest) -> list[str]:
+    """The paths of every record file of the dataset, format by format."""
+    return [os.path.join(dataset_dir, r.path) for f in manifest.formats for r in f.records]
+
+
 @dataclasses.dataclass
 class Item:
     """One image as stored: its format, item bytes, label and key."""

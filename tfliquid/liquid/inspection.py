@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from tfliquid.liquid.format import read_manifest
+from tfliquid.liquid.format import dataset_bytes, read_manifest
 
 
 def format_inspection(path: str) -> str:
     manifest = read_manifest(path)
     conversion = manifest.conversion
-    total = sum(f.num_bytes for f in manifest.formats)
+    total = dataset_bytes(manifest)
     ratio = ":".join(str(f.ratio_weight) for f in manifest.formats)
     lines = [
         f"{path}: Liquid dataset, format version {manifest.format_version}",

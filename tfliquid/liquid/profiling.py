@@ -305,7 +305,7 @@ class _Runner:
 
     def bytes_per_image(self, path: str) -> float:
         manifest = liquid_format.read_manifest(path)
-        return sum(f.num_bytes for f in manifest.formats) / manifest.num_images
+        return liquid_format.dataset_bytes(manifest) / manifest.num_images
 
     def decode_rate(self, path: str) -> float:
         """Images/s of the pipeline with its records in the page cache and no throttle: the CPU side alone."""
@@ -322,7 +322,7 @@ class _Runner:
 
     def _images_per_second(self, path: str, drop_cache: bool) -> float:
         dataset = LiquidDataset(path, batch_size=self.batch_size, seed=self.seed).batch(self.batch_size)
-        records = [os.path.join(path, r.path) for f in liquid_format.read_manifest(path).formats for r in f.records]
+        records = liquid_format.record_files(path, liquid_format.read_manifest(path))
         timed_pass(dataset.take(1))  # builds and warms the pipeline's functions
         rates = []
         for _ in range(self.epochs):
@@ -345,7 +345,7 @@ def drop_page_cache(paths: list[str]) -> None:
 
 def _storage_bandwidth(path: str) -> float:
     """Bytes/s of reading a sample dataset's record files after dropping their page cache."""
-    records = [os.path.join(path, r.path) for f in liquid_format.read_manifest(path).formats for r in f.records]
+    records = liquid_format.record_files(path, liquid_format.read_manifest(path))
     drop_page_cache(records)
     start, total = time.perf_counter(), 0
     for record in records:
