@@ -1,29 +1,35 @@
-"""The GPU decoder (tfliquid.l3): its CUDA source run on the CPU through tests/cuda_host/shim.h, bit-exact against
-the reference codec and the original pixels; its corruption reports; its host-side plan; nvcc compiling the same
-source; and decode_batch_gpu's errors on a machine without CuPy or GPU."""
+"""The GPU kernel of decode_l3_batch, on a machine without a GPU: its CUDA source run on the CPU through
+tests/cuda_host/shim.h from the op's C++ launch plan, bit-exact against the reference codec and the original
+pixels; that plan against its Python oracle; its corruption reports; NVRTC (through the op library's own code)
+and nvcc compiling the same source; and the op library loading, with its GPU kernel registered, where CUDA is
+missing."""
 
 import concurrent.futures
 import dataclasses
-import importlib.util
+import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from l3_plan_oracle import TASK_FIELDS, plan_batch
 from PIL import Image
 
+import tfliquid
 from tfliquid.l3 import codec as l3
-from tfliquid.l3 import decode_batch_gpu
-from tfliquid.l3.plan import TASK_FIELDS, plan_batch
 from tfliquid.samples import photos as sample_photos
 
-SHIM_DIR = Path(__file__).resolve().parent / "cuda_host"
-KERNEL = resources.files("tfliquid.l3").joinpath("kernels", "l3_decode.cu")
+ROOT = Path(__file__).resolve().parent.parent
+SHIM_DIR = ROOT / "tests" / "cuda_host"
+KERNEL = ROOT / "ops" / "l3" / "l3_decode.cu"
+# The host half of the op's GPU kernel: the launch plan and the header parser it validates with.
+PLAN_SOURCES = [ROOT / "ops" / "l3" / name for name in ("l3_launch_plan.cc", "l3_codec.cc", "l3_decoder.cc")]
 # Fewer threads than columns, and not a power of two: every thread loops over columns and the prefix sum has
 # partial owners. (One OS thread per CUDA thread also keeps the CPU run fast; test_planned_block_size uses the
 # block size of the real launch.)
@@ -41,8 +47,10 @@ def _build(output: Path, *flags: str) -> Path:
         "-Werror",
         *flags,
         f"-I{SHIM_DIR}",
-        f"-I{Path(str(KERNEL)).parent}",
+        f"-I{KERNEL.parent}",
+        f"-I{ROOT / 'ops'}",
         str(SHIM_DIR / "decode_driver.cc"),
+        *map(str, PLAN_SOURCES),
         "-o",
         str(output),
     ]
@@ -57,7 +65,8 @@ def driver(tmp_path_factory) -> Path:
 
 
 def _run_driver(driver: Path, encoded: list[bytes], threads: int = THREADS):
-    """(exit status, stderr, decoded [B, H, W, C] or None); checks the driver's task table against plan_batch's."""
+    """(exit status, stderr, decoded [B, H, W, C] or None); checks the C++ plan's task table against the Python
+    oracle's."""
     with tempfile.TemporaryDirectory() as tmp:
         inputs = []
         for i, data in enumerate(encoded):
@@ -282,31 +291,11 @@ def test_plan_covers_every_pixel_once():
     assert plan.payload.tobytes() == 2 * data[payload_start:]
 
 
-def test_mismatched_shapes_name_the_image():
-    small = l3.encode(np.zeros((10, 10, 3), np.uint8))
-    with pytest.raises(ValueError, match=r"^image 2 is 10x11x3 \(HxWxC\), image 0 is 10x10x3"):
-        decode_batch_gpu([small, small, l3.encode(np.zeros((10, 11, 3), np.uint8))])
-    with pytest.raises(ValueError, match=r"^image 1 is 10x10x1"):
-        decode_batch_gpu([small, l3.encode(np.zeros((10, 10, 1), np.uint8))])
-
-
-def test_corrupt_headers_name_the_image_and_offset():
-    good = l3.encode(np.zeros((10, 10, 3), np.uint8))
-    with pytest.raises(ValueError, match=r"^image 1: offset 0: bad magic"):
-        decode_batch_gpu([good, b"GIF89a\x00\x00" + good[8:]])
-    with pytest.raises(ValueError, match=r"^image 0: offset 24: patch offsets"):
-        decode_batch_gpu([good + b"\x00"])
-    with pytest.raises(ValueError, match="empty batch"):
-        decode_batch_gpu([])
-    with pytest.raises(ValueError, match="1-D string tensor"):
-        decode_batch_gpu(tf.constant([[good]]))
-
-
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs the CUDA compiler")
 def test_nvcc_compiles_the_kernels(tmp_path):
     ptx = tmp_path / "l3_decode.ptx"
     result = subprocess.run(
-        ["nvcc", "-ptx", "-arch=compute_75", "-Werror", "all-warnings", str(KERNEL), "-o", str(ptx)],
+        ["nvcc", "-ptx", "-arch=compute_75", "-Werror", "all-warnings", f"-I{KERNEL.parent}", str(KERNEL), "-o", str(ptx)],
         capture_output=True,
         text=True,
     )
@@ -315,9 +304,51 @@ def test_nvcc_compiles_the_kernels(tmp_path):
     assert entries == ["l3_decode_patches", "l3_add_green"]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="CuPy is installed")
-def test_without_cupy_the_error_says_what_to_install():
-    data = l3.encode(np.zeros((4, 4, 3), np.uint8))
-    for encoded in ([data], tf.constant([data, data])):
-        with pytest.raises(ImportError, match=r"pip install tfliquid\[gpu\]"):
-            decode_batch_gpu(encoded)
+@pytest.mark.parametrize("arch", ["compute_75", "compute_90"])
+def test_nvrtc_compiles_the_kernels_through_the_op_library(arch):
+    """The op library's NVRTC path (the embedded source and its header, the compile options) yields both kernels."""
+    ptx = tfliquid.l3.compile_gpu_kernels(arch)
+    assert re.search(rf"^\.target sm_{arch[-2:]}$", ptx, re.MULTILINE)
+    assert re.findall(r"\.entry (\w+)\(", ptx) == ["l3_decode_patches", "l3_add_green"]
+
+
+def test_nvrtc_reports_what_it_cannot_compile():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="NVRTC cannot compile l3_decode.cu for compute_1"):
+        tfliquid.l3.compile_gpu_kernels("compute_1")
+
+
+_WITHOUT_CUDA = """
+import json, numpy as np, tensorflow as tf, tfliquid
+from tfliquid.l3 import codec
+from tfliquid.l3.gpu import registers_gpu_kernel
+image = np.arange(2 * 5 * 7 * 3, dtype=np.uint8).reshape(2, 5, 7, 3)
+decoded = tfliquid.l3.decode_l3_batch(tf.constant([codec.encode(i) for i in image])).numpy()
+availability = tfliquid.l3.gpu_available()
+try:
+    tfliquid.l3.compile_gpu_kernels()
+    compile_error = ""
+except tf.errors.FailedPreconditionError as e:
+    compile_error = e.message
+print(json.dumps({"gpu_kernel": registers_gpu_kernel(), "decoded": bool((decoded == image).all()),
+                  "available": bool(availability), "reason": availability.reason, "compile_error": compile_error}))
+"""
+
+
+def test_op_library_loads_and_registers_its_gpu_kernel_where_cuda_cannot_be_found(tmp_path):
+    """Neither library is linked: the op library loads, registers the GPU kernel and decodes on the CPU in a
+    process where the CUDA driver and NVRTC cannot be found, and says so."""
+    missing = tmp_path / "missing"
+    env = {
+        **os.environ,
+        "TFLIQUID_NVRTC_LIBRARY": str(missing / "libnvrtc.so.12"),
+        "TFLIQUID_CUDA_DRIVER_LIBRARY": str(missing / "libcuda.so.1"),
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+    }
+    result = subprocess.run([sys.executable, "-c", _WITHOUT_CUDA], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.splitlines()[-1])
+    assert report["gpu_kernel"] and report["decoded"] and not report["available"]
+    assert "the CUDA driver library cannot be loaded" in report["reason"]
+    assert f"NVRTC cannot be loaded (pip install tfliquid[gpu] installs it): {missing}" in report["reason"]
+    assert "TensorFlow sees no GPU" in report["reason"]
+    assert "} NVRTC cannot be loaded" in report["compile_error"]  # after the op's {{function_node ...}} prefix

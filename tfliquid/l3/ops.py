@@ -1,4 +1,5 @@
-"""The L3 ops: decode and encode on the CPU, in graphs and `Dataset.map` (the format: docs/formats/l3.md)."""
+"""The L3 ops: decode and encode in graphs and `Dataset.map`, and decode a batch on the CPU or a GPU (the format:
+docs/formats/l3.md)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,24 @@ import tensorflow as tf
 from tfliquid._common.errors import ArgumentError
 from tfliquid._lib import load_ops
 
-__all__ = ["decode_l3", "encode_l3"]
+__all__ = ["decode_l3", "decode_l3_batch", "encode_l3"]
 
 
 def decode_l3(contents, name=None):
     """Decodes an L3 image (docs/formats/l3.md) to uint8 [H, W, C] on the CPU; usable in `Dataset.map`."""
     return load_ops().liquid_decode_l3(contents, name=name)
+
+
+def decode_l3_batch(encoded, name=None):
+    """Decodes a batch of L3 images of one shape: string [B] -> uint8 [B, H, W, C].
+
+    Runs where TensorFlow places it: on a GPU (the model's device, or `tf.device("/GPU:0")`) its kernel parses
+    the headers on the host and decodes on the device, one CUDA block per channel of each patch; on the CPU the
+    images decode in parallel on the op's thread pool. Both raise InvalidArgument naming the first bad image:
+    corrupt data ("L3 image 3: offset 1234: ..."), or a shape that differs from image 0's. `gpu_available()`
+    says whether the GPU kernel can run here.
+    """
+    return load_ops().liquid_decode_l3_batch(encoded, name=name)
 
 
 def encode_l3(image, profile: str = "default", name=None):

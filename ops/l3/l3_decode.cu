@@ -1,23 +1,9 @@
-// L3 decoder kernels (docs/formats/l3.md), loaded by tfliquid/l3/gpu.py through cupy.RawModule and compiled
-// unchanged on the CPU by tests/cuda_host/shim.h. Plain CUDA C++ without includes (NVRTC has no host headers),
+// L3 decoder kernels (docs/formats/l3.md): the GPU kernel of Liquid>DecodeL3Batch compiles this file with NVRTC
+// at first use (l3_gpu_kernel.cc; setup.py embeds it in the op library), and tests/cuda_host/shim.h compiles it
+// unchanged for the CPU. Plain CUDA C++ with no include but the task table's columns (NVRTC has no host headers),
 // without warp intrinsics (the shim has no warps), and with shared memory only in the one dynamic buffer below.
 
-// One row of the int64 task table per block, one block per (image, channel, patch). tfliquid/l3/plan.py writes
-// the same columns in the same order.
-enum L3TaskField {
-  L3_TASK_START,      // first byte of the patch stream in the concatenated payloads
-  L3_TASK_END,        // one past its last byte (the next patch's start)
-  L3_TASK_FILE_BIAS,  // added to a payload position gives the byte offset in the image's own L3 file
-  L3_TASK_IMAGE,
-  L3_TASK_CHANNEL,
-  L3_TASK_Y0,
-  L3_TASK_X0,
-  L3_TASK_HEIGHT,     // patch height h, cut at the bottom edge
-  L3_TASK_WIDTH,      // patch width w, cut at the right edge
-  L3_TASK_SEGMENT,    // pixels per segment, resolved: the header's 0 (a whole patch row) is stored as w
-  L3_TASK_ZIGZAG,     // 1: zigzag mapping, 4-bit segment headers; 0: base mapping, 12-bit headers
-  L3_TASK_FIELDS
-};
+#include "l3_task_fields.h"  // the columns of the task table the host writes (l3_launch_plan.cc)
 
 // Dynamic shared memory, laid out at the top of l3_decode_patches: 4 * (max_segments + blockDim.x + 1) +
 // 2 * max_segments + 2 * max_width bytes (the host computes the same size).

@@ -1,9 +1,10 @@
-"""The host half of the GPU decoder: validates a batch of L3 images and lays out the work of its kernel launch.
+"""The test oracle of the GPU kernel's launch plan (ops/l3/l3_launch_plan.cc): the same layout, written from
+docs/formats/l3.md and the kernel's task columns in NumPy, so that tests/test_l3_gpu.py can compare the C++ table
+with an independent one on every batch it decodes.
 
 One CUDA block decodes one channel of one patch of one image (a task). The plan holds every image's payload back to
 back and one int64 row per task: where the patch stream starts and ends in those payloads, where the patch lies in
-the image, and how its rows are packed. Pure NumPy, so it is tested without a GPU (tests/test_l3_gpu.py compares
-it with the table tests/cuda_host/decode_driver.cc builds for the same kernel).
+the image, and how its rows are packed.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 
 from tfliquid.l3 import codec as l3
 
-# Columns of a task row; the enum L3TaskField in kernels/l3_decode.cu, in the same order.
+# Columns of a task row; the enum L3TaskField in ops/l3/l3_task_fields.h, in the same order.
 TASK_FIELDS = ("start", "end", "file_bias", "image", "channel", "y0", "x0", "height", "width", "segment", "zigzag")
 _COLUMN = {name: i for i, name in enumerate(TASK_FIELDS)}
 MAX_THREADS = 256  # a block handles wider patches by looping over columns
@@ -70,7 +71,7 @@ def plan_batch(encoded: list[bytes]) -> BatchPlan:
     differs from image 0's. The patch streams themselves are checked by the kernel.
     """
     if not encoded:
-        raise ValueError("decode_batch_gpu: empty batch")
+        raise ValueError("empty batch")
     payloads, tasks, subtract_green = [], [], []
     shape = None
     base = 0
