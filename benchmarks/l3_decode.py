@@ -1,18 +1,23 @@
-"""L3 decode speed and size against PNG, single thread, in one run.
+"""L3 decode speed and size against PNG, in one run: image by image on one thread, then a batch at a time on 1
+and 2 threads.
 
-    python -m benchmarks.l3_decode [--rounds 7]
+    python -m benchmarks.l3_decode [--rounds 7] [--batch-rounds 9]
 
 Images: the 10 photos shipped in scikit-image and scikit-learn at their native size, and the same photos resized
 to full HD (1920x1080, bicubic). Every image is encoded as PNG (Pillow, default settings) and as L3 with both
 profiles. Decoders, in megapixels per second (total pixels / sum over images of the best of --rounds):
   - `tfliquid.l3.decode_l3` (the C++ op), `default` and `paper` profiles;
   - `tf.io.decode_png`;
-  - Pillow's PNG decoder (for information);
-  - `tfliquid.l3.decode_batch_gpu` when a GPU and CuPy are present.
+  - Pillow's PNG decoder (for information).
 The decoders take turns image by image (round robin), so that the machine's load hits them alike. TensorFlow runs
 with one inter-op and one intra-op thread.
 Targets (issue 3): L3 decode >= 10x tf.io.decode_png; `default` size <= 1.15x PNG (geometric mean over the
 native photos; upsampled to full HD they are smoother, which PNG's deflate exploits more: printed for information).
+
+Batches (issue 15; benchmarks/l3_batch.py, one child process per thread count): 128 crops 512x384 of the photos
+in batches of 32, decoded on 1 and then 2 threads by `tfliquid.l3.decode_l3_batch` (the CPU kernel, as the
+`DecodeL3` layer runs it in a train step), by `tf.io.decode_png` in `Dataset.map(num_parallel_calls=AUTOTUNE)`
+then `batch`, and by DALI's CPU PNG decoder when DALI imports. GPU figures appear only where a GPU is present.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from PIL import Image
 import tfliquid
 from tfliquid.samples import photos as sample_photos
 
-from benchmarks import common
+from benchmarks import common, l3_batch
 
 FULL_HD = (1920, 1080)
 
@@ -66,21 +71,9 @@ def decoders(image: np.ndarray) -> tuple[dict, dict]:
         "tf.io.decode_png": lambda: tf.io.decode_png(png_tensor, channels=image.shape[2]),
         "Pillow PNG": lambda: Image.open(io.BytesIO(png)).load(),
     }
-    if gpu_available():
-        from tfliquid import l3 as l3_gpu
-
-        calls["L3 default, GPU"] = lambda: l3_gpu.decode_batch_gpu([l3["default"]])
     for name in ("L3 default", "L3 paper"):  # lossless, or the speed is meaningless
         np.testing.assert_array_equal(calls[name]().numpy(), image, err_msg=name)
     return calls, {"PNG": len(png), "L3 default": len(l3["default"]), "L3 paper": len(l3["paper"])}
-
-
-def gpu_available() -> bool:
-    try:
-        import cupy  # noqa: F401
-    except ImportError:
-        return False
-    return bool(tf.config.list_physical_devices("GPU"))
 
 
 def measure(images: list[np.ndarray], rounds: int) -> tuple[dict, dict]:
@@ -109,6 +102,7 @@ def measure(images: list[np.ndarray], rounds: int) -> tuple[dict, dict]:
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=7, help="timed decodes per image and decoder (best is kept)")
+    parser.add_argument("--batch-rounds", type=int, default=9, help="rounds of the batch comparison per thread count")
     args = parser.parse_args()
     tf.config.threading.set_inter_op_parallelism_threads(1)
     tf.config.threading.set_intra_op_parallelism_threads(1)
@@ -130,8 +124,7 @@ def main():
             ok &= common.verdict(
                 f"{set_name}: L3 default size / PNG size", sizes["L3 default"], 1.15, higher_is_better=False
             )
-    if not gpu_available():
-        print("GPU: none here (or CuPy missing), no GPU figure")
+    l3_batch.compare_in_child_processes(args.batch_rounds)
     print("all targets met" if ok else "some targets missed")
 
 

@@ -18,12 +18,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from l3_plan_oracle import TASK_FIELDS, plan_batch
 from PIL import Image
 
 import tfliquid
 from tfliquid.l3 import codec as l3
 from tfliquid.samples import photos as sample_photos
+
+from l3_plan_oracle import TASK_FIELDS, plan_batch
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIM_DIR = ROOT / "tests" / "cuda_host"
@@ -295,7 +296,17 @@ def test_plan_covers_every_pixel_once():
 def test_nvcc_compiles_the_kernels(tmp_path):
     ptx = tmp_path / "l3_decode.ptx"
     result = subprocess.run(
-        ["nvcc", "-ptx", "-arch=compute_75", "-Werror", "all-warnings", f"-I{KERNEL.parent}", str(KERNEL), "-o", str(ptx)],
+        [
+            "nvcc",
+            "-ptx",
+            "-arch=compute_75",
+            "-Werror",
+            "all-warnings",
+            f"-I{KERNEL.parent}",
+            str(KERNEL),
+            "-o",
+            str(ptx),
+        ],
         capture_output=True,
         text=True,
     )

@@ -25,6 +25,7 @@ RANKS = {
     ("Liquid>PCRRecordDataset", "scan_group_variable"): None,
     ("Liquid>ScanGroupVariableToken", "variable"): None,
     ("Liquid>EncodeL3", "image"): 3,
+    ("Liquid>DecodeL3Batch", "encoded"): 1,
     ("Liquid>CacheInsert", "values"): None,
 }
 MODES = ("eager", "hidden shape", "static shape")

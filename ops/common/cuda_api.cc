@@ -16,8 +16,7 @@ namespace {
 // under the name it expands to.
 #define TFLIQUID_SYMBOL_NAME(name) #name
 #define TFLIQUID_EXPANDED_SYMBOL_NAME(name) TFLIQUID_SYMBOL_NAME(name)
-#define TFLIQUID_LOAD(table, name) \
-  LoadSymbol(handle, TFLIQUID_EXPANDED_SYMBOL_NAME(name), &(table).name, &missing)
+#define TFLIQUID_LOAD(table, name) LoadSymbol(handle, TFLIQUID_EXPANDED_SYMBOL_NAME(name), &(table).name, &missing)
 
 template <typename Function>
 void LoadSymbol(void* handle, const char* name, Function* function, std::vector<std::string>* missing) {

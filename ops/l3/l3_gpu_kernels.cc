@@ -15,6 +15,7 @@
 #include "common/cuda_api.h"
 #include "common/input_checks.h"
 #include "common/kernel.h"
+#include "l3/l3_batch_input.h"
 #include "l3/l3_gpu_program.h"
 #include "l3/l3_launch_plan.h"
 #include "l3/l3_ops.h"
@@ -46,20 +47,20 @@ absl::Status KernelsOfCurrentContext(const cuda::Driver& driver, const cuda::Nvr
   CUdevice device;
   int major = 0, minor = 0;
   TF_RETURN_IF_ERROR(cuda::Check(driver, driver.cuCtxGetDevice(&device), "cuCtxGetDevice"));
-  TF_RETURN_IF_ERROR(cuda::Check(
-      driver, driver.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
-      "cuDeviceGetAttribute"));
-  TF_RETURN_IF_ERROR(cuda::Check(
-      driver, driver.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
-      "cuDeviceGetAttribute"));
+  TF_RETURN_IF_ERROR(
+      cuda::Check(driver, driver.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
+                  "cuDeviceGetAttribute"));
+  TF_RETURN_IF_ERROR(
+      cuda::Check(driver, driver.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
+                  "cuDeviceGetAttribute"));
   std::string arch, ptx;
   TF_RETURN_IF_ERROR(l3::ArchitectureFor(nvrtc, major, minor, &arch));
   TF_RETURN_IF_ERROR(l3::CompileL3Kernels(nvrtc, arch, &ptx));
   CUmodule module;
   TF_RETURN_IF_ERROR(cuda::Check(driver, driver.cuModuleLoadData(&module, ptx.c_str()), "cuModuleLoadData"));
-  TF_RETURN_IF_ERROR(cuda::Check(
-      driver, driver.cuModuleGetFunction(&functions->decode_patches, module, l3::kDecodePatchesKernel),
-      "cuModuleGetFunction"));
+  TF_RETURN_IF_ERROR(
+      cuda::Check(driver, driver.cuModuleGetFunction(&functions->decode_patches, module, l3::kDecodePatchesKernel),
+                  "cuModuleGetFunction"));
   TF_RETURN_IF_ERROR(cuda::Check(driver, driver.cuModuleGetFunction(&functions->add_green, module, l3::kAddGreenKernel),
                                  "cuModuleGetFunction"));
   loaded->emplace(context, *functions);  // kept for the process's life, like TensorFlow's own kernels
@@ -84,43 +85,42 @@ absl::Status Launch(OpKernelContext* ctx, const cuda::Driver& driver, const L3Fu
   CUdeviceptr errors_ptr = DevicePointer<uint64_t>(image_errors);
   CUdeviceptr subtract_green_ptr = DevicePointer<uint8_t>(subtract_green), out_ptr = DevicePointer<uint8_t>(*output);
   // From pageable memory these copies return once the data is staged, so the host vectors may go after them.
-  TF_RETURN_IF_ERROR(cuda::Check(
-      driver, driver.cuMemcpyHtoDAsync(payload_ptr, plan.payload.data(), plan.payload.size(), stream),
-      "cuMemcpyHtoDAsync"));
+  TF_RETURN_IF_ERROR(
+      cuda::Check(driver, driver.cuMemcpyHtoDAsync(payload_ptr, plan.payload.data(), plan.payload.size(), stream),
+                  "cuMemcpyHtoDAsync"));
   TF_RETURN_IF_ERROR(cuda::Check(
       driver, driver.cuMemcpyHtoDAsync(tasks_ptr, plan.tasks.data(), plan.tasks.size() * sizeof(int64_t), stream),
       "cuMemcpyHtoDAsync"));
-  TF_RETURN_IF_ERROR(cuda::Check(
-      driver, driver.cuMemcpyHtoDAsync(subtract_green_ptr, plan.subtract_green.data(), plan.images, stream),
-      "cuMemcpyHtoDAsync"));
+  TF_RETURN_IF_ERROR(
+      cuda::Check(driver, driver.cuMemcpyHtoDAsync(subtract_green_ptr, plan.subtract_green.data(), plan.images, stream),
+                  "cuMemcpyHtoDAsync"));
   TF_RETURN_IF_ERROR(cuda::Check(
       driver, driver.cuMemsetD8Async(errors_ptr, 0xFF, plan.images * sizeof(uint64_t), stream), "cuMemsetD8Async"));
 
   int height = plan.height, width = plan.width, channels = plan.channels;
   int max_width = plan.max_width, max_segments = plan.max_segments;
   const int threads = plan.threads();
-  void* decode_args[] = {&payload_ptr, &tasks_ptr,  &out_ptr,      &height,    &width,
+  void* decode_args[] = {&payload_ptr, &tasks_ptr, &out_ptr,      &height,    &width,
                          &channels,    &max_width, &max_segments, &errors_ptr};
-  TF_RETURN_IF_ERROR(cuda::Check(
-      driver,
-      driver.cuLaunchKernel(kernels.decode_patches, plan.num_tasks(), 1, 1, threads, 1, 1, plan.shared_bytes(threads),
-                            stream, decode_args, nullptr),
-      "cuLaunchKernel(l3_decode_patches)"));
+  TF_RETURN_IF_ERROR(cuda::Check(driver,
+                                 driver.cuLaunchKernel(kernels.decode_patches, plan.num_tasks(), 1, 1, threads, 1, 1,
+                                                       plan.shared_bytes(threads), stream, decode_args, nullptr),
+                                 "cuLaunchKernel(l3_decode_patches)"));
   if (plan.any_subtract_green()) {
     long long pixels_per_image = plan.height * plan.width;
     int images = plan.images;
     const int64_t pixels = pixels_per_image * plan.images;
     const unsigned blocks = std::min<int64_t>((pixels + kAddGreenThreads - 1) / kAddGreenThreads, kMaxAddGreenBlocks);
     void* green_args[] = {&out_ptr, &pixels_per_image, &images, &channels, &subtract_green_ptr};
-    TF_RETURN_IF_ERROR(cuda::Check(driver,
-                                   driver.cuLaunchKernel(kernels.add_green, blocks, 1, 1, kAddGreenThreads, 1, 1, 0,
-                                                         stream, green_args, nullptr),
-                                   "cuLaunchKernel(l3_add_green)"));
+    TF_RETURN_IF_ERROR(cuda::Check(
+        driver,
+        driver.cuLaunchKernel(kernels.add_green, blocks, 1, 1, kAddGreenThreads, 1, 1, 0, stream, green_args, nullptr),
+        "cuLaunchKernel(l3_add_green)"));
   }
   errors->resize(plan.images);
-  TF_RETURN_IF_ERROR(cuda::Check(
-      driver, driver.cuMemcpyDtoHAsync(errors->data(), errors_ptr, plan.images * sizeof(uint64_t), stream),
-      "cuMemcpyDtoHAsync"));
+  TF_RETURN_IF_ERROR(
+      cuda::Check(driver, driver.cuMemcpyDtoHAsync(errors->data(), errors_ptr, plan.images * sizeof(uint64_t), stream),
+                  "cuMemcpyDtoHAsync"));
   return cuda::Check(driver, driver.cuStreamSynchronize(stream), "cuStreamSynchronize");
 }
 
@@ -129,20 +129,14 @@ class DecodeL3BatchGpuOp : public OpKernel {
   explicit DecodeL3BatchGpuOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
 
   void Compute(OpKernelContext* ctx) override {
-    const Tensor* encoded;
-    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "encoded", 1, &encoded));
-    const auto contents = encoded->vec<tstring>();
-    std::vector<std::string_view> images(contents.size());
-    for (int64_t i = 0; i < contents.size(); ++i) images[i] = std::string_view(contents(i).data(), contents(i).size());
-    // The same validation as the CPU kernel, on the host, before anything touches the device.
-    l3::BatchHeaders batch;
-    std::string error;
-    OP_REQUIRES(ctx, l3::ParseBatchHeaders(images, &batch, &error), tensorflow::errors::InvalidArgument("L3 ", error));
+    std::vector<std::string_view> images;
+    l3::BatchHeaders batch;  // validated on the host, before anything is allocated (or touches the device)
+    OP_REQUIRES_OK(ctx, ReadL3Batch(ctx, &images, &batch));
     l3::LaunchPlan plan;
     l3::BuildLaunchPlan(images, batch, &plan);
     Tensor* output;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({plan.images, plan.height, plan.width, plan.channels}),
-                                             &output));
+    OP_REQUIRES_OK(
+        ctx, ctx->allocate_output(0, TensorShape({plan.images, plan.height, plan.width, plan.channels}), &output));
 
     const cuda::Driver* driver;
     const cuda::Nvrtc* nvrtc;

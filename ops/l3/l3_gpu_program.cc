@@ -20,9 +20,9 @@ absl::Status Compile(const cuda::Nvrtc& nvrtc, const std::string& arch, std::str
   const char* headers[] = {kL3TaskFieldsH};
   const char* header_names[] = {"l3_task_fields.h"};
   nvrtcProgram program;
-  TF_RETURN_IF_ERROR(NvrtcStatus(
-      nvrtc, nvrtc.nvrtcCreateProgram(&program, kL3DecodeCu, "l3_decode.cu", 1, headers, header_names),
-      "nvrtcCreateProgram"));
+  TF_RETURN_IF_ERROR(
+      NvrtcStatus(nvrtc, nvrtc.nvrtcCreateProgram(&program, kL3DecodeCu, "l3_decode.cu", 1, headers, header_names),
+                  "nvrtcCreateProgram"));
   const std::string arch_option = "--gpu-architecture=" + arch;
   const char* options[] = {arch_option.c_str()};
   const nvrtcResult compiled = nvrtc.nvrtcCompileProgram(program, 1, options);
@@ -32,9 +32,8 @@ absl::Status Compile(const cuda::Nvrtc& nvrtc, const std::string& arch, std::str
     nvrtc.nvrtcGetProgramLogSize(program, &log_size);
     std::string log(log_size, '\0');
     nvrtc.nvrtcGetProgramLog(program, log.data());
-    status = absl::InvalidArgumentError(
-        absl::StrCat("NVRTC cannot compile l3_decode.cu for ", arch, ": ", nvrtc.nvrtcGetErrorString(compiled), "\n",
-                     log.c_str()));
+    status = absl::InvalidArgumentError(absl::StrCat("NVRTC cannot compile l3_decode.cu for ", arch, ": ",
+                                                     nvrtc.nvrtcGetErrorString(compiled), "\n", log.c_str()));
   } else {
     size_t ptx_size = 0;
     status = NvrtcStatus(nvrtc, nvrtc.nvrtcGetPTXSize(program, &ptx_size), "nvrtcGetPTXSize");

@@ -6,6 +6,7 @@
 
 #include "common/input_checks.h"
 #include "common/kernel.h"
+#include "l3/l3_batch_input.h"
 #include "l3/l3_codec.h"
 #include "l3/l3_launch_plan.h"
 #include "l3/l3_ops.h"
@@ -70,17 +71,14 @@ class DecodeL3BatchOp : public OpKernel {
   explicit DecodeL3BatchOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
 
   void Compute(OpKernelContext* ctx) override {
-    const Tensor* encoded;
-    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "encoded", 1, &encoded));
-    const auto contents = encoded->vec<tstring>();
-    std::vector<std::string_view> images(contents.size());
-    for (int64_t i = 0; i < contents.size(); ++i) images[i] = std::string_view(contents(i).data(), contents(i).size());
-    l3::BatchHeaders batch;
-    std::string error;
-    OP_REQUIRES(ctx, l3::ParseBatchHeaders(images, &batch, &error), tensorflow::errors::InvalidArgument("L3 ", error));
+    std::vector<std::string_view> images;
+    l3::BatchHeaders batch;  // validated on the host, before anything is allocated (or touches the device)
+    OP_REQUIRES_OK(ctx, ReadL3Batch(ctx, &images, &batch));
     Tensor* output;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({contents.size(), batch.height, batch.width, batch.channels}),
-                                             &output));
+    OP_REQUIRES_OK(
+        ctx,
+        ctx->allocate_output(
+            0, TensorShape({static_cast<int64_t>(images.size()), batch.height, batch.width, batch.channels}), &output));
     const int64_t image_bytes = static_cast<int64_t>(batch.height) * batch.width * batch.channels;
     uint8_t* pixels = output->flat<uint8_t>().data();
     std::vector<std::string> errors(images.size());

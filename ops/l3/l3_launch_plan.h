@@ -31,10 +31,10 @@ bool ParseBatchHeaders(const std::vector<std::string_view>& images, BatchHeaders
 
 struct LaunchPlan {
   int64_t images = 0, height = 0, width = 0, channels = 0;
-  std::vector<uint8_t> payload;        // the patch data of every image, back to back in batch order
-  std::vector<int64_t> tasks;          // [num_tasks() x L3_TASK_FIELDS], channel-major, patches row-major
+  std::vector<uint8_t> payload;         // the patch data of every image, back to back in batch order
+  std::vector<int64_t> tasks;           // [num_tasks() x L3_TASK_FIELDS], channel-major, patches row-major
   std::vector<uint8_t> subtract_green;  // [images]: 1 where l3_add_green must undo the colour transform
-  int max_width = 0;                   // widest patch row and most segments in a row: size the shared memory
+  int max_width = 0;                    // widest patch row and most segments in a row: size the shared memory
   int max_segments = 0;
 
   int64_t num_tasks() const;

@@ -46,14 +46,16 @@ REGISTER_OP(kDecodeL3BatchOp)
 REGISTER_OP(kL3GpuSupportOp)
     .Output("reason: string")
     .SetShapeFn(ScalarInputsAndOutputs)
-    .Doc("Empty when the CUDA driver and NVRTC load and a device exists; otherwise why DecodeL3Batch cannot run "
-         "on a GPU here.");
+    .Doc(
+        "Empty when the CUDA driver and NVRTC load and a device exists; otherwise why DecodeL3Batch cannot run "
+        "on a GPU here.");
 
 REGISTER_OP(kCompileL3KernelsOp)
     .Output("ptx: string")
     .Attr(absl::StrCat(kArchAttr, ": string = 'compute_75'"))
     .SetShapeFn(ScalarInputsAndOutputs)
-    .Doc("Compiles the GPU decoder's CUDA program with NVRTC, as DecodeL3Batch's GPU kernel does, and returns the "
-         "PTX: checks an NVRTC installation without a GPU.");
+    .Doc(
+        "Compiles the GPU decoder's CUDA program with NVRTC, as DecodeL3Batch's GPU kernel does, and returns the "
+        "PTX: checks an NVRTC installation without a GPU.");
 
 }  // namespace tfliquid

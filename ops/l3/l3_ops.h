@@ -7,8 +7,8 @@ namespace tfliquid {
 
 inline constexpr char kDecodeL3Op[] = "Liquid>DecodeL3";
 inline constexpr char kEncodeL3Op[] = "Liquid>EncodeL3";
-inline constexpr char kDecodeL3BatchOp[] = "Liquid>DecodeL3Batch";  // CPU and GPU kernels
-inline constexpr char kL3GpuSupportOp[] = "Liquid>L3GpuSupport";    // why the GPU kernel cannot run, or ""
+inline constexpr char kDecodeL3BatchOp[] = "Liquid>DecodeL3Batch";        // CPU and GPU kernels
+inline constexpr char kL3GpuSupportOp[] = "Liquid>L3GpuSupport";          // why the GPU kernel cannot run, or ""
 inline constexpr char kCompileL3KernelsOp[] = "Liquid>CompileL3Kernels";  // PTX of the GPU kernel's program
 
 inline constexpr char kProfileAttr[] = "profile";

@@ -25,10 +25,11 @@ if [[ -z "$seed_dir" ]]; then
   "$python" "$root/tests/l3_fuzz_seeds.py" "$seed_dir" > /dev/null 2> "$work/seeds.log" &
   seeds_pid=$!
 fi
-# The codec core: every ops/l3 source but the TensorFlow side (the op registrations and kernels, the GPU program).
+# The codec core: every ops/l3 source that includes neither TensorFlow nor ops/common (the op registrations and
+# kernels, the GPU program).
 codec=()
 for source in "$root"/ops/l3/*.cc; do
-  [[ "$source" == *_kernels.cc || "$source" == *_ops.cc || "$source" == *_gpu_program.cc ]] || codec+=("$source")
+  grep -qE '#include "(tensorflow|common)/' "$source" || codec+=("$source")
 done
 flags=(-std=c++17 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
   -Wall -Wextra -Werror -I"$root/ops")

@@ -56,10 +56,9 @@ int main(int argc, char** argv) {
   std::vector<unsigned char> pixels((size_t)(plan.images * plan.height * plan.width * plan.channels), 0xCD);
   std::vector<unsigned long long> errors(plan.images, ~0ull);
   shim::dynamic_shared = l3_shared;
-  shim::launch(l3_decode_patches, (unsigned)plan.num_tasks(), threads, plan.shared_bytes(threads),
-               plan.payload.data(), reinterpret_cast<const long long*>(plan.tasks.data()), pixels.data(),
-               (int)plan.height, (int)plan.width, (int)plan.channels, plan.max_width, plan.max_segments,
-               errors.data());
+  shim::launch(l3_decode_patches, (unsigned)plan.num_tasks(), threads, plan.shared_bytes(threads), plan.payload.data(),
+               reinterpret_cast<const long long*>(plan.tasks.data()), pixels.data(), (int)plan.height, (int)plan.width,
+               (int)plan.channels, plan.max_width, plan.max_segments, errors.data());
   for (int64_t i = 0; i < plan.images; ++i) {
     if (errors[i] != ~0ull) {
       std::fprintf(stderr, "image %lld: corrupt L3 patch data at byte offset %llu\n", (long long)i, errors[i]);
