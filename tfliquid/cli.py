@@ -376,6 +376,62 @@ def _add_simulate_cache(kinds):
     p.set_defaults(run=run)
 
 
+def _add_analyze(verbs):
+    p = verbs.add_parser(
+        "analyze",
+        parents=[_common_options(progress=True)],
+        help="where training stalls on input (fetch or prep), what each change would reach, and what to change",
+        description="Run DS-Analyzer's differential phases on a training script's model and input pipeline, "
+        "predict the rate of every change tfliquid offers, and recommend the cheapest that removes the dominant "
+        "stall (docs/analysis.md).",
+    )
+    p.add_argument(
+        "script",
+        help="a Python file defining model() (a compiled Keras model) and dataset() (a "
+        "tfliquid.analysis.InputPipeline); examples/analyze_pcr.py is one",
+    )
+    p.add_argument("--steps", type=int, default=20, help="train steps timed for the ingestion rate (default 20)")
+    p.add_argument("--subset", type=int, default=None, help="items read per phase (default: 16 batches)")
+    p.add_argument(
+        "--memory-budget",
+        type=float,
+        default=None,
+        help="bytes the recommended cache may take (default: half of this machine's memory)",
+    )
+    p.add_argument("--json", dest="json_path", help="also write the report as JSON to this file")
+    p.add_argument(
+        "--plot",
+        dest="plot_path",
+        help="also plot the rate against cache size to this PNG (needs matplotlib: pip install tfliquid[plot])",
+    )
+
+    def run(args):
+        import runpy
+
+        from tfliquid.analysis import analyze
+
+        script = runpy.run_path(args.script)
+        missing = [name for name in ("model", "dataset") if not callable(script.get(name))]
+        if missing:
+            raise ValueError(f"{args.script} must define {' and '.join(f'{name}()' for name in missing)}")
+        report = analyze(
+            script["model"](),
+            script["dataset"](),
+            subset_items=args.subset,
+            steps=args.steps,
+            memory_budget_bytes=args.memory_budget,
+            progress=not args.quiet,
+        )
+        print(report)
+        if args.json_path:
+            with open(args.json_path, "w") as f:
+                f.write(report.to_json())
+        if args.plot_path:
+            report.plot(args.plot_path)
+
+    p.set_defaults(run=run)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tfliquid",
@@ -389,6 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_convert_l3(formats)
     _add_convert_liquid(formats)
     _add_inspect(verbs)
+    _add_analyze(verbs)
     profile = verbs.add_parser("profile", help="profile a tfliquid choice on this machine (liquid: the ratio)")
     _add_profile_liquid(profile.add_subparsers(dest="kind", required=True, metavar="KIND"))
     simulate = verbs.add_parser("simulate", help="simulate a tfliquid component (cache)")

@@ -1,0 +1,275 @@
+"""The data-stall analyzer (tfliquid.analysis) and StallMonitor: the scaling fit and the what-if arithmetic on
+hand-computed cases; every phase on real pipelines (PNG files read through the throttle, a PCR dataset) with a
+small Keras model; fetch-bound and prep-bound setups told apart; the op table naming the op made slow on
+purpose; the recommendation's code run; the CLI; the thread plan; the monitor in model.fit."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from PIL import Image
+
+import tfliquid
+from tfliquid.analysis import Change, Measurements, ScalingFit, fit_scaling, phases, predict
+from tfliquid.analysis.whatif import fetch_with_cache, recommend
+from tfliquid.samples import photos as sample_photos
+
+ROOT = Path(__file__).resolve().parent.parent
+BATCH = 16
+
+
+def test_fit_recovers_a_piecewise_linear_curve():
+    rng = np.random.default_rng(0)
+    threads = [1, 2, 3, 4, 5, 6, 7, 8]
+    rates = [min(100 * k, 350) * (1 + rng.normal(0, 0.01)) for k in threads]
+    fit = fit_scaling(threads, rates)
+    assert fit.knee == pytest.approx(3.5, abs=0.15)
+    assert fit.slope == pytest.approx(100, rel=0.05) and fit.peak == pytest.approx(350, rel=0.02)
+    assert fit.threads_at_peak() == 4  # 3 threads give 300: 86% of the peak
+    flat = fit_scaling([1, 2, 3], [200, 199, 201])
+    assert flat.threads_at_peak() == 1 and flat.peak == pytest.approx(200, rel=0.01)
+    with pytest.raises(ValueError, match="two or more thread counts"):
+        fit_scaling([2, 2], [1, 1])
+
+
+def _measured(**overrides) -> Measurements:
+    values = dict(
+        ingestion=1000.0,
+        prep=400.0,
+        prep_by_threads={1: 200.0, 2: 400.0, 3: 400.0},
+        scaling=ScalingFit(0.0, 200.0, 2.0),
+        fetch=100.0,
+        cache_fetch=10_000.0,
+        training=95.0,
+        training_cached=300.0,
+        bytes_per_item={None: 1000.0, 2: 250.0},
+        scan_group=None,
+        scan_groups=4,
+        prep_by_scan_group={None: 400.0, 2: 500.0},
+        model_on_cpu=False,
+        cores=2,
+        dataset_bytes=1_000_000,
+    )
+    return Measurements(**(values | overrides))
+
+
+def test_whatif_arithmetic_by_hand():
+    m = _measured()
+    assert fetch_with_cache(100, 10_000, 0.5) == pytest.approx(1 / (0.5 / 10_000 + 0.5 / 100))
+    assert predict(m, Change())["rate"] == pytest.approx(100)  # fetch-bound
+    assert predict(m, Change(cache_fraction=0.5))["rate"] == pytest.approx(198.0198, rel=1e-5)
+    assert predict(m, Change(cache_fraction=1.0))["rate"] == pytest.approx(400)  # now prep-bound: capped by P
+    # scan group 2 reads a quarter of the bytes: F' = 100 items/s * 1000 / 250 = 400; its prep runs at 500
+    assert predict(m, Change(scan_group=2)) == pytest.approx(
+        {"ingestion": 1000, "prep": 500, "fetch": 400, "rate": 400}
+    )
+    assert predict(m, Change(cache_fraction=1.0, prep_parallelism=1))["rate"] == pytest.approx(200)  # fit(1)/fit(2)
+    # the model on the CPU: R = 300 without fetch splits 1/G : 1/P = 2 : 5; prep twice as fast halves prep's part
+    cpu = _measured(model_on_cpu=True, prep_by_scan_group={None: 400.0, 2: 800.0})
+    share = (1 / 1000) / (1 / 1000 + 1 / 400)
+    assert predict(cpu, Change(scan_group=2))["rate"] == pytest.approx(min(300 / (share + (1 - share) / 2), 400))
+    assert predict(cpu, Change(cache_fraction=1.0))["rate"] == pytest.approx(300)  # R itself when prep is unchanged
+
+
+def test_recommendation_is_the_cheapest_change_near_the_best():
+    # Scan group 2 preps faster (500) and reads a quarter of the bytes: the best is 500, prep-bound, and only
+    # group 2 gets within 95% of it; the least cache that does: f = 0.2 (F' = 498.8; f = 0.1 gives 443.9).
+    change, prediction, best = recommend(_measured(), memory_budget_bytes=1e12)
+    assert best == pytest.approx(500)
+    assert (change.scan_group, change.cache_fraction, change.l3) == (2, pytest.approx(0.2), False)
+    assert prediction["rate"] == pytest.approx(1 / (0.2 / 40_000 + 0.8 / 400))
+    # When both fidelities reach the best (400), keeping full fidelity wins over saving memory: f = 0.8 (480.8
+    # items/s of fetch; f = 0.7 gives 325.7) rather than group 2 without a cache.
+    same_prep = _measured(prep_by_scan_group={None: 400.0, 2: 400.0})
+    change, prediction, best = recommend(same_prep, memory_budget_bytes=1e12)
+    assert best == pytest.approx(400) and prediction["rate"] == pytest.approx(400)
+    assert (change.scan_group, change.cache_fraction) == (None, pytest.approx(0.8))
+    # With memory for a tenth of the dataset, the scan group is what remains.
+    change, prediction, _ = recommend(same_prep, memory_budget_bytes=100_000)
+    assert change.scan_group == 2 and change.cache_fraction == 0 and prediction["rate"] == pytest.approx(400)
+    fetch_stall, prep_stall = _measured().stall_fractions()
+    assert fetch_stall == pytest.approx(1 - 95 / 300) and prep_stall == pytest.approx((1 / 300 - 1 / 1000) * 95)
+
+
+def test_op_table_names_the_op_made_slow_on_purpose():
+    def heavy(x):
+        m = tf.fill([120, 120], tf.cast(x, tf.float32) / 1e3)
+        for _ in range(8):
+            m = tf.matmul(m, m) / 120.0
+        return tf.reduce_sum(m)
+
+    options = tf.data.Options()
+    options.experimental_optimization.map_parallelization = False  # keep the sequential map what it is,
+    options.experimental_optimization.map_and_batch_fusion = False  # and apart from the batch
+    dataset = (
+        tf.data.Dataset.range(400)
+        .map(lambda x: x + 1, num_parallel_calls=2)
+        .map(heavy)
+        .batch(8)
+        .prefetch(2)
+        .with_options(options)
+    )
+    rows = phases.op_table(dataset, 40)  # of 50 batches
+    slowest = max(rows, key=lambda row: row.cpu_share)
+    assert slowest.name.strip() == "Map" and slowest.cpu_share > 0.5, rows
+    assert [row.name.strip() for row in rows][:3] == ["Prefetch", "BatchV2", "Map"], rows
+    assert any(row.name.strip() == "ParallelMapV2" and row.parallelism is not None for row in rows), rows
+
+
+@pytest.fixture(scope="module")
+def png_files(tmp_path_factory) -> tuple[list[str], list[int]]:
+    """96 PNG crops (96x96) of the shipped photos, in 3 classes."""
+    root = tmp_path_factory.mktemp("png")
+    paths, labels = [], []
+    rng = np.random.default_rng(0)
+    for label, (package, name) in enumerate(sample_photos.PHOTOS[:3]):
+        photo = np.asarray(Image.open(sample_photos.photo_path(package, name)).convert("RGB"))
+        for i in range(32):
+            y, x = rng.integers(0, photo.shape[0] - 96), rng.integers(0, photo.shape[1] - 96)
+            path = root / f"{label}-{i}.png"
+            Image.fromarray(photo[y : y + 96, x : x + 96]).save(path)
+            paths.append(str(path))
+            labels.append(label)
+    return paths, labels
+
+
+def _small_model():
+    model = keras.Sequential(
+        [
+            keras.Input((32, 32, 3)),
+            keras.layers.Conv2D(8, 3, strides=2),
+            keras.layers.GlobalAveragePooling2D(),
+            keras.layers.Dense(3),
+        ]
+    )
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def _light(element):
+    return tf.image.resize(element["image"], [32, 32]) / 255.0, element["label"]
+
+
+def _heavy(element):
+    image = tf.cast(element["image"], tf.float32)
+    for _ in range(12):  # a costly augmentation, on purpose
+        image = tf.image.resize(tf.image.resize(image, [192, 192]), [96, 96])
+    return tf.image.resize(image, [32, 32]) / 255.0, element["label"]
+
+
+@pytest.mark.slow
+def test_fetch_bound_setup_is_classified_as_fetch(png_files):
+    paths, labels = png_files
+    pipeline = tfliquid.analysis.file_pipeline(paths, labels, _light, BATCH, seed=0)
+    model = _small_model()
+    before = [w.copy() for w in model.get_weights()]
+    tfliquid.io.set_read_bandwidth(300e3)
+    try:
+        report = tfliquid.analysis.analyze(model, pipeline, subset_items=64, steps=5, progress=False)
+    finally:
+        tfliquid.io.set_read_bandwidth(None)
+    m = report.measured
+    assert report.bottleneck == "fetch" and report.stalls[0] > 0.5, str(report)
+    assert m.fetch * pipeline.bytes_per_item < 400e3  # the throttle's 300 KB/s, give or take a burst
+    assert report.change.cache_fraction > 0  # the cure for a fetch stall: cache what storage cannot deliver
+    assert report.prediction["rate"] > 2 * m.training
+    assert m.l3_prep is not None and 1.0 < m.l3_bytes_ratio < 2.5  # PNG files: L3 was weighed, on the sample
+    assert report.cost.items_read >= 64 * 4 and report.cost.seconds > 0
+    for got, want in zip(model.get_weights(), before):
+        np.testing.assert_array_equal(got, want)  # the analysis trained a copy of the weights, then restored them
+    as_json = json.loads(report.to_json())
+    assert as_json["stalls"]["bottleneck"] == "fetch" and as_json["recommendation"]["code"] == report.code()
+
+
+@pytest.mark.slow
+def test_prep_bound_setup_is_classified_as_prep(png_files):
+    paths, labels = png_files
+    pipeline = tfliquid.analysis.file_pipeline(paths, labels, _heavy, BATCH, seed=0)
+    report = tfliquid.analysis.analyze(_small_model(), pipeline, subset_items=64, steps=5, progress=False)
+    assert report.bottleneck == "prep", str(report)
+    assert report.stalls[0] < 0.25 and report.measured.prep < report.measured.fetch
+    assert report.change.cache_fraction == 0  # nothing to gain from a cache when prep limits
+
+
+@pytest.mark.slow
+def test_cli_on_the_example_script_and_the_recommended_code_runs(tmp_path):
+    env = {**os.environ, "TFLIQUID_ANALYZE_WORKDIR": str(tmp_path / "work"), "READ_BANDWIDTH": "1e6"}
+    report_path, plot_path = tmp_path / "report.json", tmp_path / "plot.png"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tfliquid",
+            "analyze",
+            str(ROOT / "examples" / "analyze_pcr.py"),
+            "--subset",
+            "64",
+            "--steps",
+            "5",
+            "--json",
+            str(report_path),
+            "--plot",
+            str(plot_path),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "recommendation:" in result.stdout and "bottleneck: fetch" in result.stdout, result.stdout
+    report = json.loads(report_path.read_text())
+    assert plot_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert report["recommendation"]["speedup"] > 1.5
+    assert [row["change"] for row in report["whatif"]][0] == "as it is"
+    assert any(row["change"].startswith("scan group") for row in report["whatif"])  # a PCR dataset: groups weighed
+    namespace = {"tfliquid": tfliquid, "tf": tf, "prep": lambda e: (tf.io.decode_jpeg(e["image"]), e["label"])}
+    exec(report["recommendation"]["code"], namespace)
+    images, labels = next(iter(namespace["dataset"]))
+    assert images.shape[0] == 32 and images.dtype == tf.uint8
+
+
+@pytest.mark.slow
+def test_thread_plan(png_files):
+    paths, labels = png_files
+    pipeline = tfliquid.analysis.file_pipeline(paths, labels, _heavy, BATCH, seed=0)
+    plan = tfliquid.analysis.plan_threads(pipeline, subset_items=48, cores=2)
+    assert set(plan.prep_by_threads) == {1, 2, 3} and 1 <= plan.prep_parallelism <= 2
+    assert plan.read_parallelism == max(1, 2 - plan.prep_parallelism)
+    planned = plan.apply(pipeline)
+    assert planned.prep_parallelism == plan.prep_parallelism
+    batches = planned.dataset().with_options(plan.options()).take(2)
+    assert [b[0].shape[0] for b in batches] == [BATCH, BATCH]
+    assert "thread plan on 2 cores" in str(plan)
+
+
+def test_stall_monitor_tells_a_slow_pipeline_from_a_fast_one():
+    rng = np.random.default_rng(0)
+    x, y = rng.random((2048, 256), np.float32), rng.integers(0, 2, 2048)
+
+    def slow(a, b):
+        m = tf.fill([300, 300], tf.reduce_mean(a))
+        for _ in range(20):
+            m = tf.matmul(m, m) / 300.0
+        return a + 0 * tf.reduce_sum(m), b
+
+    fast_data = tf.data.Dataset.from_tensor_slices((x, y)).batch(128).cache().prefetch(4)
+    slow_data = tf.data.Dataset.from_tensor_slices((x, y)).batch(128).map(slow)
+    stalls = {}
+    for name, data in (("fast", fast_data), ("slow", slow_data)):
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential(
+            [keras.Input((256,)), keras.layers.Dense(512, activation="relu"), keras.layers.Dense(2)]
+        )
+        model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        monitor = tfliquid.keras.StallMonitor()
+        history = model.fit(monitor.instrument(data), epochs=3, shuffle=False, verbose=0, callbacks=[monitor])
+        stalls[name] = history.history["data_stall_fraction"][-1]
+        assert history.history["input_rate"][-1] > 0
+    assert stalls["slow"] > 0.35 and stalls["slow"] > 2 * stalls["fast"], stalls

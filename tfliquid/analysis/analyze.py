@@ -1,0 +1,153 @@
+"""analyze(): DS-Analyzer's phases, the what-if over every change tfliquid offers, and the recommendation."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import tensorflow as tf
+
+from tfliquid._common.progress import Progress
+from tfliquid.analysis import phases
+from tfliquid.analysis.pipeline import InputPipeline
+from tfliquid.analysis.report import Report
+from tfliquid.analysis.scaling import fit_scaling
+from tfliquid.analysis.whatif import Measurements, recommend
+
+DEFAULT_SUBSET_BATCHES = 16
+
+
+def _l3_sample(pipeline: InputPipeline, raw: tf.data.Dataset, items: int) -> tuple[tf.data.Dataset, float]:
+    """The sample's PNGs re-encoded as L3 (lossless: the same pixels), in memory, and L3 bytes / PNG bytes."""
+    from tfliquid.l3 import encode_l3
+
+    def as_l3(element):
+        return {
+            "image": encode_l3(pipeline.decode(element["image"])),
+            "label": element["label"],
+            "png": element["image"],
+        }
+
+    converted = raw.take(items).map(as_l3).cache()
+    png_bytes = l3_bytes = 0
+    for element in converted:
+        png_bytes += len(element["png"].numpy())
+        l3_bytes += len(element["image"].numpy())
+    return converted.map(lambda e: {"image": e["image"], "label": e["label"]}), l3_bytes / png_bytes
+
+
+def analyze(
+    model,
+    pipeline: InputPipeline,
+    *,
+    subset_items: int | None = None,
+    steps: int = 20,
+    memory_budget_bytes: float | None = None,
+    progress: bool = True,
+) -> Report:
+    """Measures where `model` trained on `pipeline` stalls, predicts what each change would reach, and
+    recommends the cheapest change that removes the dominant stall.
+
+    The phases (tfliquid.analysis.phases) read a subset of `subset_items` items (default: 16 batches) a few times
+    and run `steps` train steps on one batch; the report says how much was read and how long it took. The model
+    is trained by the analysis: its weights are restored afterwards (its optimizer's state is not).
+
+    Args:
+      model: a compiled Keras model.
+      pipeline: the input pipeline, an `InputPipeline` (e.g. from `pcr_pipeline` or `file_pipeline`).
+      memory_budget_bytes: the largest MinIO cache the recommendation may use (default: half this machine's
+        memory).
+    """
+    cores = os.cpu_count() or 1
+    items = min(pipeline.num_items, subset_items or DEFAULT_SUBSET_BATCHES * pipeline.batch_size)
+    items -= items % pipeline.batch_size or 0
+    if items < pipeline.batch_size:
+        raise ValueError(f"the subset ({items} items) holds no whole batch of {pipeline.batch_size}")
+    budget = memory_budget_bytes if memory_budget_bytes is not None else _half_of_memory()
+    ledger = phases.Ledger()
+    start = time.perf_counter()
+    weights = model.get_weights()
+    groups = [None] if not pipeline.scan_groups else [None, *range(1, pipeline.scan_groups)]
+    steps_total = 8 + len(groups) + (1 if pipeline.png else 0)
+    bar = Progress(steps_total, "phase", enabled=progress)
+    done = iter(range(1, steps_total + 1))
+
+    def phase_done():
+        bar.update(next(done))
+
+    try:
+        raw = phases.cached_raw(pipeline, items)
+        ledger.charge(pipeline, items)
+        batch = next(iter(pipeline.prepared(raw)))
+        ingestion = phases.ingestion_rate(model, batch, steps)
+        phase_done()
+        prep = phases.prep_rate(pipeline, raw)
+        phase_done()
+        threads = list(range(1, cores + 2))  # one past the cores: where the curve must be flat
+        by_threads = {k: phases.prep_rate(pipeline, raw, k, passes=1) for k in threads}
+        scaling = fit_scaling(threads, [by_threads[k] for k in threads])
+        phase_done()
+        fetch = phases.fetch_rate(pipeline, items)
+        ledger.charge(pipeline, items)
+        phase_done()
+        cache_fetch = phases.cache_fetch_rate(pipeline, items)
+        ledger.charge(pipeline, items)
+        phase_done()
+        steps_per_epoch = items // pipeline.batch_size
+        training = phases.training_rate(
+            model,
+            pipeline.prepared(pipeline.reads().take(items)),
+            steps_per_epoch,
+            pipeline.batch_size,
+            before_epoch=lambda: phases.drop_page_cache(pipeline.files),
+        )
+        ledger.charge(pipeline, 2 * items)
+        phase_done()
+        training_cached = phases.training_rate(model, pipeline.prepared(raw), steps_per_epoch, pipeline.batch_size)
+        phase_done()
+        ops = phases.op_table(pipeline.prepared(pipeline.reads().take(items)), steps_per_epoch - 1)
+        ledger.charge(pipeline, items)
+        phase_done()
+        prep_by_group = {pipeline.scan_group: prep}
+        for group in groups:
+            if group != pipeline.scan_group:
+                variant = pipeline.replace(scan_group=group)
+                prep_by_group[group] = phases.prep_rate(variant, phases.cached_raw(variant, items))
+                ledger.charge(variant, items)
+            phase_done()
+        l3_prep = l3_ratio = None
+        if pipeline.png:
+            l3_raw, l3_ratio = _l3_sample(pipeline, raw, items)
+            from tfliquid.l3 import decode_l3
+
+            l3_prep = phases.prep_rate(pipeline.replace(decode=decode_l3), l3_raw)
+            phase_done()
+    finally:
+        model.set_weights(weights)
+        bar.close()
+    measured = Measurements(
+        ingestion=ingestion,
+        prep=prep,
+        prep_by_threads=by_threads,
+        scaling=scaling,
+        fetch=fetch,
+        cache_fetch=cache_fetch,
+        training=training,
+        training_cached=training_cached,
+        bytes_per_item={g: pipeline.bytes_per_epoch(g) / pipeline.num_items for g in groups},
+        scan_group=pipeline.scan_group,
+        scan_groups=pipeline.scan_groups,
+        prep_by_scan_group=prep_by_group,
+        model_on_cpu=not tf.config.list_logical_devices("GPU"),
+        cores=cores,
+        dataset_bytes=pipeline.bytes_per_epoch(pipeline.scan_group),
+        l3_prep=l3_prep,
+        l3_bytes_ratio=l3_ratio,
+    )
+    ledger.seconds = time.perf_counter() - start
+    change, prediction, best = recommend(measured, budget)
+    return Report(pipeline, measured, ops, change, prediction, best, budget, ledger)
+
+
+def _half_of_memory() -> float:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2

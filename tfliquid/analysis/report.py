@@ -1,0 +1,180 @@
+"""The analysis report: measured rates, the stall split, what AUTOTUNE chose per op, the what-if table, and the
+recommendation with the code that applies it. As text, JSON, and a plot of the rate against cache size."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from tfliquid.analysis.phases import Ledger, OpRow
+from tfliquid.analysis.pipeline import InputPipeline
+from tfliquid.analysis.whatif import Change, Measurements, fetch_with_cache, predict
+
+
+def _describe(change: Change, pipeline: InputPipeline) -> str:
+    parts = []
+    if change.l3:
+        parts.append("L3 instead of PNG")
+    if change.scan_group is not None and change.scan_group != pipeline.scan_group:
+        parts.append(f"scan group {change.scan_group}")
+    if change.cache_fraction:
+        parts.append(f"MinIO cache {change.cache_fraction:.0%}")
+    if change.prep_parallelism is not None:
+        parts.append(f"prep on {change.prep_parallelism} thread{'s' if change.prep_parallelism > 1 else ''}")
+    return ", ".join(parts) or "as it is"
+
+
+@dataclasses.dataclass
+class Report:
+    pipeline: InputPipeline
+    measured: Measurements
+    ops: list[OpRow]
+    change: Change  # the recommendation
+    prediction: dict[str, float]
+    best: float  # the best rate any candidate is predicted to reach
+    memory_budget_bytes: float
+    cost: Ledger
+
+    @property
+    def stalls(self) -> tuple[float, float]:
+        return self.measured.stall_fractions()
+
+    @property
+    def bottleneck(self) -> str:
+        """What limits the job as it is: "fetch", "prep" or "ingestion" (the model)."""
+        now = predict(self.measured, Change())
+        limit = min(("fetch", now["fetch"]), ("prep", now["prep"]), ("ingestion", now["ingestion"]), key=lambda x: x[1])
+        return limit[0]
+
+    def code(self) -> str:
+        """Python that applies the recommendation (the pipeline's read stage, as its `source` writes it)."""
+        change, measured, lines = self.change, self.measured, []
+        cache = "None"
+        if change.l3:
+            lines.append("# first: tfliquid convert l3 SRC DST, and decode with tfliquid.l3.decode_l3")
+        if change.cache_fraction:
+            size = int(change.cache_fraction * measured.dataset_bytes)
+            lines.append(
+                f"cache = tfliquid.MinIOCache({size})  # {change.cache_fraction:.0%} of {measured.dataset_bytes} bytes"
+            )
+            cache = "cache"
+        group = self.pipeline.scan_group if change.scan_group is None else change.scan_group
+        lines.append("raw = " + self.pipeline.source.format(scan_group=group, cache=cache))
+        parallelism = "tf.data.AUTOTUNE" if change.prep_parallelism is None else change.prep_parallelism
+        lines.append(
+            f"dataset = raw.map(prep, num_parallel_calls={parallelism}).batch({self.pipeline.batch_size})"
+            ".prefetch(tf.data.AUTOTUNE)"
+        )
+        return "\n".join(lines)
+
+    def whatif_rows(self) -> list[tuple[str, dict[str, float]]]:
+        """The changes one at a time (and the recommendation), each with its predicted stage rates."""
+        m, rows = self.measured, []
+        changes = [Change()]
+        changes += [
+            Change(cache_fraction=f) for f in (0.25, 0.5, 0.75, 1.0) if f * m.dataset_bytes <= self.memory_budget_bytes
+        ]
+        changes += [Change(scan_group=g) for g in m.prep_by_scan_group if g is not None and g != m.scan_group]
+        changes += [Change(prep_parallelism=k) for k in sorted({1, m.scaling.threads_at_peak(m.cores), m.cores})]
+        if m.l3_prep is not None:
+            changes.append(Change(l3=True))
+        if self.change not in changes:
+            changes.append(self.change)
+        for change in changes:
+            rows.append((_describe(change, self.pipeline), predict(m, change)))
+        return rows
+
+    def to_dict(self) -> dict:
+        m = self.measured
+        fetch_stall, prep_stall = self.stalls
+        return {
+            "rates_items_per_second": {
+                "ingestion_G": m.ingestion,
+                "prep_P": m.prep,
+                "prep_by_threads": m.prep_by_threads,
+                "fetch_F": m.fetch,
+                "fetch_bytes_per_second": m.fetch_bytes_per_second,
+                "cache_fetch_C": m.cache_fetch,
+                "training": m.training,
+                "training_without_fetch": m.training_cached,
+            },
+            "prep_scaling": dataclasses.asdict(m.scaling) | {"threads_at_peak": m.scaling.threads_at_peak(m.cores)},
+            "stalls": {"fetch": fetch_stall, "prep": prep_stall, "bottleneck": self.bottleneck},
+            "model_on_cpu": m.model_on_cpu,
+            "ops": [dataclasses.asdict(row) for row in self.ops],
+            "whatif": [{"change": name, **prediction} for name, prediction in self.whatif_rows()],
+            "recommendation": {
+                "change": dataclasses.asdict(self.change),
+                "description": _describe(self.change, self.pipeline),
+                "predicted": self.prediction["rate"],
+                "speedup": self.prediction["rate"] / m.training,
+                "best_predicted": self.best,
+                "code": self.code(),
+            },
+            "cost": dataclasses.asdict(self.cost),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, default=str)
+
+    def __str__(self) -> str:
+        m = self.measured
+        fetch_stall, prep_stall = self.stalls
+        lines = [
+            f"data-stall analysis: {self.cost.items_read} items ({self.cost.bytes_read / 1e6:.1f} MB) read, "
+            f"{self.cost.seconds:.1f} s",
+            f"  ingestion G {m.ingestion:9.0f} items/s   (train steps on one batch in memory"
+            f"{', on the CPU' if m.model_on_cpu else ''})",
+            f"  prep P      {m.prep:9.0f} items/s   (1..{m.cores + 1} threads: "
+            + ", ".join(f"{m.prep_by_threads[k]:.0f}" for k in sorted(m.prep_by_threads))
+            + f"; peak at {m.scaling.threads_at_peak(m.cores)})",
+            f"  fetch F     {m.fetch:9.0f} items/s   ({m.fetch_bytes_per_second / 1e6:.1f} MB/s from storage)",
+            f"  cache C     {m.cache_fetch:9.0f} items/s   (MinIO cache hits)",
+            f"  training    {m.training:9.0f} items/s   (without fetch: {m.training_cached:.0f})",
+            f"  stalls: fetch {fetch_stall:.0%}, prep {prep_stall:.0%} of epoch time; bottleneck: {self.bottleneck}",
+            "",
+            "  tf.data ops (output first)       elements  CPU share  us/element  AUTOTUNE chose",
+        ]
+        for row in self.ops:
+            chose = "" if row.parallelism is None else f"{row.parallelism:g}"
+            per_element = row.microseconds_per_element
+            lines.append(f"    {row.name:30s} {row.elements:9d}  {row.cpu_share:8.0%}  {per_element:10.1f}  {chose}")
+        lines += ["", "  what if (items/s)                       ingestion       prep      fetch  predicted"]
+        for name, p in self.whatif_rows():
+            lines.append(f"    {name:36s} {p['ingestion']:9.0f}  {p['prep']:9.0f}  {p['fetch']:9.0f}  {p['rate']:9.0f}")
+        speedup = self.prediction["rate"] / m.training
+        lines += [
+            "",
+            f"recommendation: {_describe(self.change, self.pipeline)}: predicted "
+            f"{self.prediction['rate']:.0f} items/s, {speedup:.2f}x the measured rate (the best any change reaches: "
+            f"{self.best:.0f})",
+            *("    " + line for line in self.code().splitlines()),
+        ]
+        return "\n".join(lines)
+
+    def plot(self, path: str) -> None:
+        """Predicted training rate against MinIO cache fraction, with P and G as lines (DS-Analyzer, Figure 11).
+        Needs matplotlib (pip install tfliquid[plot])."""
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError as e:
+            raise ImportError(f"the plot needs matplotlib (pip install tfliquid[plot]): {e}") from None
+        m = self.measured
+        fractions = [i / 100 for i in range(101)]
+        fetch = [fetch_with_cache(m.fetch, m.cache_fetch, f) for f in fractions]
+        rate = [predict(m, Change(cache_fraction=f))["rate"] for f in fractions]
+        figure, axes = plt.subplots(figsize=(6, 4))
+        axes.plot(fractions, fetch, label="fetch F'(f)", linestyle=":")
+        axes.plot(fractions, rate, label="predicted training rate", linewidth=2)
+        axes.axhline(m.prep, label="prep P", color="tab:orange", linestyle="--")
+        axes.axhline(m.ingestion, label="ingestion G", color="tab:green", linestyle="--")
+        axes.set_xlabel("MinIO cache, fraction of the dataset")
+        axes.set_ylabel("items / s")
+        axes.set_ylim(0, 1.1 * max(max(rate), m.prep, min(m.ingestion, 3 * max(rate))))
+        axes.legend()
+        figure.tight_layout()
+        figure.savefig(path, dpi=100)
+        plt.close(figure)
