@@ -106,7 +106,8 @@ def pcr_pipeline(
         scan_groups=probe.num_scan_groups,
         prep_parallelism=prep_parallelism,
         read_parallelism=read_parallelism,
-        source=f"tfliquid.PCRDataset({os.path.abspath(path)!r}, scan_group={{scan_group}}, decode=False, cache={{cache}})",
+        source=f"tfliquid.PCRDataset({os.path.abspath(path)!r}, "
+        "scan_group={scan_group}, decode=False, cache={cache})",
     )
 
 
