@@ -36,6 +36,7 @@ bench: $(INSTALLED)
 	$(PY) -m benchmarks.l3_decode
 	$(PY) -m benchmarks.cache
 	$(PY) -m benchmarks.autotune
+	$(PY) -m benchmarks.analyzer
 
 # jpegtran/cjpeg (tests, fixtures) and the libjpeg headers (the lossless transcoder links libjpeg).
 system-deps:

@@ -45,13 +45,20 @@ def _measured(**overrides) -> Measurements:
         prep_by_threads={1: 200.0, 2: 400.0, 3: 400.0},
         scaling=ScalingFit(0.0, 200.0, 2.0),
         fetch=100.0,
+        fetch_bytes_per_second=100_000.0,
+        fetch_cpu_seconds_per_item=0.0002,
         cache_fetch=10_000.0,
+        cache_fetch_by_scan_group={None: 10_000.0, 2: 40_000.0},
+        cache_cpu_by_scan_group={None: 0.0001, 2: 0.00005},
         training=95.0,
         training_cached=300.0,
+        training_cached_by_threads={None: 300.0, 1: 250.0, 2: 300.0},
+        training_cpu_by_threads={None: 0.004, 1: 0.006, 2: 0.004},
         bytes_per_item={None: 1000.0, 2: 250.0},
         scan_group=None,
         scan_groups=4,
         prep_by_scan_group={None: 400.0, 2: 500.0},
+        read_cpu_by_scan_group={None: 0.0002, 2: 0.0001},
         model_on_cpu=False,
         cores=2,
         dataset_bytes=1_000_000,
@@ -70,11 +77,24 @@ def test_whatif_arithmetic_by_hand():
         {"ingestion": 1000, "prep": 500, "fetch": 400, "rate": 400}
     )
     assert predict(m, Change(cache_fraction=1.0, prep_parallelism=1))["rate"] == pytest.approx(200)  # fit(1)/fit(2)
-    # the model on the CPU: R = 300 without fetch splits 1/G : 1/P = 2 : 5; prep twice as fast halves prep's part
+    # The model on the CPU: R = 300 without fetch splits 1/G : 1/P = 2 : 5; prep twice as fast (scan group 2)
+    # scales prep's part of its time and of its CPU seconds (4 ms per item: 1.2 of the 2 cores) by s = 0.643.
     cpu = _measured(model_on_cpu=True, prep_by_scan_group={None: 400.0, 2: 800.0})
     share = (1 / 1000) / (1 / 1000 + 1 / 400)
-    assert predict(cpu, Change(scan_group=2))["rate"] == pytest.approx(min(300 / (share + (1 - share) / 2), 400))
-    assert predict(cpu, Change(cache_fraction=1.0))["rate"] == pytest.approx(300)  # R itself when prep is unchanged
+    s = share + (1 - share) / 2
+    assert predict(cpu, Change(scan_group=2))["rate"] == pytest.approx(min(300 / s, 400))  # storage: 400
+    assert predict(cpu, Change(scan_group=2, cache_fraction=1.0))["rate"] == pytest.approx(300 / s)
+    assert predict(cpu, Change(cache_fraction=1.0))["rate"] == pytest.approx(300)  # the cores are not all busy
+    assert predict(cpu, Change(cache_fraction=0.5))["rate"] == pytest.approx(200)  # storage: 100 / (1 - 0.5)
+    assert predict(cpu, Change(cache_fraction=1.0, prep_parallelism=1))["rate"] == pytest.approx(250)  # R(1)
+    # Reads that cost 4 ms of CPU per item on fast storage: the cores' budget binds, 2 / (4 ms + 4 ms) = 250.
+    costly_reads = _measured(model_on_cpu=True, fetch_cpu_seconds_per_item=0.004, fetch_bytes_per_second=1e9)
+    assert predict(costly_reads, Change())["rate"] == pytest.approx(250)
+    # At scan group 2 (prep 500 here) they were measured at half the CPU: the budget, 2 / (4 ms * s2 + 2 ms) =
+    # 368.4, no longer binds; R' = 300 / s2 = 350 does.
+    s2 = share + (1 - share) * 400 / 500
+    assert predict(costly_reads, Change(scan_group=2))["rate"] == pytest.approx(350)
+    assert 2 / (0.004 * s2 + 0.002) == pytest.approx(368.42, rel=1e-4) and 300 / s2 == pytest.approx(350)
 
 
 def test_recommendation_is_the_cheapest_change_near_the_best():

@@ -76,7 +76,7 @@ def analyze(
         bar.update(next(done))
 
     try:
-        raw = phases.cached_raw(pipeline, items)
+        raw, read_cpu = phases.cached_raw(pipeline, items)
         ledger.charge(pipeline, items)
         batch = next(iter(pipeline.prepared(raw)))
         ingestion = phases.ingestion_rate(model, batch, steps)
@@ -100,20 +100,29 @@ def analyze(
             steps_per_epoch,
             pipeline.batch_size,
             before_epoch=lambda: phases.drop_page_cache(pipeline.files),
-        )
+        ).items_per_second
         ledger.charge(pipeline, 2 * items)
         phase_done()
-        training_cached = phases.training_rate(model, pipeline.prepared(raw), steps_per_epoch, pipeline.batch_size)
+        cached_steps = max(steps_per_epoch, 2 * steps)  # the subset repeated: cached, these epochs cost no reads
+        cached_by_threads = {
+            k: phases.training_rate(model, pipeline.prepared(raw, k), cached_steps, pipeline.batch_size)
+            for k in [None, *range(1, cores + 1)]
+        }
+        training_cached = cached_by_threads.get(pipeline.prep_parallelism, cached_by_threads[None]).items_per_second
         phase_done()
         ops = phases.op_table(pipeline.prepared(pipeline.reads().take(items)), steps_per_epoch - 1)
         ledger.charge(pipeline, items)
         phase_done()
         prep_by_group = {pipeline.scan_group: prep}
+        read_cpu_by_group = {pipeline.scan_group: read_cpu}
+        cache_by_group = {pipeline.scan_group: cache_fetch}
         for group in groups:
             if group != pipeline.scan_group:
                 variant = pipeline.replace(scan_group=group)
-                prep_by_group[group] = phases.prep_rate(variant, phases.cached_raw(variant, items))
-                ledger.charge(variant, items)
+                variant_raw, read_cpu_by_group[group] = phases.cached_raw(variant, items)
+                prep_by_group[group] = phases.prep_rate(variant, variant_raw)
+                cache_by_group[group] = phases.cache_fetch_rate(variant, items)
+                ledger.charge(variant, 2 * items)
             phase_done()
         l3_prep = l3_ratio = None
         if pipeline.png:
@@ -130,14 +139,21 @@ def analyze(
         prep=prep,
         prep_by_threads=by_threads,
         scaling=scaling,
-        fetch=fetch,
-        cache_fetch=cache_fetch,
+        fetch=fetch.items_per_second,
+        fetch_bytes_per_second=fetch.bytes_per_second,
+        fetch_cpu_seconds_per_item=fetch.cpu_seconds_per_item,
+        cache_fetch=cache_fetch.items_per_second,
+        cache_fetch_by_scan_group={g: r.items_per_second for g, r in cache_by_group.items()},
+        cache_cpu_by_scan_group={g: r.cpu_seconds_per_item for g, r in cache_by_group.items()},
         training=training,
         training_cached=training_cached,
+        training_cached_by_threads={k: r.items_per_second for k, r in cached_by_threads.items()},
+        training_cpu_by_threads={k: r.cpu_seconds_per_item for k, r in cached_by_threads.items()},
         bytes_per_item={g: pipeline.bytes_per_epoch(g) / pipeline.num_items for g in groups},
         scan_group=pipeline.scan_group,
         scan_groups=pipeline.scan_groups,
         prep_by_scan_group=prep_by_group,
+        read_cpu_by_scan_group=read_cpu_by_group,
         model_on_cpu=not tf.config.list_logical_devices("GPU"),
         cores=cores,
         dataset_bytes=pipeline.bytes_per_epoch(pipeline.scan_group),

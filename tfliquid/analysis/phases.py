@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import resource
 import time
 
 import tensorflow as tf
@@ -58,15 +59,16 @@ def _epoch_clock():
     class EpochClock(keras.callbacks.Callback):
         def __init__(self, before_epoch=None):
             super().__init__()
-            self.seconds, self._before = [], before_epoch
+            self.seconds, self.cpu_seconds, self._before = [], [], before_epoch
 
         def on_epoch_begin(self, epoch, logs=None):
             if self._before is not None:
                 self._before()
-            self._start = time.perf_counter()
+            self._start, self._cpu_start = time.perf_counter(), _cpu_seconds()
 
         def on_epoch_end(self, epoch, logs=None):
             self.seconds.append(time.perf_counter() - self._start)
+            self.cpu_seconds.append(_cpu_seconds() - self._cpu_start)
 
     return EpochClock
 
@@ -79,21 +81,30 @@ def ingestion_rate(model, batch, steps: int) -> float:
     return steps * int(tf.nest.flatten(batch)[0].shape[0]) / clock.seconds[-1]
 
 
-def training_rate(model, dataset: tf.data.Dataset, steps: int, batch_size: int, before_epoch=None) -> float:
-    """Items/s of model.fit over `dataset` (repeated; `steps` batches an epoch), the second of two epochs (the
-    first traces and warms up). `before_epoch` runs before each epoch, outside the timing (e.g. dropping
-    caches)."""
+@dataclasses.dataclass(frozen=True)
+class TrainingRate:
+    items_per_second: float
+    cpu_seconds_per_item: float  # CPU time of the whole process (all threads) per item trained
+
+
+def training_rate(model, dataset: tf.data.Dataset, steps: int, batch_size: int, before_epoch=None) -> TrainingRate:
+    """model.fit over `dataset` (repeated; `steps` batches an epoch): the second of two epochs (the first traces
+    and warms up). `before_epoch` runs before each epoch, outside the timing (e.g. dropping caches)."""
     clock = _epoch_clock()(before_epoch)
     model.fit(dataset.repeat(), steps_per_epoch=steps, epochs=2, shuffle=False, verbose=0, callbacks=[clock])
-    return steps * batch_size / clock.seconds[-1]
+    items = steps * batch_size
+    return TrainingRate(items / clock.seconds[-1], clock.cpu_seconds[-1] / items)
 
 
-def cached_raw(pipeline: InputPipeline, items: int) -> tf.data.Dataset:
-    """`items` raw elements read once and kept in memory (tf.data's cache): the prep stage's input without fetch."""
-    raw = pipeline.reads().take(items).cache()
+def cached_raw(pipeline: InputPipeline, items: int) -> tuple[tf.data.Dataset, float]:
+    """`items` raw elements read once and kept in memory (tf.data's cache): the prep stage's input without fetch;
+    and the CPU seconds per item that reading them again takes (page cache warm, marginal: see
+    _marginal_read_rate)."""
+    reads = pipeline.reads().take(items)
+    raw = reads.cache()
     for _ in raw:  # fill
         pass
-    return raw
+    return raw, _marginal_read_rate(pipeline, reads, 2).cpu_seconds_per_item
 
 
 def prep_rate(
@@ -104,21 +115,84 @@ def prep_rate(
     return max(_rate(batches) for _ in range(passes))
 
 
-def fetch_rate(pipeline: InputPipeline, items: int) -> float:
-    """F: items/s of the read stage alone over `items` items, from storage: page cache dropped first."""
+def bytes_read_by_this_process() -> int | None:
+    """Bytes this process has read through read/pread calls so far (Linux /proc/self/io `rchar`), or None."""
+    try:
+        with open("/proc/self/io") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadRate:
+    items_per_second: float
+    bytes_per_second: float  # what the process read meanwhile
+    cpu_seconds_per_item: float  # CPU time the process spent per item (all threads): the reads' share of cores
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _pass_totals(dataset: tf.data.Dataset) -> tuple[int, float, int | None, float]:
+    """(elements, seconds, bytes read, CPU seconds) of one pass over `dataset`."""
+    bytes_before, cpu_before = bytes_read_by_this_process(), _cpu_seconds()
+    timing = timed_pass(dataset)
+    bytes_after = bytes_read_by_this_process()
+    read = bytes_after - bytes_before if bytes_before is not None and bytes_after is not None else None
+    return timing.elements, timing.seconds, read, _cpu_seconds() - cpu_before
+
+
+def _marginal_read_rate(pipeline: InputPipeline, dataset: tf.data.Dataset, times: int) -> ReadRate:
+    """The read stage's rate and CPU per item over one epoch of the whole dataset, from a pass over `dataset` (a
+    subset) and one over it repeated `times` times: their difference gives the cost per item, the rest the cost
+    of starting and stopping the stage (threads, first reads), which an epoch pays once, not once per subset."""
+    once = _pass_totals(dataset)
+    repeated = _pass_totals(dataset.repeat(times))
+    items, seconds = repeated[0] - once[0], repeated[1] - once[1]
+    if items <= 0 or seconds <= 0:
+        raise ValueError(f"the read stage yielded {once[0]} items once and {repeated[0]} repeated {times} times")
+    cpu_per_item = (repeated[3] - once[3]) / items
+    start_seconds = max(0.0, once[1] - once[0] * seconds / items)
+    start_cpu = max(0.0, once[3] - once[0] * cpu_per_item)
+    epoch = pipeline.num_items
+    epoch_seconds = start_seconds + epoch * seconds / items
+    read = repeated[2] - once[2] if once[2] is not None and repeated[2] is not None else None
+    bytes_per_second = (read if read is not None else items * pipeline.bytes_per_item) / seconds
+    return ReadRate(epoch / epoch_seconds, bytes_per_second, cpu_per_item + start_cpu / epoch)
+
+
+def fetch_rate(pipeline: InputPipeline, items: int) -> ReadRate:
+    """F: the read stage alone over `items` items from storage (page cache dropped first), timed from its first
+    quarter on: a read throttle lets a burst through after idling, and readers start up. The bytes are those the
+    process read meanwhile (a reader reads whole records or blocks ahead of the items it yields); without
+    /proc/self/io, items times their mean size."""
     drop_page_cache(pipeline.files)
-    return _rate(pipeline.reads().take(items))
+    skip, count, mark = max(1, items // 4), 0, None
+    for _ in pipeline.reads().take(items):
+        count += 1
+        if count == skip:
+            mark = (time.perf_counter(), bytes_read_by_this_process(), _cpu_seconds())
+    end = (time.perf_counter(), bytes_read_by_this_process(), _cpu_seconds())
+    if mark is None or count <= skip:
+        raise ValueError(f"the read stage yielded {count} items, fewer than the {items} asked")
+    seconds, timed = end[0] - mark[0], count - skip
+    read = end[1] - mark[1] if mark[1] is not None else timed * pipeline.bytes_per_item
+    return ReadRate(timed / seconds, read / seconds, (end[2] - mark[2]) / timed)
 
 
-def cache_fetch_rate(pipeline: InputPipeline, items: int) -> float:
-    """C: items/s of the read stage through a MinIO cache that holds every item read (its second pass)."""
+def cache_fetch_rate(pipeline: InputPipeline, items: int) -> ReadRate:
+    """C: the read stage through a MinIO cache that holds every item read, after the pass that fills it
+    (marginal: see _marginal_read_rate)."""
     from tfliquid.cache import MinIOCache
 
     cache = MinIOCache(int(4 * items * pipeline.bytes_per_item) + (64 << 20))
     try:
         reads = pipeline.reads(cache=cache, shuffle=False).take(items)
         _rate(reads)  # fills
-        return max(_rate(reads) for _ in range(2))
+        return _marginal_read_rate(pipeline, reads, 4)
     finally:
         cache.release()
 

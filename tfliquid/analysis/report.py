@@ -8,7 +8,7 @@ import json
 
 from tfliquid.analysis.phases import Ledger, OpRow
 from tfliquid.analysis.pipeline import InputPipeline
-from tfliquid.analysis.whatif import Change, Measurements, fetch_with_cache, predict
+from tfliquid.analysis.whatif import Change, Measurements, predict
 
 
 def _describe(change: Change, pipeline: InputPipeline) -> str:
@@ -164,8 +164,9 @@ class Report:
             raise ImportError(f"the plot needs matplotlib (pip install tfliquid[plot]): {e}") from None
         m = self.measured
         fractions = [i / 100 for i in range(101)]
-        fetch = [fetch_with_cache(m.fetch, m.cache_fetch, f) for f in fractions]
-        rate = [predict(m, Change(cache_fraction=f))["rate"] for f in fractions]
+        predictions = [predict(m, Change(cache_fraction=f)) for f in fractions]
+        fetch = [p["fetch"] for p in predictions]
+        rate = [p["rate"] for p in predictions]
         figure, axes = plt.subplots(figsize=(6, 4))
         axes.plot(fractions, fetch, label="fetch F'(f)", linestyle=":")
         axes.plot(fractions, rate, label="predicted training rate", linewidth=2)

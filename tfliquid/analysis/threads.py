@@ -48,11 +48,11 @@ def plan_threads(pipeline: InputPipeline, *, subset_items: int | None = None, co
     prep on one fewer still outpaces the reads; the reads get the remaining cores (at least one)."""
     cores = cores or os.cpu_count() or 1
     items = min(pipeline.num_items, subset_items or 8 * pipeline.batch_size)
-    raw = phases.cached_raw(pipeline, items)
+    raw, _ = phases.cached_raw(pipeline, items)
     threads = list(range(1, cores + 2))
     by_threads = {k: phases.prep_rate(pipeline, raw, k) for k in threads}
     scaling = fit_scaling(threads, [by_threads[k] for k in threads])
-    fetch = phases.fetch_rate(pipeline, items)
+    fetch = phases.fetch_rate(pipeline, items).items_per_second
     prep = scaling.threads_at_peak(cores)
     while prep > 1 and scaling.rate(prep - 1) >= fetch:
         prep -= 1

@@ -4,12 +4,17 @@ slowest of what the model ingests, what prep delivers and what storage (and the 
     fetch rate with a MinIO cache of a fraction f:  F'(f) = 1 / (f / C + (1 - f) / F)       (paper, Eq. 3-4)
     a scan group g reads bytes_per_item(g):        F'(g) = fetch bytes/s / bytes_per_item(g)
     prep on k threads:                             P'(k) = P * fit(k) / fit(all cores)      (Lobster's hinge)
-    predicted rate = min(G, P', F')                 (the model on an accelerator)
-                   = min(R' , F')                  (the model on the CPU, where train steps and prep share cores)
+    predicted rate = min(G, P', F')                                                (the model on an accelerator)
+                   = min(R'(k), n / (c_R'(k) + f c_C + (1-f) c_F), F_storage / (1 - f))   (the model on the CPU)
 
-On the CPU, R' starts from R, the job measured without fetch (training over a cached subset), whose time per
-item is split between the model and prep in the ratio of 1/G to 1/P; a change of prep rate scales prep's part:
-1/R' = (1/R) * (m + (1 - m) * P / P'), m = (1/G) / (1/G + 1/P).
+On the CPU, train steps, prep and reads share the n cores; only storage waits overlap them. R(k) is the job
+measured without fetch (training over a cached subset) with prep on k threads (or AUTOTUNE), and c_R(k) the CPU
+seconds per item it took: contention is measured, not modelled. Its time per item splits between the model and
+prep as 1/G to 1/P; a change of prep rate (another scan group, L3) scales prep's part, of both:
+R'(k) = R(k) / s and c_R'(k) = c_R(k) * s, s = m + (1 - m) * P / P', m = (1/G) / (1/G + 1/P). Reads need the
+CPU seconds per item they were measured to take, c_C from the cache (measured at each scan group) and c_F from
+storage (at another scan group in the ratio measured between the groups' reads): the cores' budget,
+n / (all CPU seconds per item), bounds the rate once the job uses every core.
 """
 
 from __future__ import annotations
@@ -29,23 +34,26 @@ class Measurements:
     prep: float  # P, the pipeline's prep parallelism (AUTOTUNE by default), all cores
     prep_by_threads: dict[int, float]
     scaling: ScalingFit
-    fetch: float  # F, at the pipeline's scan group
-    cache_fetch: float  # C
+    fetch: float  # F, items/s at the pipeline's scan group, over the subset
+    fetch_bytes_per_second: float  # what storage delivered meanwhile (bytes the process read / time)
+    fetch_cpu_seconds_per_item: float  # CPU time (all threads) the reads took per item
+    cache_fetch: float  # C, at the pipeline's scan group
+    cache_fetch_by_scan_group: dict[int | None, float]  # C at each scan group measured
+    cache_cpu_by_scan_group: dict[int | None, float]  # the CPU seconds per cache hit at each scan group
     training: float  # the job as it is
-    training_cached: float  # the job over a cached subset: no fetch
+    training_cached: float  # the job over a cached subset: no fetch (the pipeline's prep parallelism)
+    training_cached_by_threads: dict[int | None, float]  # the same with prep on k threads (None: AUTOTUNE)
+    training_cpu_by_threads: dict[int | None, float]  # the CPU seconds per item those runs took (all threads)
     bytes_per_item: dict[int | None, float]  # scan group (None: full fidelity) -> bytes read per item
     scan_group: int | None  # the pipeline's
     scan_groups: int  # the PCR dataset's number of scan groups; 0: not PCR
     prep_by_scan_group: dict[int | None, float]
+    read_cpu_by_scan_group: dict[int | None, float]  # CPU seconds per item reading at each group (page cache warm)
     model_on_cpu: bool
     cores: int
     dataset_bytes: int  # at the pipeline's scan group
     l3_prep: float | None = None  # PNG pipelines: prep with decode_l3 instead of decode_png
     l3_bytes_ratio: float | None = None  # L3 bytes / PNG bytes on the sample
-
-    @property
-    def fetch_bytes_per_second(self) -> float:
-        return self.fetch * self.bytes_per_item[self.scan_group]
 
     def stall_fractions(self) -> tuple[float, float]:
         """(fetch stall, prep stall) as shares of the job's epoch time, by difference (paper, section 4.2)."""
@@ -65,11 +73,11 @@ class Change:
     l3: bool = False
 
     def cost(self, measured: Measurements) -> tuple:
-        """Cheapest first: no conversion to L3, then the least fidelity given up, then the least memory. Threads
-        are free (they are already there)."""
+        """Cheapest first: no conversion to L3, then the least fidelity given up, then the least memory, then
+        AUTOTUNE rather than a fixed prep parallelism (threads cost nothing, but a fixed choice has to be right)."""
         group = measured.scan_group if self.scan_group is None else self.scan_group
         fidelity_lost = 0 if group is None else measured.scan_groups - group  # scan groups left unread
-        return (self.l3, fidelity_lost, self.cache_fraction)
+        return (self.l3, fidelity_lost, self.cache_fraction, self.prep_parallelism is not None)
 
 
 def _group_order(group):
@@ -95,15 +103,29 @@ def predict(measured: Measurements, change: Change) -> dict[str, float]:
         fit = measured.scaling
         prep *= fit.rate(change.prep_parallelism) / fit.rate(measured.cores)
     storage = measured.fetch_bytes_per_second / bytes_per_item
-    cache = measured.cache_fetch * bytes_now / bytes_per_item
+    if change.l3:  # not measured for L3 files: C scaled by the bytes, its CPU as at the pipeline's group
+        cache, cache_cpu = measured.cache_fetch * bytes_now / bytes_per_item, measured.cache_cpu_by_scan_group[group]
+    else:
+        cache, cache_cpu = measured.cache_fetch_by_scan_group[group], measured.cache_cpu_by_scan_group[group]
     fetch = fetch_with_cache(storage, cache, change.cache_fraction)
     g = measured.ingestion
-    if measured.model_on_cpu:
-        model_share = (1 / g) / (1 / g + 1 / measured.prep)
-        compute = measured.training_cached / (model_share + (1 - model_share) * measured.prep / prep)
-    else:
-        compute = min(g, prep)
-    return {"ingestion": g, "prep": prep, "fetch": fetch, "rate": min(compute, fetch)}
+    if not measured.model_on_cpu:
+        return {"ingestion": g, "prep": prep, "fetch": fetch, "rate": min(g, prep, fetch)}
+    base_prep = measured.prep_by_scan_group.get(group, measured.prep) if not change.l3 else measured.l3_prep
+    model_share = (1 / g) / (1 / g + 1 / measured.prep)
+    prep_scale = model_share + (1 - model_share) * measured.prep / base_prep
+    k = change.prep_parallelism if change.prep_parallelism in measured.training_cached_by_threads else None
+    without_fetch = measured.training_cached_by_threads[k] / prep_scale
+    train_cpu = measured.training_cpu_by_threads[k] * prep_scale
+    # Reading another scan group from storage costs CPU in the ratio measured between the groups' reads
+    # (parsing, checksums, copies); cache hits were measured at each group.
+    by_group = measured.read_cpu_by_scan_group
+    storage_cpu = measured.fetch_cpu_seconds_per_item * by_group.get(group, by_group[measured.scan_group])
+    storage_cpu /= by_group[measured.scan_group]
+    read_cpu = change.cache_fraction * cache_cpu + (1 - change.cache_fraction) * storage_cpu
+    compute = min(without_fetch, measured.cores / (train_cpu + read_cpu))
+    from_storage = storage / (1.0 - change.cache_fraction) if change.cache_fraction < 1 else float("inf")
+    return {"ingestion": g, "prep": prep, "fetch": fetch, "rate": min(compute, from_storage)}
 
 
 def candidate_changes(measured: Measurements, memory_budget_bytes: float) -> list[Change]:

@@ -37,7 +37,8 @@ class StallMonitor(keras.callbacks.Callback):
         self._items = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="stall_monitor_items")
 
     def instrument(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
-        """The dataset with a last, sequential map that stamps each batch as it leaves (add nothing after it)."""
+        """The dataset, then a prefetch, then a sequential map that stamps each batch as it leaves (add nothing
+        after it). The prefetch is the one tf.data would otherwise inject after the stamp."""
 
         def stamp(*batch):
             index = self._batches.assign_add(1) - 1
@@ -52,10 +53,9 @@ class StallMonitor(keras.callbacks.Callback):
 
         options = tf.data.Options()
         # tf.data would otherwise add a prefetch after a last synchronous map, stamping batches ahead of the
-        # steps that take them, or run the map in parallel, out of step with them.
+        # steps that take them. (It never runs this map in parallel: its function writes variables.)
         options.experimental_optimization.inject_prefetch = False
-        options.experimental_optimization.map_parallelization = False
-        return dataset.map(stamp).with_options(options)
+        return dataset.prefetch(tf.data.AUTOTUNE).map(stamp).with_options(options)
 
     def on_epoch_begin(self, epoch, logs=None):
         self._first_batch = int(self._batches.numpy())

@@ -1,0 +1,198 @@
+"""The data-stall analyzer's predictions against measurements, on 2 cores.
+
+    python -m benchmarks.analyzer [--images-per-class 64] [--read-bandwidth 3e6]
+
+Setup: the sample CNN trained with model.fit on a PCR dataset of the shipped photos (640 crops of 160 px, records
+of 64 images), read at full fidelity and at scan group 2.
+  - fetch-bound: reads through tfliquid's throttle (--read-bandwidth), light preprocessing (the sample model's);
+  - prep-bound: no throttle, a heavy preprocessing (repeated resizes).
+For each setup: one analysis (a 128-item subset), then the grid, each configuration measured as model.fit epochs
+over the whole dataset (the median of epochs 2 and 3; the first fills the cache), its prediction beside it:
+  fetch-bound: MinIO cache 0 / 50 / 100% x scan group full / 2 x prep parallelism 1 / 2 (12);
+  prep-bound: MinIO cache 0 / 100% x prep parallelism 1 / 2 (4).
+Then the analysis' recommendation, applied and measured. Then Lobster's thread plan against AUTOTUNE and a fixed
+split (the pipeline alone, peers in turns, 3 rounds), and StallMonitor's overhead on model.fit.
+Targets (issue 16): every prediction within 5% of its measurement; the recommendation >= 95% of the best
+configuration measured; the thread plan >= AUTOTUNE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+
+import keras
+import tensorflow as tf
+
+import tfliquid
+from tfliquid.analysis import Change, pcr_pipeline, plan_threads, predict
+from tfliquid.samples import model as sample_model
+from tfliquid.samples import photos as sample_photos
+
+from benchmarks import common
+
+BATCH = 32
+SUBSET = 128
+
+
+def heavy_preprocess(element):
+    image = tf.cast(element["image"], tf.float32)
+    for _ in range(6):
+        image = tf.image.resize(tf.image.resize(image, [320, 320]), [160, 160])
+    return tf.image.resize(image, [sample_model.IMAGE_SIZE] * 2) / 255.0, element["label"]
+
+
+def pcr_dataset(workdir: str, images_per_class: int) -> str:
+    pcr = os.path.join(workdir, f"pcr-{images_per_class}")
+    if not os.path.exists(pcr):
+        folder = common.photo_folder(workdir, images_per_class, 160)
+        tfliquid.pcr.convert(folder, pcr, images_per_record=64, progress=False)
+    return pcr
+
+
+class EpochClock(keras.callbacks.Callback):
+    def on_train_begin(self, logs=None):
+        self.seconds = []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._start = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.seconds.append(time.perf_counter() - self._start)
+
+
+def measure(model, pipeline, change: Change) -> float:
+    """Items/s of model.fit over the whole dataset in the configuration: the median of epochs 2 to 4, on one
+    iterator (repeat, steps_per_epoch), as the analysis' phases run, so that per-epoch start-up is not counted."""
+    config = pipeline.replace(
+        scan_group=change.scan_group if change.scan_group is not None else pipeline.scan_group,
+        prep_parallelism=change.prep_parallelism,
+    )
+    cache = None
+    if change.cache_fraction:
+        cache = tfliquid.MinIOCache(int(change.cache_fraction * config.bytes_per_epoch(config.scan_group)))
+    try:
+        clock = EpochClock()
+        steps = config.num_items // config.batch_size
+        model.fit(
+            config.dataset(cache=cache).repeat(),
+            steps_per_epoch=steps,
+            epochs=4,
+            shuffle=False,
+            verbose=0,
+            callbacks=[clock],
+        )
+    finally:
+        if cache is not None:
+            cache.release()
+    return steps * config.batch_size / statistics.median(clock.seconds[1:])
+
+
+def describe(change: Change) -> str:
+    group = "full" if change.scan_group is None else str(change.scan_group)
+    threads = "AUTOTUNE" if change.prep_parallelism is None else str(change.prep_parallelism)
+    return f"cache {change.cache_fraction:4.0%}, group {group:>4}, prep {threads:>8}"
+
+
+def validate(name: str, model, pipeline, grid: list[Change]) -> tuple[list[float], float]:
+    """Analysis, the grid predicted and measured, the recommendation measured. Returns (|error| per config,
+    recommendation measured / best measured)."""
+    report = tfliquid.analysis.analyze(model, pipeline, subset_items=SUBSET, progress=False)
+    print(f"\n== {name} ==\n{report}\n")
+    errors, measured = [], {}
+    print(f"  {'configuration':42s} {'predicted':>9s} {'measured':>9s}  error")
+    for change in grid:
+        predicted = predict(report.measured, change)["rate"]
+        measured[change] = measure(model, pipeline, change)
+        errors.append(abs(predicted / measured[change] - 1))
+        error = predicted / measured[change] - 1
+        print(f"  {describe(change):42s} {predicted:9.0f} {measured[change]:9.0f}  {error:+.1%}")
+    recommended = report.change
+    applied = measured.get(recommended) or measure(model, pipeline, recommended)
+    best = max(measured.values())
+    print(
+        f"  recommendation ({describe(recommended)}): predicted {report.prediction['rate']:.0f}, measured "
+        f"{applied:.0f} = {applied / best:.2f} of the best configuration measured ({best:.0f})"
+    )
+    return errors, applied / best
+
+
+def thread_plans(pipeline, rounds: int = 3) -> list[float]:
+    """Pipeline-only rates of the plan, AUTOTUNE and a fixed split (prep 1 thread, reads 1), in turns."""
+    plan = plan_threads(pipeline, subset_items=SUBSET)
+    print(f"\n{plan}")
+    peers = {
+        "Lobster plan": plan.apply(pipeline).dataset().with_options(plan.options()),
+        "AUTOTUNE": pipeline.replace(prep_parallelism=None, read_parallelism=None).dataset(),
+        "fixed 1 + 1": pipeline.replace(prep_parallelism=1, read_parallelism=1).dataset(),
+    }
+    rates = common.round_robin({name: common.pass_of(ds.unbatch(), BATCH) for name, ds in peers.items()}, rounds)
+    for name, values in rates.items():
+        print(f"  {name:14s} {common.median_and_range(values, '{:.0f}')} items/s")
+    return common.ratios(rates["Lobster plan"], rates["AUTOTUNE"])
+
+
+def monitor_overhead(model, pipeline, rounds: int = 3) -> list[float]:
+    """model.fit epoch time with StallMonitor / without, over a cached dataset, in turns."""
+    data = pipeline.dataset().cache()
+    for _ in data:
+        pass
+    data = data.repeat()
+    steps = pipeline.num_items // pipeline.batch_size
+    ratios = []
+    for _ in range(rounds):
+        times = {}
+        for monitored in (False, True):
+            monitor = tfliquid.keras.StallMonitor()
+            clock = EpochClock()
+            callbacks = [monitor, clock] if monitored else [clock]
+            inputs = monitor.instrument(data) if monitored else data
+            model.fit(inputs, steps_per_epoch=steps, epochs=4, shuffle=False, verbose=0, callbacks=callbacks)
+            times[monitored] = statistics.median(clock.seconds[1:])
+        ratios.append(times[True] / times[False])
+    return ratios
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--images-per-class", type=int, default=64)
+    parser.add_argument("--read-bandwidth", type=float, default=3e6, help="the fetch-bound setup's disk, bytes/s")
+    parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "tfliquid-bench-analyzer"))
+    args = parser.parse_args()
+    path = pcr_dataset(args.workdir, args.images_per_class)
+    keras.utils.set_random_seed(0)
+    model = sample_model.small_cnn(len(sample_photos.PHOTOS))
+    ok = True
+
+    tfliquid.io.set_read_bandwidth(args.read_bandwidth)
+    try:
+        fetch_bound = pcr_pipeline(path, sample_model.preprocess, BATCH, seed=0)
+        grid = [Change(f, g, k) for f in (0.0, 0.5, 1.0) for g in (None, 2) for k in (1, 2)]
+        errors, share = validate(f"fetch-bound: reads at {args.read_bandwidth / 1e6:g} MB/s", model, fetch_bound, grid)
+    finally:
+        tfliquid.io.set_read_bandwidth(None)
+    prep_bound = pcr_pipeline(path, heavy_preprocess, BATCH, seed=0)
+    grid = [Change(f, None, k) for f in (0.0, 1.0) for k in (1, 2)]
+    prep_errors, prep_share = validate("prep-bound: no throttle, heavy preprocessing", model, prep_bound, grid)
+    plan_ratios = thread_plans(prep_bound)
+    overhead = monitor_overhead(model, prep_bound)
+
+    print("\nsummary")
+    ok &= common.verdict("largest |prediction error|, fetch-bound grid", max(errors), 0.05, higher_is_better=False)
+    ok &= common.verdict("largest |prediction error|, prep-bound grid", max(prep_errors), 0.05, higher_is_better=False)
+    ok &= common.verdict("recommendation / best measured, fetch-bound", share, 0.95)
+    ok &= common.verdict("recommendation / best measured, prep-bound", prep_share, 0.95)
+    ok &= common.verdict("thread plan / AUTOTUNE (pipeline alone)", plan_ratios, 1.0)
+    common.verdict(
+        "StallMonitor epoch time / without (overhead, target < 1.02)", overhead, 1.02, higher_is_better=False
+    )
+    medians = f"fetch-bound {statistics.median(errors):.1%}, prep-bound {statistics.median(prep_errors):.1%}"
+    print(f"  median |error|: {medians}")
+    print("all targets met" if ok else "some targets missed")
+
+
+if __name__ == "__main__":
+    main()
