@@ -22,13 +22,12 @@ import argparse
 import os
 import statistics
 import tempfile
-import time
 
 import keras
 import tensorflow as tf
 
 import tfliquid
-from tfliquid.analysis import Change, pcr_pipeline, plan_threads, predict
+from tfliquid.analysis import Change, pcr_pipeline, phases, plan_threads, predict
 from tfliquid.samples import model as sample_model
 from tfliquid.samples import photos as sample_photos
 
@@ -53,17 +52,6 @@ def pcr_dataset(workdir: str, images_per_class: int) -> str:
     return pcr
 
 
-class EpochClock(keras.callbacks.Callback):
-    def on_train_begin(self, logs=None):
-        self.seconds = []
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self._start = time.perf_counter()
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.seconds.append(time.perf_counter() - self._start)
-
-
 def measure(model, pipeline, change: Change) -> float:
     """Items/s of model.fit over the whole dataset in the configuration: the median of epochs 2 to 4, on one
     iterator (repeat, steps_per_epoch), as the analysis' phases run, so that per-epoch start-up is not counted."""
@@ -75,20 +63,13 @@ def measure(model, pipeline, change: Change) -> float:
     if change.cache_fraction:
         cache = tfliquid.MinIOCache(int(change.cache_fraction * config.bytes_per_epoch(config.scan_group)))
     try:
-        clock = EpochClock()
         steps = config.num_items // config.batch_size
-        model.fit(
-            config.dataset(cache=cache).repeat(),
-            steps_per_epoch=steps,
-            epochs=4,
-            shuffle=False,
-            verbose=0,
-            callbacks=[clock],
-        )
+        return phases.training_rate(
+            model, config.dataset(cache=cache), steps, config.batch_size, epochs=4
+        ).items_per_second
     finally:
         if cache is not None:
             cache.release()
-    return steps * config.batch_size / statistics.median(clock.seconds[1:])
 
 
 def describe(change: Change) -> str:
@@ -144,15 +125,12 @@ def monitor_overhead(model, pipeline, rounds: int = 3) -> list[float]:
     steps = pipeline.num_items // pipeline.batch_size
     ratios = []
     for _ in range(rounds):
-        times = {}
-        for monitored in (False, True):
-            monitor = tfliquid.keras.StallMonitor()
-            clock = EpochClock()
-            callbacks = [monitor, clock] if monitored else [clock]
-            inputs = monitor.instrument(data) if monitored else data
-            model.fit(inputs, steps_per_epoch=steps, epochs=4, shuffle=False, verbose=0, callbacks=callbacks)
-            times[monitored] = statistics.median(clock.seconds[1:])
-        ratios.append(times[True] / times[False])
+        without = phases.training_rate(model, data, steps, pipeline.batch_size, epochs=4).items_per_second
+        monitor = tfliquid.keras.StallMonitor()
+        monitored = phases.training_rate(
+            model, monitor.instrument(data), steps, pipeline.batch_size, epochs=4, callbacks=[monitor]
+        ).items_per_second
+        ratios.append(without / monitored)  # epoch time with the monitor / without
     return ratios
 
 

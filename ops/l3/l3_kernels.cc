@@ -72,7 +72,7 @@ class DecodeL3BatchOp : public OpKernel {
 
   void Compute(OpKernelContext* ctx) override {
     std::vector<std::string_view> images;
-    l3::BatchHeaders batch;  // validated on the host, before anything is allocated (or touches the device)
+    l3::BatchHeaders batch;  // every header validated before the output is allocated
     OP_REQUIRES_OK(ctx, ReadL3Batch(ctx, &images, &batch));
     Tensor* output;
     OP_REQUIRES_OK(

@@ -77,7 +77,7 @@ def analyze(
 
     try:
         raw, read_cpu = phases.cached_raw(pipeline, items)
-        ledger.charge(pipeline, items)
+        ledger.charge(pipeline, phases.CACHED_RAW_READS * items)
         batch = next(iter(pipeline.prepared(raw)))
         ingestion = phases.ingestion_rate(model, batch, steps)
         phase_done()
@@ -122,7 +122,7 @@ def analyze(
                 variant_raw, read_cpu_by_group[group] = phases.cached_raw(variant, items)
                 prep_by_group[group] = phases.prep_rate(variant, variant_raw)
                 cache_by_group[group] = phases.cache_fetch_rate(variant, items)
-                ledger.charge(variant, 2 * items)
+                ledger.charge(variant, (phases.CACHED_RAW_READS + 1) * items)  # and the cache's fill
             phase_done()
         l3_prep = l3_ratio = None
         if pipeline.png:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import resource
+import statistics
 import time
 
 import tensorflow as tf
@@ -73,27 +74,34 @@ def _epoch_clock():
     return EpochClock
 
 
-def ingestion_rate(model, batch, steps: int) -> float:
-    """G: items/s of `steps` train steps on `batch` (x, y) repeated from memory, after a warm-up epoch."""
-    clock = _epoch_clock()()
-    data = tf.data.Dataset.from_tensors(batch).repeat()
-    model.fit(data, steps_per_epoch=steps, epochs=2, shuffle=False, verbose=0, callbacks=[clock])
-    return steps * int(tf.nest.flatten(batch)[0].shape[0]) / clock.seconds[-1]
-
-
 @dataclasses.dataclass(frozen=True)
 class TrainingRate:
     items_per_second: float
     cpu_seconds_per_item: float  # CPU time of the whole process (all threads) per item trained
 
 
-def training_rate(model, dataset: tf.data.Dataset, steps: int, batch_size: int, before_epoch=None) -> TrainingRate:
-    """model.fit over `dataset` (repeated; `steps` batches an epoch): the second of two epochs (the first traces
-    and warms up). `before_epoch` runs before each epoch, outside the timing (e.g. dropping caches)."""
+def training_rate(
+    model, dataset: tf.data.Dataset, steps: int, batch_size: int, before_epoch=None, epochs: int = 2, callbacks=()
+) -> TrainingRate:
+    """model.fit over `dataset` (repeated, on one iterator; `steps` batches an epoch): the median of the epochs
+    after the first (which traces and warms up). `before_epoch` runs before each epoch, outside the timing (e.g.
+    dropping caches); `callbacks` run besides the clock."""
     clock = _epoch_clock()(before_epoch)
-    model.fit(dataset.repeat(), steps_per_epoch=steps, epochs=2, shuffle=False, verbose=0, callbacks=[clock])
+    model.fit(
+        dataset.repeat(), steps_per_epoch=steps, epochs=epochs, shuffle=False, verbose=0, callbacks=[*callbacks, clock]
+    )
     items = steps * batch_size
-    return TrainingRate(items / clock.seconds[-1], clock.cpu_seconds[-1] / items)
+    return TrainingRate(items / statistics.median(clock.seconds[1:]), statistics.median(clock.cpu_seconds[1:]) / items)
+
+
+def ingestion_rate(model, batch, steps: int) -> float:
+    """G: items/s of `steps` train steps on `batch` (x, y) repeated from memory, after a warm-up epoch."""
+    batch_size = int(tf.nest.flatten(batch)[0].shape[0])
+    return training_rate(model, tf.data.Dataset.from_tensors(batch), steps, batch_size).items_per_second
+
+
+# The times cached_raw reads its items from storage: the fill, then once and once repeated for the CPU per item.
+CACHED_RAW_READS = 4
 
 
 def cached_raw(pipeline: InputPipeline, items: int) -> tuple[tf.data.Dataset, float]:
@@ -104,7 +112,7 @@ def cached_raw(pipeline: InputPipeline, items: int) -> tuple[tf.data.Dataset, fl
     raw = reads.cache()
     for _ in raw:  # fill
         pass
-    return raw, _marginal_read_rate(pipeline, reads, 2).cpu_seconds_per_item
+    return raw, _marginal_read_rate(pipeline, reads, CACHED_RAW_READS - 2).cpu_seconds_per_item
 
 
 def prep_rate(
