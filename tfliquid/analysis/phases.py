@@ -160,8 +160,13 @@ def _marginal_read_rate(pipeline: InputPipeline, dataset: tf.data.Dataset, times
     once = _pass_totals(dataset)
     repeated = _pass_totals(dataset.repeat(times))
     items, seconds = repeated[0] - once[0], repeated[1] - once[1]
-    if items <= 0 or seconds <= 0:
+    if items <= 0:
         raise ValueError(f"the read stage yielded {once[0]} items once and {repeated[0]} repeated {times} times")
+    if seconds <= 0 or repeated[3] <= once[3]:
+        # The passes' noise outweighed the items' cost (fast reads, a busy machine): no start-up to tell apart,
+        # so the repeated pass's own averages, which count its start-up once.
+        once = (0, 0.0, 0 if repeated[2] is not None else None, 0.0)
+        items, seconds = repeated[0], repeated[1]
     cpu_per_item = (repeated[3] - once[3]) / items
     start_seconds = max(0.0, once[1] - once[0] * seconds / items)
     start_cpu = max(0.0, once[3] - once[0] * cpu_per_item)
