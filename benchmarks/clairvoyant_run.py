@@ -8,7 +8,8 @@ Items are whole record files, read through the throttle; the fetched bytes are p
 size so that a byte budget holds a whole number of items, as the unit-size simulator assumes (the reads, and so
 the storage bytes and times, are the records' own). Lookups run one at a time (`num_parallel_calls=1`), in the
 order's sequence, as the simulator replays them. Per worker and policy: hit ratio over the epochs after the
-first, storage bytes, and the median epoch time of those epochs.
+first, storage bytes (prefetch reads included), and the median epoch time of those epochs. The clairvoyant
+policy runs with and without Lobster's prefetch (0.5 background reads per read).
 """
 
 from __future__ import annotations
@@ -20,13 +21,19 @@ import statistics
 import subprocess
 import sys
 
-POLICIES = ("minio", "lru", "clairvoyant")
+# The runs: a cache policy and Lobster's prefetch bandwidth (background reads per read; 0: none).
+RUNS = {
+    "minio": ("minio", 0.0),
+    "lru": ("lru", 0.0),
+    "clairvoyant": ("clairvoyant", 0.0),
+    "clairvoyant+prefetch": ("clairvoyant", 0.5),
+}
 
 
 def run_worker(
-    dataset: str, policy: str, workers: int, worker: int, capacity: float, epochs: int, seed: int, bandwidth: float
+    dataset: str, run_name: str, workers: int, worker: int, capacity: float, epochs: int, seed: int, bandwidth: float
 ) -> dict:
-    """One worker's run (in this process): per-epoch hits, misses, storage bytes and seconds."""
+    """One worker's run (in this process): per-epoch hits, misses, prefetch reads, storage bytes and seconds."""
     import tensorflow as tf
 
     import tfliquid
@@ -44,6 +51,7 @@ def run_worker(
         data = tfliquid.io.read_file(tf.gather(path_table, key))
         return tf.strings.substr(tf.strings.join([data, padding]), 0, item_bytes)
 
+    policy, prefetch_bandwidth = RUNS[run_name]
     order = SeededOrder(len(paths), seed, workers, worker)
     slots = int(capacity * len(paths))
     # The encoded size of the item with the longest key (keys are part of it), to budget exactly `slots` items.
@@ -58,21 +66,33 @@ def run_worker(
     for epoch in range(epochs):
         before = tfliquid.io.read_stats()["bytes_read"]
         keys = order.dataset(epochs=1, first_epoch=epoch)
-        reads = keys.apply(tfliquid.minio_cache(fetch, cache=cache, num_parallel_calls=1, deterministic=True))
+        reads = keys.apply(
+            tfliquid.minio_cache(
+                fetch, cache=cache, num_parallel_calls=1, deterministic=True, prefetch_bandwidth=prefetch_bandwidth
+            )
+        )
         seconds = timed_pass(reads).seconds  # the iterator's teardown apart (tfliquid._common.timing)
         stats = cache.stats().epochs[-1]
         storage = tfliquid.io.read_stats()["bytes_read"] - before
-        result["epochs"].append({"hits": stats.hits, "misses": stats.misses, "bytes": storage, "seconds": seconds})
+        result["epochs"].append(
+            {
+                "hits": stats.hits,
+                "misses": stats.misses,
+                "prefetch_reads": stats.prefetch_reads,
+                "bytes": storage,
+                "seconds": seconds,
+            }
+        )
     result["max_items"] = cache.stats().items
     result["slots"] = slots
     return result
 
 
 def run(dataset: str, workers: int, capacity: float, epochs: int, seed: int, bandwidth: float) -> dict:
-    """Every policy, its workers as concurrent processes; {policy: [worker results]}."""
+    """Every run (RUNS), its workers as concurrent processes; {run name: [worker results]}."""
     results = {}
-    for policy in POLICIES:
-        command = [sys.executable, "-m", "benchmarks.clairvoyant_run", "--worker-of", dataset, policy]
+    for run_name in RUNS:
+        command = [sys.executable, "-m", "benchmarks.clairvoyant_run", "--worker-of", dataset, run_name]
         settings = ["--workers", str(workers), "--capacity", str(capacity), "--epochs", str(epochs)]
         settings += ["--seed", str(seed), "--bandwidth", str(bandwidth)]
         processes = [
@@ -80,8 +100,8 @@ def run(dataset: str, workers: int, capacity: float, epochs: int, seed: int, ban
         ]
         outputs = [p.communicate()[0] for p in processes]
         if any(p.returncode for p in processes):
-            raise RuntimeError(f"a {policy} worker failed")
-        results[policy] = [json.loads(out.strip().splitlines()[-1]) for out in outputs]
+            raise RuntimeError(f"a {run_name} worker failed")
+        results[run_name] = [json.loads(out.strip().splitlines()[-1]) for out in outputs]
     return results
 
 
@@ -94,6 +114,7 @@ def summary(worker_results: list[dict]) -> dict:
     return {
         "hit_ratios": ratios,
         "bytes_per_epoch": sum(sum(e["bytes"] for e in w) for w in later) / len(later[0]),
+        "prefetch_reads_per_epoch": sum(sum(e["prefetch_reads"] for e in w) for w in later) / len(later[0]),
         "epoch_seconds": statistics.median(epoch_times),
         "epoch_seconds_range": (min(epoch_times), max(epoch_times)),
     }
@@ -101,7 +122,7 @@ def summary(worker_results: list[dict]) -> dict:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--worker-of", nargs=3, metavar=("DATASET", "POLICY", "WORKER"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker-of", nargs=3, metavar=("DATASET", "RUN", "WORKER"), help=argparse.SUPPRESS)
     parser.add_argument("--dataset", help="a PCR dataset (default: made from the shipped photos in --workdir)")
     parser.add_argument("--workdir", default="bench_data")
     parser.add_argument("--workers", type=int, default=2)
@@ -111,9 +132,9 @@ def main():
     parser.add_argument("--bandwidth", type=float, default=4e6, help="each worker's read link, bytes/s")
     args = parser.parse_args()
     if args.worker_of:
-        dataset, policy, worker = args.worker_of
+        dataset, run_name, worker = args.worker_of
         result = run_worker(
-            dataset, policy, args.workers, int(worker), args.capacity, args.epochs, args.seed, args.bandwidth
+            dataset, run_name, args.workers, int(worker), args.capacity, args.epochs, args.seed, args.bandwidth
         )
         print(json.dumps(result))
         return

@@ -143,17 +143,18 @@ absl::Status Cache::Lookup(const std::string& key, int64_t pass, std::vector<ten
 }
 
 absl::Status Cache::Insert(const std::string& key, int64_t pass, const std::vector<tensorflow::Tensor>& values,
-                           bool* admitted) {
+                           bool prefetched, bool* admitted) {
   TF_RETURN_IF_ERROR(CheckStorable(values));
   *admitted = false;
-  if (!IsStorableKey(key)) return absl::OkStatus();  // uncacheable: its Lookup counted it
-  uint64_t bytes;
-  TF_RETURN_IF_ERROR(store_->Admit(key, values, &bytes));
+  uint64_t bytes = 0;
+  // An uncacheable key is not stored: its Lookup counted it.
+  if (IsStorableKey(key)) TF_RETURN_IF_ERROR(store_->Admit(key, values, &bytes));
   *admitted = bytes > 0;
-  if (!*admitted) return absl::OkStatus();
   tensorflow::mutex_lock lock(mu_);
   PassStats& stats = PassLocked(pass);
-  stats.admitted_items += 1;
+  stats.prefetch_reads += prefetched;
+  stats.prefetched_items += prefetched && *admitted;
+  stats.admitted_items += *admitted;
   stats.admitted_bytes += bytes;
   return absl::OkStatus();
 }
@@ -172,7 +173,9 @@ absl::Status Cache::StatsJson(std::string* json) {
     *json += (i ? ", " : "") + std::string("{\"hits\": ") + std::to_string(p.hits) +
              ", \"misses\": " + std::to_string(p.misses) + ", \"admitted_items\": " + std::to_string(p.admitted_items) +
              ", \"admitted_bytes\": " + std::to_string(p.admitted_bytes) +
-             ", \"uncacheable\": " + std::to_string(p.uncacheable) + "}";
+             ", \"uncacheable\": " + std::to_string(p.uncacheable) +
+             ", \"prefetch_reads\": " + std::to_string(p.prefetch_reads) +
+             ", \"prefetched_items\": " + std::to_string(p.prefetched_items) + "}";
   }
   *json += "]}";
   return absl::OkStatus();

@@ -38,7 +38,9 @@ struct PassStats {
   uint64_t misses = 0;
   uint64_t admitted_items = 0;
   uint64_t admitted_bytes = 0;
-  uint64_t uncacheable = 0;  // misses whose key no item can hold (IsStorableKey): fetched every time
+  uint64_t uncacheable = 0;       // misses whose key no item can hold (IsStorableKey): fetched every time
+  uint64_t prefetch_reads = 0;    // items fetched ahead of their reads (PlanPrefetch), each a storage read
+  uint64_t prefetched_items = 0;  // of those, the ones admitted (also counted in admitted_items)
 };
 
 class Cache {
@@ -55,8 +57,12 @@ class Cache {
   // A new pass over the keys (an epoch, when the keys are a dataset's): its id for Lookup and Insert.
   int64_t BeginPass();
   absl::Status Lookup(const std::string& key, int64_t pass, std::vector<tensorflow::Tensor>* values, bool* hit);
+  // `prefetched`: fetched ahead of its read, as PlanPrefetch named it (counted as a prefetch read).
   absl::Status Insert(const std::string& key, int64_t pass, const std::vector<tensorflow::Tensor>& values,
-                      bool* admitted);
+                      bool prefetched, bool* admitted);
+  // The upcoming items of the cache's seeded order to fetch now with `reads` background reads (Lobster's
+  // prefetch; Policy::PlanPrefetch): none unless the policy knows the future.
+  absl::Status PlanPrefetch(double reads, std::vector<uint64_t>* items) { return store_->PlanPrefetch(reads, items); }
   // {"name", "policy", "directory", "capacity_bytes", "bytes", "items", "passes": [{hits, misses, ...}]}
   absl::Status StatsJson(std::string* json);
 

@@ -1,6 +1,7 @@
 // Kernels of the MinIO cache ops. Python composes them into the minio_cache transform
 // (tfliquid/cache/transform.py): BeginPass once per pass over the keys, then per key Lookup and, on a miss,
 // fetch and Insert.
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -97,7 +98,9 @@ class CacheLookupOp : public CacheOpKernel {
 
 class CacheInsertOp : public CacheOpKernel {
  public:
-  using CacheOpKernel::CacheOpKernel;
+  explicit CacheInsertOp(OpKernelConstruction* ctx) : CacheOpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kPrefetchedAttr, &prefetched_));
+  }
 
   void Compute(OpKernelContext* ctx) override {
     std::string key;
@@ -109,10 +112,33 @@ class CacheInsertOp : public CacheOpKernel {
     OP_REQUIRES_OK(ctx, ctx->input_list("values", &inputs));
     std::vector<Tensor> values(inputs.begin(), inputs.end());
     bool admitted;
-    OP_REQUIRES_OK(ctx, cache->Insert(key, pass, values, &admitted));
+    OP_REQUIRES_OK(ctx, cache->Insert(key, pass, values, prefetched_, &admitted));
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &out));
     out->scalar<bool>()() = admitted;
+  }
+
+ private:
+  bool prefetched_;
+};
+
+class CachePlanPrefetchOp : public CacheOpKernel {
+ public:
+  using CacheOpKernel::CacheOpKernel;
+
+  void Compute(OpKernelContext* ctx) override {
+    double reads;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "reads", &reads));
+    OP_REQUIRES(
+        ctx, std::isfinite(reads) && reads >= 0,
+        tensorflow::errors::InvalidArgument(kCachePlanPrefetchOp, ": reads must be finite and >= 0, got ", reads));
+    std::shared_ptr<Cache> cache;
+    OP_REQUIRES_OK(ctx, GetCache(&cache));
+    std::vector<uint64_t> items;
+    OP_REQUIRES_OK(ctx, cache->PlanPrefetch(reads, &items));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({static_cast<int64_t>(items.size())}), &out));
+    for (size_t i = 0; i < items.size(); ++i) out->vec<int64_t>()(i) = static_cast<int64_t>(items[i]);
   }
 };
 
@@ -156,6 +182,7 @@ class CacheReleaseOp : public OpKernel {
 REGISTER_KERNEL_BUILDER(Name(kCacheBeginPassOp).Device(tensorflow::DEVICE_CPU), CacheBeginPassOp);
 REGISTER_KERNEL_BUILDER(Name(kCacheLookupOp).Device(tensorflow::DEVICE_CPU), CacheLookupOp);
 REGISTER_KERNEL_BUILDER(Name(kCacheInsertOp).Device(tensorflow::DEVICE_CPU), CacheInsertOp);
+REGISTER_KERNEL_BUILDER(Name(kCachePlanPrefetchOp).Device(tensorflow::DEVICE_CPU), CachePlanPrefetchOp);
 REGISTER_KERNEL_BUILDER(Name(kCacheOpenOp).Device(tensorflow::DEVICE_CPU), CacheOpenOp);
 REGISTER_KERNEL_BUILDER(Name(kCacheStatsOp).Device(tensorflow::DEVICE_CPU), CacheStatsOp);
 REGISTER_KERNEL_BUILDER(Name(kCacheReleaseOp).Device(tensorflow::DEVICE_CPU), CacheReleaseOp);

@@ -40,6 +40,7 @@ REGISTER_OP(kCacheInsertOp)
     .Input(absl::StrCat("values: ", kDtypesAttr))
     .Output("admitted: bool")
     .Attr(absl::StrCat(kDtypesAttr, ": list(type) >= 1"))
+    .Attr(absl::StrCat(kPrefetchedAttr, ": bool = false"))
     .TFLIQUID_CACHE_ATTRS()
     .SetIsStateful()
     .SetShapeFn([](InferenceContext* c) {
@@ -49,6 +50,21 @@ REGISTER_OP(kCacheInsertOp)
       return absl::OkStatus();
     })
     .Doc("Offers an item to the cache, whose policy admits it or not (MinIO: while it fits, never evicting).");
+
+REGISTER_OP(kCachePlanPrefetchOp)
+    .Input("reads: double")
+    .Output("items: int64")
+    .TFLIQUID_CACHE_ATTRS()
+    .SetIsStateful()
+    .SetShapeFn([](InferenceContext* c) {
+      TF_RETURN_IF_ERROR(ScalarInputs(c));
+      c->set_output(0, c->Vector(c->UnknownDim()));
+      return absl::OkStatus();
+    })
+    .Doc(
+        "Lobster's prefetch: the upcoming items of the cache's seeded order to fetch now and Insert with "
+        "prefetched=true, bought with `reads` more background reads; room is made for them at once. Empty unless "
+        "the policy knows the future (clairvoyant).");
 
 REGISTER_OP(kCacheOpenOp)
     .TFLIQUID_CACHE_ATTRS()

@@ -12,9 +12,12 @@ inline constexpr char kCacheInsertOp[] = "Liquid>CacheInsert";
 inline constexpr char kCacheOpenOp[] = "Liquid>CacheOpen";
 inline constexpr char kCacheStatsOp[] = "Liquid>CacheStats";
 inline constexpr char kCacheReleaseOp[] = "Liquid>CacheRelease";
+inline constexpr char kCachePlanPrefetchOp[] = "Liquid>CachePlanPrefetch";
 
 // The dtypes of an item's tensors: Lookup's outputs, Insert's inputs.
 inline constexpr char kDtypesAttr[] = "dtypes";
+// Insert's: the item was fetched ahead of its read, as Liquid>CachePlanPrefetch named it.
+inline constexpr char kPrefetchedAttr[] = "prefetched";
 
 }  // namespace tfliquid
 

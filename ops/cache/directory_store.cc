@@ -172,6 +172,19 @@ class DirectoryStore : public Store {
     return absl::OkStatus();
   }
 
+  absl::Status PlanPrefetch(double reads, std::vector<uint64_t>* items) override {
+    LedgerLock lock(this);
+    Ledger ledger = ReadOrRebuildLedger();
+    std::vector<std::string> victims;  // only from an evicting policy, whose process holds the directory alone
+    {
+      tensorflow::mutex_lock policy_lock(policy_mu_);
+      policy_->PlanPrefetch(reads, ledger.totals.bytes, items, &victims);
+    }
+    if (victims.empty()) return absl::OkStatus();
+    for (const std::string& victim : victims) Evict(victim, &ledger);
+    return WriteLedger(ledger);
+  }
+
  private:
   // The ledger's flock orders processes; the mutex orders this process's threads, which share one open file
   // description and so one flock.

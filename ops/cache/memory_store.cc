@@ -46,6 +46,14 @@ class MemoryStore : public Store {
     return absl::OkStatus();
   }
 
+  absl::Status PlanPrefetch(double reads, std::vector<uint64_t>* items) override {
+    std::vector<std::string> victims;
+    tensorflow::mutex_lock lock(mu_);
+    policy_->PlanPrefetch(reads, totals_.bytes, items, &victims);
+    for (const std::string& victim : victims) Remove(victim);
+    return absl::OkStatus();
+  }
+
  private:
   struct Entry {
     std::vector<Tensor> values;

@@ -92,7 +92,10 @@ class ClairvoyantPolicy : public Policy {
         it->second.next_use = next_use;
         by_next_use_.insert({next_use, item});
       } else {
-        cached_.erase(it);  // the store lost it (a failed write, a damaged file): no longer ours to rank
+        // The store lost it (a failed write, a damaged file), or its prefetch is still being read: no longer
+        // ours to rank; the demand read's fetch is offered instead.
+        Unplan(item);
+        cached_.erase(it);
       }
     }
     if (!hit) pending_[item] = next_use;
@@ -103,27 +106,57 @@ class ClairvoyantPolicy : public Policy {
              std::vector<std::string>* victims) override {
     uint64_t item;
     if (!ItemOf(key, &item).ok()) return false;
-    auto pending = pending_.find(item);
-    if (pending == pending_.end()) return false;  // offered without a lookup first: nothing known of it
-    const uint64_t next_use = pending->second;
-    pending_.erase(pending);
+    uint64_t next_use;
+    if (planned_.contains(item)) {  // a prefetch arriving: its room was made when planned, for an estimated size
+      next_use = cached_[item].next_use;
+      by_next_use_.erase({next_use, item});
+      cached_.erase(item);
+      Unplan(item);
+    } else {
+      auto pending = pending_.find(item);
+      if (pending == pending_.end()) return false;  // offered without a lookup first: nothing known of it
+      next_use = pending->second;
+      pending_.erase(pending);
+    }
+    sizes_seen_ += size_bytes;
+    items_seen_ += 1;
     if (next_use == data::SeededOrder::kNever || size_bytes > capacity_) return false;
     // Displace only items needed later than this one, farthest first, and only if that makes room.
-    std::vector<uint64_t> displaced;
-    uint64_t freed = 0;
-    for (auto it = by_next_use_.rbegin(); used_bytes - freed + size_bytes > capacity_; ++it) {
-      if (it == by_next_use_.rend() || it->first <= next_use) return false;
-      displaced.push_back(it->second);
-      freed += std::min(cached_[it->second].size, used_bytes - freed);
-    }
-    for (uint64_t victim : displaced) {
-      victims->push_back(cached_[victim].key);
-      by_next_use_.erase({cached_[victim].next_use, victim});
-      cached_.erase(victim);
-    }
+    if (!MakeRoom(next_use, used_bytes + reserved_bytes_, size_bytes, victims)) return false;
     cached_[item] = Entry{next_use, size_bytes, key};
     by_next_use_.insert({next_use, item});
     return true;
+  }
+
+  // The simulator's prefetch step for step (tfliquid.cache.multiworker): the credit grows by `reads` per read and
+  // buys the upcoming reads of items not cached, soonest first, while each displaces only items needed later
+  // (or fills free room); unspent credit beyond one read does not accumulate.
+  void PlanPrefetch(double reads, uint64_t used_bytes, std::vector<uint64_t>* items,
+                    std::vector<std::string>* victims) override {
+    if (capacity_ == 0 || reads <= 0) return;
+    credit_ += reads;
+    scan_ = std::max(scan_, reads_);
+    // Looking one pass over all items ahead at most: when everything ahead is cached there is nothing to do.
+    const uint64_t horizon = reads_ + order_.num_workers() * order_.slice_length();
+    const uint64_t estimate = std::max<uint64_t>(1, items_seen_ ? sizes_seen_ / items_seen_ : 1);
+    while (credit_ >= 1 && scan_ < horizon) {
+      const uint64_t epoch = scan_ / order_.slice_length();
+      const uint64_t index = scan_ % order_.slice_length();
+      const uint64_t item = order_.ItemAt(epoch, order_.SliceStart(order_.worker_index()) + index);
+      if (cached_.contains(item) || pending_.contains(item)) {
+        ++scan_;
+        continue;
+      }
+      if (!MakeRoom(scan_, used_bytes + reserved_bytes_, estimate, victims)) break;  // all cached needed sooner
+      cached_[item] = Entry{scan_, estimate, absl::StrCat("int64:", item)};
+      by_next_use_.insert({scan_, item});
+      planned_[item] = estimate;
+      reserved_bytes_ += estimate;
+      items->push_back(item);
+      credit_ -= 1;
+      ++scan_;
+    }
+    credit_ = std::min(credit_, 1.0);
   }
 
  private:
@@ -132,6 +165,35 @@ class ClairvoyantPolicy : public Policy {
     uint64_t size;
     std::string key;
   };
+
+  // Displaces only items needed later than `next_use`, farthest first, and only if that makes room for
+  // `size_bytes` beside `used_bytes`: whether it did. Displaced prefetches not yet arrived are dropped from the
+  // plan; displaced stored items are named in *victims.
+  bool MakeRoom(uint64_t next_use, uint64_t used_bytes, uint64_t size_bytes, std::vector<std::string>* victims) {
+    std::vector<uint64_t> displaced;
+    uint64_t freed = 0;
+    for (auto it = by_next_use_.rbegin(); used_bytes - freed + size_bytes > capacity_; ++it) {
+      if (it == by_next_use_.rend() || it->first <= next_use) return false;
+      displaced.push_back(it->second);
+      freed += std::min(cached_[it->second].size, used_bytes - freed);
+    }
+    for (uint64_t victim : displaced) {
+      if (!Unplan(victim)) victims->push_back(cached_[victim].key);
+      by_next_use_.erase({cached_[victim].next_use, victim});
+      cached_.erase(victim);
+    }
+    return true;
+  }
+
+  // Forgets a planned prefetch (arrived, displaced or overtaken by its demand read), releasing its reserved room;
+  // whether it was one.
+  bool Unplan(uint64_t item) {
+    auto it = planned_.find(item);
+    if (it == planned_.end()) return false;
+    reserved_bytes_ -= std::min(it->second, reserved_bytes_);
+    planned_.erase(it);
+    return true;
+  }
 
   // The item of a key within the order: an integer key as tfliquid.minio_cache names it ("int64:42"), or a
   // PCR record prefix read by item ("pcr-prefix:FILE#group=G#bytes=N#item=42", PCRDataset(order=...)).
@@ -181,6 +243,12 @@ class ClairvoyantPolicy : public Policy {
   absl::flat_hash_map<uint64_t, Entry> cached_;          // what this policy admitted and has not evicted
   std::set<std::pair<uint64_t, uint64_t>> by_next_use_;  // (next use, item) of the same items
   absl::flat_hash_map<uint64_t, uint64_t> pending_;      // missed items' next uses, until offered to Admit
+  // Prefetch: items planned and not yet offered (in cached_ already), with the room reserved for each.
+  absl::flat_hash_map<uint64_t, uint64_t> planned_;
+  uint64_t reserved_bytes_ = 0;
+  uint64_t sizes_seen_ = 0, items_seen_ = 0;  // the items offered so far, whose mean size a plan reserves
+  uint64_t scan_ = 0;                         // the clock of the next read a plan considers
+  double credit_ = 0;                         // background reads not yet spent
 };
 
 template <typename P>

@@ -30,6 +30,13 @@ class Policy {
   // it stores `key`; it admits only what then fits in its capacity.
   virtual bool Admit(const std::string& key, uint64_t size_bytes, uint64_t used_bytes,
                      std::vector<std::string>* victims) = 0;
+
+  // Prefetch (Lobster): after a read, `reads` more background reads may be spent on the upcoming items of the
+  // policy's order that it would keep, soonest first. The policy names them in *items (their keys are
+  // "int64:ITEM"), treats them as stored from now on (their room made, by naming stored keys in *victims, which
+  // the store removes), and admits each when it is offered. Policies that do not know the future name none.
+  virtual void PlanPrefetch(double reads, uint64_t used_bytes, std::vector<uint64_t>* items,
+                            std::vector<std::string>* victims) {}
 };
 
 // The registry of policies: the names the cache_policy attribute accepts, in this order, the first the default.

@@ -30,6 +30,9 @@ class Store {
   virtual absl::Status Admit(const std::string& key, const std::vector<tensorflow::Tensor>& values,
                              uint64_t* admitted_bytes) = 0;
   virtual absl::Status GetTotals(Totals* totals) = 0;
+  // The upcoming items the policy would prefetch with `reads` background reads (Policy::PlanPrefetch), after
+  // removing the stored items it displaces for them.
+  virtual absl::Status PlanPrefetch(double reads, std::vector<uint64_t>* items) = 0;
 };
 
 // Items in this process's memory, admitted and evicted as `policy` decides.

@@ -267,7 +267,7 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
         TF_RETURN_IF_ERROR(ParsePrefix(buffer_, scan_group));
         if (cache) {
           bool admitted;
-          TF_RETURN_IF_ERROR(cache->Insert(cache_key, d.cache_pass_, {buffer_}, &admitted));
+          TF_RETURN_IF_ERROR(cache->Insert(cache_key, d.cache_pass_, {buffer_}, /*prefetched=*/false, &admitted));
         }
         return absl::OkStatus();
       }

@@ -25,13 +25,17 @@ from tfliquid.data.seeded_order import SeededOrder
 class EpochStats:
     """One pass over the keys (an epoch): lookups and what was admitted during it. `uncacheable` counts the misses
     whose key is too long for an item to hold (over 65,536 bytes, its "string:" or "int64:" prefix included):
-    those items are fetched every time and never admitted."""
+    those items are fetched every time and never admitted. `prefetch_reads` are the items fetched ahead of their
+    reads (`minio_cache(prefetch_bandwidth=...)`), each a storage read besides the misses; `prefetched_items` the
+    ones of them admitted (counted in `admitted_items` too)."""
 
     hits: int
     misses: int
     admitted_items: int
     admitted_bytes: int
     uncacheable: int
+    prefetch_reads: int
+    prefetched_items: int
 
     @property
     def hit_ratio(self) -> float:
@@ -53,9 +57,10 @@ class CacheStats:
         lines = [f"{self.items} items, {self.bytes} of {self.capacity_bytes} bytes"]
         for i, e in enumerate(self.epochs):
             uncacheable = f", {e.uncacheable} uncacheable" if e.uncacheable else ""
+            prefetched = f", {e.prefetch_reads} prefetch reads" if e.prefetch_reads else ""
             lines.append(
                 f"  epoch {i}: {e.hits} hits, {e.misses} misses (hit ratio {e.hit_ratio:.3f}), "
-                f"{e.admitted_items} admitted{uncacheable}"
+                f"{e.admitted_items} admitted{uncacheable}{prefetched}"
             )
         return "\n".join(lines)
 
@@ -156,10 +161,7 @@ class MinIOCache:
         if self._released:
             return CacheStats(self._capacity, 0, 0, [])
         raw = json.loads(load_ops().liquid_cache_stats(**self.op_attrs).numpy())
-        epochs = [
-            EpochStats(p["hits"], p["misses"], p["admitted_items"], p["admitted_bytes"], p["uncacheable"])
-            for p in raw["passes"]
-        ]
+        epochs = [EpochStats(**p) for p in raw["passes"]]
         return CacheStats(raw["capacity_bytes"], raw["bytes"], raw["items"], epochs)
 
     def begin_pass(self) -> tf.Tensor:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from tfliquid._common.errors import ArgumentError
 from tfliquid._lib import load_ops
 from tfliquid.cache.minio_cache import MinIOCache, each_pass
 
@@ -47,6 +48,7 @@ def minio_cache(
     cache: MinIOCache | None = None,
     num_parallel_calls=AUTOTUNE,
     deterministic: bool | None = None,
+    prefetch_bandwidth: float = 0.0,
 ):
     """A `Dataset.apply` transform: a dataset of keys -> what `fetch(key)` returns, through a MinIO cache.
 
@@ -60,6 +62,11 @@ def minio_cache(
       capacity_bytes: the budget of a new in-memory cache; or pass `cache`.
       cache: a `MinIOCache` to use (e.g. shared by several datasets, or a directory shared by processes).
       num_parallel_calls, deterministic: as in `Dataset.map`.
+      prefetch_bandwidth: Lobster's prefetch, for a cache with the "clairvoyant" policy: after each read, up to
+        this many more reads (on average; a credit, as in the simulator's `--prefetch-bandwidth`) fetch the
+        upcoming items of the order that the cache would keep, soonest first, into spare room or in place of
+        items needed later. They run in the same parallel map call, after its own read, so ahead of the
+        consumer; the stats count them as `prefetch_reads`, apart from the demand misses. 0: none.
 
     The keys must be scalar strings (e.g. file paths) or integers; they name the items, so a key must always
     fetch the same item. Partial epochs are fine; the cache outlives every iterator.
@@ -79,6 +86,13 @@ def minio_cache(
     elif capacity_bytes is not None and capacity_bytes != cache.capacity_bytes:
         raise ValueError(
             f"capacity_bytes={capacity_bytes} contradicts the cache's {cache.capacity_bytes}; give one or the other"
+        )
+    if not (isinstance(prefetch_bandwidth, (int, float)) and 0 <= prefetch_bandwidth < float("inf")):
+        raise ArgumentError(f"prefetch_bandwidth must be a number of reads >= 0, got {prefetch_bandwidth!r}")
+    if prefetch_bandwidth and cache.order is None:
+        raise ArgumentError(
+            "prefetch_bandwidth needs a cache that knows the keys' future: "
+            "MinIOCache(..., policy='clairvoyant', order=SeededOrder(...))"
         )
 
     def _apply_fn(keys: tf.data.Dataset) -> tf.data.Dataset:
@@ -110,7 +124,27 @@ def minio_cache(
                 with tf.control_dependencies([admitted]):
                     return tf.nest.pack_sequence_as(fetched_spec, [tf.identity(v) for v in values])
 
-            return tf.cond(hit, from_cache, from_fetch)
+            item = tf.cond(hit, from_cache, from_fetch)
+            if not prefetch_bandwidth:
+                return item
+            with tf.control_dependencies(tf.nest.flatten(item)):  # after this read, as the simulator counts
+                upcoming = load_ops().liquid_cache_plan_prefetch(prefetch_bandwidth, **cache.op_attrs)
+            with tf.control_dependencies([prefetch(upcoming, pass_id)]):
+                return tf.nest.map_structure(tf.identity, item)
+
+        def prefetch(upcoming, pass_id):
+            """Fetches and inserts the planned items one after another; returns their count."""
+
+            def fetch_one(i):
+                key = tf.cast(upcoming[i], key_spec.dtype)
+                values = tf.nest.flatten(fetch(key))
+                admitted = load_ops().liquid_cache_insert(
+                    typed_key(key), pass_id, values, prefetched=True, **cache.op_attrs
+                )
+                with tf.control_dependencies([admitted]):
+                    return i + 1
+
+            return tf.while_loop(lambda i: i < tf.size(upcoming), fetch_one, [tf.constant(0)])
 
         def one_pass(pass_id):
             return keys.map(
