@@ -158,3 +158,18 @@ class SeededOrder:
         if not 0 <= worker_index < self.num_workers:
             raise ArgumentError(f"worker_index must be in [0, {self.num_workers}), got {worker_index}")
         return dataclasses.replace(self, worker_index=worker_index)
+
+
+def checked_order(order, cache, num_records: int) -> SeededOrder | None:
+    """A dataset's `order` argument, checked against its records and its cache (a `tfliquid.MinIOCache` or None):
+    a clairvoyant cache ranks the records by their items in that order, so it must have been given the same."""
+    if order is not None and not isinstance(order, SeededOrder):
+        raise ArgumentError(f"order must be a tfliquid.data.SeededOrder or None, got {order!r}")
+    if order is not None and order.num_items != num_records:
+        raise ArgumentError(f"order is over {order.num_items} items, the dataset has {num_records} records")
+    if cache is not None and cache.policy == "clairvoyant" and (order is None or cache.order != order):
+        raise ArgumentError(
+            f"a clairvoyant cache ranks the records by this dataset's order: pass order=cache.order "
+            f"({cache.order!r}), got order={order!r}"
+        )
+    return order

@@ -24,6 +24,7 @@ from tfliquid._common.checks import check_int
 from tfliquid._common.crc32c import crc32c_fast
 from tfliquid._common.errors import ArgumentError
 from tfliquid.cache.minio_cache import MinIOCache, each_pass
+from tfliquid.data.seeded_order import SeededOrder, checked_order
 from tfliquid.liquid import format as liquid_format
 from tfliquid.liquid import items as liquid_items
 from tfliquid.pcr.dataset import PCRRecordDataset
@@ -35,10 +36,11 @@ _CACHE_OVERHEAD_PER_RECORD = 512
 
 
 class _Stream:
-    """Records read as one stream: one format's, all of them or the cached or uncached part."""
+    """Records read as one stream: one format's, all of them or the cached or uncached part. `records` are their
+    numbers in the dataset (format by format, as an order numbers them), `images` their image counts."""
 
-    def __init__(self, format: str, paths: list[str], sizes: list[int], images: list[int], *, cached: bool):
-        self.format, self.paths, self.sizes, self.images, self.cached = format, paths, sizes, images, cached
+    def __init__(self, format: str, records: list[int], images: list[int], *, cached: bool):
+        self.format, self.records, self.images, self.cached = format, records, images, cached
 
     @property
     def num_images(self) -> int:
@@ -50,6 +52,90 @@ def _nonempty(streams: list[_Stream], counts: np.ndarray) -> tuple[list[_Stream]
     no image, or no cached or no uncached record)."""
     keep = [k for k, stream in enumerate(streams) if stream.num_images]
     return [streams[k] for k in keep], counts[:, keep]
+
+
+class _RecordReader:
+    """Reads a stream of records of one format: (record number, its images' shuffle seed) pairs -> the decoded
+    images, one Liquid>PCRRecordDataset per record (one read, CRC checked, through `cache` if given)."""
+
+    def __init__(self, dataset: LiquidDataset, shuffle, decode, with_keys, num_parallel_reads, num_parallel_calls):
+        self._filenames = tf.constant([os.path.join(dataset.path, r.path) for r in dataset._records])
+        self._ends = tf.constant([[r.num_bytes] for r in dataset._records], tf.int64)
+        self._channels = dataset.channels
+        self._with_hits = dataset.cache is not None  # every stream yields "cached", for one element spec
+        self._shuffle, self._decode, self._with_keys = shuffle, decode, with_keys
+        self._num_parallel_reads, self._num_parallel_calls = num_parallel_reads, num_parallel_calls
+
+    def __call__(self, format: str, records: tf.data.Dataset, cache, cache_pass, by_item: bool, ahead: int):
+        """`by_item`: the cache keys carry the record number, the item a clairvoyant cache ranks. `ahead`: decoded
+        images to hold ready."""
+
+        def open_record(i, record_seed):
+            return PCRRecordDataset(
+                tf.gather(self._filenames, i),
+                tf.gather(self._ends, i),
+                shuffle=self._shuffle,
+                seed=record_seed,
+                with_keys=self._with_keys,
+                with_cache_hits=self._with_hits,
+                cache=cache,
+                cache_pass=cache_pass,
+                item=i if by_item else -1,
+            )
+
+        items = records.interleave(
+            open_record,
+            cycle_length=self._num_parallel_reads,
+            num_parallel_calls=self._num_parallel_reads,
+            deterministic=True,
+        )
+
+        # Each stream decodes its own format: no per-element test of the format, and the decodes of every stream
+        # run ahead of the pattern that takes from them. Deterministic: the order is the composition.
+        def decoded(x):
+            image = liquid_items.decode_as(format, x["image"], self._channels) if self._decode else x["image"]
+            return {**x, "image": image, "format": tf.constant(format)}
+
+        # A batch's worth of decoded images ahead, so a stream keeps decoding while the pattern takes from the
+        # others (a parallel map alone holds only its calls in flight, and would wait for its turn).
+        return items.map(decoded, num_parallel_calls=self._num_parallel_calls, deterministic=True).prefetch(ahead)
+
+
+def _pattern(rows: tf.data.Dataset, num_streams: int, shuffle: bool) -> tf.data.Dataset:
+    """The stream of each element of a pass, from (batch counts, seed) pairs: per batch, its counts, shuffled
+    within the batch by its seed."""
+
+    def choices(row, row_seed):
+        chosen = tf.repeat(tf.range(num_streams, dtype=tf.int64), row)
+        if not shuffle:
+            return chosen
+        keys = tf.random.stateless_uniform(tf.shape(chosen), seed=tf.stack([row_seed, 0]))
+        return tf.gather(chosen, tf.argsort(keys))
+
+    return rows.map(choices).unbatch()
+
+
+def batch_rows(sizes, batch_size: int) -> tf.data.Dataset:
+    """The graph twin of `format.batch_counts` (its oracle): a dataset of its rows, int64 [num_streams] per batch,
+    for stream sizes known only in the graph (an order's epoch). Same rule: batch b of size n takes
+    floor(n * s_k / N) from stream k, the rest one each to the streams furthest behind their share."""
+    sizes = tf.cast(sizes, tf.int64)
+    num_streams = tf.size(sizes, out_type=tf.int64)
+    total = tf.reduce_sum(sizes)
+    num_batches = (total + batch_size - 1) // batch_size
+
+    def step(taken, b):
+        emitted = b * batch_size
+        n = tf.minimum(tf.constant(batch_size, tf.int64), total - emitted)
+        base = n * sizes // total
+        behind = (emitted + n) * sizes - (taken + base) * total
+        # Furthest behind first, ties to the lower k: ascending (-behind, k) as one integer.
+        ranked = tf.argsort(-behind * num_streams + tf.range(num_streams, dtype=tf.int64))
+        extra = tf.reduce_sum(tf.one_hot(ranked[: n - tf.reduce_sum(base)], tf.size(sizes), dtype=tf.int64), axis=0)
+        row = base + extra
+        return taken + row, row
+
+    return tf.data.Dataset.range(num_batches).scan(tf.zeros_like(sizes), step)
 
 
 class LiquidDataset(tf.data.Dataset):
@@ -74,6 +160,16 @@ class LiquidDataset(tf.data.Dataset):
         PNG:raw 5:5 at 512 pixels read 575 images/s with one, 492 with two, 392 with four).
       num_parallel_calls: decodes in flight; default one per core (not AUTOTUNE: PCRDataset's reason holds,
         tf.data's autotuner starves a decode map under throttled reads now and then).
+      order: a `tfliquid.data.SeededOrder` over the dataset's records (all formats', numbered format by format in
+        the manifest's order: `num_records` items), for data-parallel workers: this worker reads its slice of every
+        epoch's record permutation, so that over the workers every image is read once per epoch, `epochs` epochs
+        from `first_epoch` (None: without end) in one iteration. Every batch then holds each format's share of
+        this worker's epoch (largest remainder, as without an order), which differs from the dataset's ratio by
+        as much as its slice holds more of one format's records; the records keep the order's sequence (`shuffle`
+        shuffles the images within each record, by a seed of (epoch, record)). A `cache` then reads every record
+        through it, and a `MinIOCache(..., policy="clairvoyant", order=order)` ranks the records by their next
+        use (docs/cache.md); there is no cached/uncached split, and no constant load per batch.
+      epochs, first_epoch: with `order`, which of its epochs to read.
       tf_autotune: leave tf.data's autotuning model on for the pipeline this dataset starts (options reach every
         stage after it). Off by default: with it on (TF 2.21, 2 cores), this pipeline's decodes ran at one core's
         speed for whole epochs, the consumer thread taking the other core, in 1 to 7 of every 8 epochs measured
@@ -99,6 +195,9 @@ class LiquidDataset(tf.data.Dataset):
         with_keys: bool = False,
         num_parallel_reads: int = 1,
         num_parallel_calls: int | None = None,
+        order: SeededOrder | None = None,
+        epochs: int | None = None,
+        first_epoch: int = 0,
         tf_autotune: bool = False,
     ):
         self._path = os.fspath(path)
@@ -116,8 +215,16 @@ class LiquidDataset(tf.data.Dataset):
                 raise ArgumentError("cache must be a tfliquid.MinIOCache, a budget in bytes or None, got a bool")
             cache = MinIOCache(check_int("cache (a budget in bytes)", cache, 0))
         self._cache = cache
-        self._streams, self._counts = self._make_streams(seed)
-        self._impl = self._build(shuffle, seed, decode, with_keys, num_parallel_reads, num_parallel_calls)
+        self._records = [r for f in self._manifest.formats for r in f.records]  # the order's items, format by format
+        self._order = checked_order(order, cache, len(self._records))
+        if order is None and (epochs is not None or first_epoch != 0):
+            raise ArgumentError("epochs and first_epoch choose epochs of an order: pass order= too")
+        read = _RecordReader(self, shuffle, decode, with_keys, num_parallel_reads, num_parallel_calls)
+        if order is None:
+            self._streams, self._counts = self._make_streams(seed)
+            self._impl = self._build(read, shuffle, seed)
+        else:
+            self._impl = self._build_ordered(read, shuffle, seed, order.epochs_dataset(epochs, first_epoch))
         if not tf_autotune:
             options = tf.data.Options()
             options.autotune.enabled = False
@@ -129,110 +236,106 @@ class LiquidDataset(tf.data.Dataset):
         format's records split into a cached and an uncached stream, the cached ones a seeded choice of the same
         share of every format's bytes that fits the cache (`format.split_batch_counts`)."""
         formats = list(self._manifest.formats)
+        first = np.cumsum([0] + [len(f.records) for f in formats])  # each format's first record number
+
+        def stream(k: int, chosen, cached: bool) -> _Stream:
+            chosen = list(chosen)
+            return _Stream(
+                formats[k].name,
+                [int(first[k]) + i for i in chosen],
+                [formats[k].records[i].num_images for i in chosen],
+                cached=cached,
+            )
+
         if self._cache is None:
-            streams = [_Stream(f.name, *self._records_of(f.records), cached=False) for f in formats]
+            streams = [stream(k, range(len(f.records)), cached=False) for k, f in enumerate(formats)]
             return _nonempty(streams, liquid_format.batch_counts([s.num_images for s in streams], self._batch_size))
         total = sum(f.num_bytes + _CACHE_OVERHEAD_PER_RECORD * len(f.records) for f in formats)
         share = min(1.0, self._cache.capacity_bytes / max(total, 1))
         rng = np.random.default_rng(seed if seed is not None else 0)
         pairs = []
-        for fmt in formats:
+        for k, fmt in enumerate(formats):
             budget, used, cached = share * (fmt.num_bytes + _CACHE_OVERHEAD_PER_RECORD * len(fmt.records)), 0, set()
             for r in rng.permutation(len(fmt.records)):
                 cost = fmt.records[r].num_bytes + _CACHE_OVERHEAD_PER_RECORD
                 if used + cost <= budget:
                     cached.add(int(r))
                     used += cost
-            pairs.append(
-                (
-                    _Stream(
-                        fmt.name, *self._records_of([r for i, r in enumerate(fmt.records) if i in cached]), cached=True
-                    ),
-                    _Stream(
-                        fmt.name,
-                        *self._records_of([r for i, r in enumerate(fmt.records) if i not in cached]),
-                        cached=False,
-                    ),
-                )
-            )
+            uncached = [i for i in range(len(fmt.records)) if i not in cached]
+            pairs.append((stream(k, sorted(cached), cached=True), stream(k, uncached, cached=False)))
         counts = liquid_format.split_batch_counts(
             [c.num_images for c, _ in pairs], [u.num_images for _, u in pairs], self._batch_size
         ).reshape(-1, 2 * len(pairs))  # columns: format 0 cached, format 0 uncached, format 1 cached, ...
         return _nonempty([stream for pair in pairs for stream in pair], counts)
 
-    def _records_of(self, records) -> tuple[list[str], list[int], list[int]]:
-        return (
-            [os.path.join(self._path, r.path) for r in records],
-            [r.num_bytes for r in records],
-            [r.num_images for r in records],
-        )
-
-    def _build(self, shuffle, seed, decode, with_keys, num_parallel_reads, num_parallel_calls):
-        channels = self._manifest.channels
-        with_hits = self._cache is not None
+    def _build(self, read: _RecordReader, shuffle, seed):
+        """Without an order: each stream's records shuffled anew every pass, the streams taken by a pattern of
+        precomputed batch counts."""
 
         def stream_dataset(k: int, stream: _Stream, cache_pass):
-            filenames = tf.constant(stream.paths)
-            ends = tf.constant([[size] for size in stream.sizes], tf.int64)
-            records = tf.data.Dataset.range(len(stream.paths))
+            records = tf.data.Dataset.from_tensor_slices(tf.constant(stream.records, tf.int64))
             if shuffle:
-                records = records.shuffle(len(stream.paths), seed=seed, reshuffle_each_iteration=True)
+                records = records.shuffle(len(stream.records), seed=seed, reshuffle_each_iteration=True)
                 records = tf.data.Dataset.zip(
                     records, tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
                 )
             else:
                 records = records.map(lambda i: (i, tf.constant(0, tf.int64)))
-
-            def open_record(i, record_seed):
-                return PCRRecordDataset(
-                    tf.gather(filenames, i),
-                    tf.gather(ends, i),
-                    shuffle=shuffle,
-                    seed=record_seed,
-                    with_keys=with_keys,
-                    with_cache_hits=with_hits,
-                    cache=self._cache if stream.cached else None,
-                    cache_pass=cache_pass,
-                )
-
-            items = records.interleave(
-                open_record,
-                cycle_length=num_parallel_reads,
-                num_parallel_calls=num_parallel_reads,
-                deterministic=True,
+            cache = self._cache if stream.cached else None
+            return read(
+                stream.format, records, cache, cache_pass, by_item=False, ahead=2 * int(self._counts[:, k].max())
             )
-
-            # Each stream decodes its own format: no per-element test of the format, and the decodes of every
-            # stream run ahead of the pattern that takes from them. Deterministic: the order is the composition.
-            def decoded(x):
-                image = liquid_items.decode_as(stream.format, x["image"], channels) if decode else x["image"]
-                return {**x, "image": image, "format": tf.constant(stream.format)}
-
-            # A batch's worth of decoded images ahead, so a stream keeps decoding while the pattern takes from the
-            # others (a parallel map alone holds only its calls in flight, and would wait for its turn).
-            ahead = 2 * int(self._counts[:, k].max())
-            return items.map(decoded, num_parallel_calls=num_parallel_calls, deterministic=True).prefetch(ahead)
-
-        def pattern():
-            """The stream of each element of a pass: per batch, its counts, shuffled within the batch."""
-            rows = tf.data.Dataset.from_tensor_slices(tf.constant(self._counts, tf.int64))
-            num_streams = len(self._streams)
-            if not shuffle:
-                return rows.map(lambda row: tf.repeat(tf.range(num_streams, dtype=tf.int64), row)).unbatch()
-            rows = tf.data.Dataset.zip(rows, tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True))
-
-            def shuffled(row, row_seed):
-                choices = tf.repeat(tf.range(num_streams, dtype=tf.int64), row)
-                keys = tf.random.stateless_uniform(tf.shape(choices), seed=tf.stack([row_seed, 0]))
-                return tf.gather(choices, tf.argsort(keys))
-
-            return rows.map(shuffled).unbatch()
 
         def one_pass(cache_pass):
             streams = [stream_dataset(k, s, cache_pass) for k, s in enumerate(self._streams)]
-            return tf.data.Dataset.choose_from_datasets(streams, pattern(), stop_on_empty_dataset=True)
+            rows = tf.data.Dataset.from_tensor_slices(tf.constant(self._counts, tf.int64))
+            row_seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+            pattern = _pattern(tf.data.Dataset.zip(rows, row_seeds), len(streams), shuffle)
+            return tf.data.Dataset.choose_from_datasets(streams, pattern, stop_on_empty_dataset=True)
 
         return each_pass(self._cache, one_pass)
+
+    def _build_ordered(self, read: _RecordReader, shuffle, seed, epochs: tf.data.Dataset):
+        """With an order: per epoch, this worker's slice of the records split by format in the order's sequence,
+        and the batch counts of that epoch's format sizes computed in the graph (`batch_rows`). One cache pass
+        per epoch, so the stats count hits per epoch; seeds of (epoch, record) and (epoch, batch) make a rerun or
+        a restarted worker read the same."""
+        formats = list(self._manifest.formats)
+        ends = tf.constant(np.cumsum([len(f.records) for f in formats]), tf.int64)  # record numbers end per format
+        images = tf.constant([r.num_images for r in self._records], tf.int64)
+        base_seed = (self._order.seed if seed is None else seed) % (1 << 63)
+        num_records = len(self._records)
+        ahead = [2 * -(-self._batch_size * f.num_images // self._manifest.num_images) + 2 for f in formats]
+
+        def seeded(epoch, salt):
+            def seed_of(i):
+                pair = tf.stack([epoch * (num_records + 1) + i, tf.constant(base_seed, tf.int64) ^ salt])
+                return tf.random.stateless_uniform([], pair, minval=None, maxval=None, dtype=tf.int64)
+
+            return seed_of
+
+        def one_epoch(epoch):
+            keys = self._order.epoch_keys(epoch)
+            format_of = tf.searchsorted(ends, keys, side="right")
+            sizes = tf.math.unsorted_segment_sum(tf.gather(images, keys), format_of, len(formats))
+            record_seed = seeded(epoch, 1)
+
+            def records_of(k):
+                records = tf.data.Dataset.from_tensor_slices(tf.boolean_mask(keys, tf.equal(format_of, k)))
+                return records.map(lambda i: (i, record_seed(i) if shuffle else tf.constant(0, tf.int64)))
+
+            def one_pass(cache_pass):
+                streams = [
+                    read(f.name, records_of(k), self._cache, cache_pass, by_item=True, ahead=ahead[k])
+                    for k, f in enumerate(formats)
+                ]
+                rows = batch_rows(sizes, self._batch_size).enumerate()
+                pattern = _pattern(rows.map(lambda b, row: (row, seeded(epoch, 2)(b))), len(streams), shuffle)
+                return tf.data.Dataset.choose_from_datasets(streams, pattern, stop_on_empty_dataset=True)
+
+            return each_pass(self._cache, one_pass)
+
+        return epochs.flat_map(one_epoch)
 
     @property
     def element_spec(self):
@@ -274,8 +377,33 @@ class LiquidDataset(tf.data.Dataset):
     def cache(self) -> MinIOCache | None:
         return self._cache
 
+    @property
+    def num_records(self) -> int:
+        """Record files, all formats': the items of an `order`."""
+        return len(self._records)
+
+    @property
+    def order(self) -> SeededOrder | None:
+        return self._order
+
+    def formats_in_epoch(self, epoch: int) -> dict[str, int]:
+        """With an order: the images of each format this worker reads in epoch `epoch` (its records')."""
+        if self._order is None:
+            raise ArgumentError("formats_in_epoch counts an order's epoch: this dataset has no order")
+        counts = dict.fromkeys(self.formats, 0)
+        formats = [f.name for f in self._manifest.formats for _ in f.records]
+        for i in self._order.keys(epoch).tolist():
+            counts[formats[i]] += self._records[i].num_images
+        return counts
+
+    def images_in_epoch(self, epoch: int) -> int:
+        """With an order: the images this worker reads in epoch `epoch`, e.g. for `steps_per_epoch`."""
+        return sum(self.formats_in_epoch(epoch).values())
+
     def storage_images_per_batch(self) -> np.ndarray:
         """Per batch of a pass after the cache is full: how many images come from storage (not from the cache)."""
+        if self._order is not None:
+            raise ArgumentError("with an order, a batch's storage reads vary: the cache ranks records by next use")
         uncached = [k for k, s in enumerate(self._streams) if not s.cached]
         return self._counts[:, uncached].sum(axis=1)
 

@@ -20,7 +20,7 @@ from tfliquid._common.crc32c import crc32c_fast
 from tfliquid._common.errors import ArgumentError
 from tfliquid._lib import load_ops
 from tfliquid.cache.minio_cache import MinIOCache, each_pass
-from tfliquid.data.seeded_order import SeededOrder
+from tfliquid.data.seeded_order import SeededOrder, checked_order
 from tfliquid.pcr import format as pcr_format
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -117,20 +117,6 @@ def _validate_scan_group(scan_group, num_scan_groups: int):
     return check_int("scan_group", scan_group, 1, num_scan_groups)
 
 
-def _validate_order(order, cache: MinIOCache | None, num_records: int) -> SeededOrder | None:
-    """The order, checked against the records and the cache's policy (whose keys must then be its items)."""
-    if order is not None and not isinstance(order, SeededOrder):
-        raise ArgumentError(f"order must be a tfliquid.data.SeededOrder or None, got {order!r}")
-    if order is not None and order.num_items != num_records:
-        raise ArgumentError(f"order is over {order.num_items} items, the dataset has {num_records} records")
-    if cache is not None and cache.policy == "clairvoyant" and (order is None or cache.order != order):
-        raise ArgumentError(
-            f"a clairvoyant cache ranks the records by this dataset's order: pass order=cache.order "
-            f"({cache.order!r}), got order={order!r}"
-        )
-    return order
-
-
 class PCRDataset(tf.data.Dataset):
     """Images of a PCR dataset at a chosen fidelity.
 
@@ -185,7 +171,7 @@ class PCRDataset(tf.data.Dataset):
         self._index = index
         self._cache = cache
         self._scan_group = _validate_scan_group(scan_group, index.num_scan_groups)
-        self._order = _validate_order(order, cache, len(index.records))
+        self._order = checked_order(order, cache, len(index.records))
         if order is None and (epochs is not None or first_epoch != 0):
             raise ArgumentError("epochs and first_epoch choose epochs of an order: pass order= too")
         self._epochs = order.epochs_dataset(epochs, first_epoch) if order is not None else None
