@@ -177,3 +177,25 @@ def test_raw_item_op_matches_the_reference_and_names_the_offset_of_bad_items():
             liquid_items.decode_as("raw", tf.constant(bad), 3)
     with pytest.raises(tf.errors.InvalidArgumentError, match="offset 12: 3 channels, the dataset has 1"):
         liquid_items.decode_as("raw", tf.constant(item), 1)
+
+
+def test_raw_records_are_read_as_pixels_and_name_the_file_and_offset_of_a_mismatch(crops, mixed, tmp_path):
+    """LiquidDataset reads raw items as pixels in the record reader (raw_item_channels): the same pixels as the
+    item decoder; an item of other channels, or a record that is not of whole items, names the file and offset."""
+    from tfliquid.pcr import PCRRecordDataset
+
+    manifest = liquid_format.read_manifest(str(mixed))
+    record = next(f for f in manifest.formats if f.name == "raw").records[0]
+    path, ends = str(mixed / record.path), [record.num_bytes]
+    as_pixels = [x["image"] for x in PCRRecordDataset(path, ends, raw_item_channels=3).as_numpy_iterator()]
+    as_items = [x["image"] for x in PCRRecordDataset(path, ends).as_numpy_iterator()]
+    assert len(as_pixels) == record.num_images
+    for pixels, item in zip(as_pixels, as_items):
+        np.testing.assert_array_equal(pixels, liquid_format.decode_raw(item))
+    with pytest.raises(tf.errors.DataLossError, match=rf"{record.path}: offset \d+: 3 channels, the dataset has 1"):
+        list(PCRRecordDataset(path, ends, raw_item_channels=1))
+    pcr = tmp_path / "pcr"
+    tfliquid.pcr.convert(str(crops), str(pcr), images_per_record=60, progress=False)
+    first = tfliquid.pcr.format.read_index(str(pcr)).records[0]
+    with pytest.raises(tf.errors.InvalidArgumentError, match=rf"{first.path}: offset 0: raw_item_channels reads"):
+        list(PCRRecordDataset(str(pcr / first.path), list(first.prefix_ends), raw_item_channels=3))

@@ -4,6 +4,7 @@
 // interleaves one of these per record (tfliquid/data/pcr_dataset.py); the scan group is an input so that a tf.Variable
 // read in the interleave function applies from the next record opened. With a MinIO cache (cache_* attributes), the
 // prefix is looked up there first and offered to it after a read.
+#include <cstring>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -13,6 +14,7 @@
 #include "cache/cache_attrs.h"
 #include "common/input_checks.h"
 #include "common/throttled_read.h"
+#include "liquid/raw_item.h"
 #include "pcr/pcr_ops.h"
 #include "pcr/record.h"
 #include "pcr/scan_group_variable.h"
@@ -66,13 +68,20 @@ std::vector<uint32_t> Permutation(uint32_t n, bool shuffle, int64_t seed) {
 }
 
 // Output dtypes in the order tf.nest flattens {"cached", "image", "key", "label"}.
-DataTypeVector OutputDtypes(bool with_keys, bool with_cache_hits) {
+DataTypeVector OutputDtypes(bool with_keys, bool with_cache_hits, bool raw_items) {
   DataTypeVector dtypes;
   if (with_cache_hits) dtypes.push_back(tensorflow::DT_BOOL);
-  dtypes.push_back(tensorflow::DT_STRING);
+  dtypes.push_back(raw_items ? tensorflow::DT_UINT8 : tensorflow::DT_STRING);
   if (with_keys) dtypes.push_back(tensorflow::DT_STRING);
   dtypes.push_back(tensorflow::DT_INT64);
   return dtypes;
+}
+
+// Output shapes, in the same order: scalars, but the pixels of raw items, [H, W, C].
+std::vector<PartialTensorShape> OutputShapes(size_t num_outputs, bool with_cache_hits, int64_t raw_item_channels) {
+  std::vector<PartialTensorShape> shapes(num_outputs, PartialTensorShape({}));
+  if (raw_item_channels > 0) shapes[with_cache_hits ? 1 : 0] = PartialTensorShape({-1, -1, raw_item_channels});
+  return shapes;
 }
 
 // Inputs: filename, prefix_ends, scan_group, then 0 or 1 variable handles, then seed, cache_pass and item.
@@ -85,6 +94,7 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
     OP_REQUIRES_OK(ctx, ctx->GetAttr(kShuffleAttr, &shuffle_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr(kWithKeysAttr, &with_keys_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr(kWithCacheHitsAttr, &with_cache_hits_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kRawItemChannelsAttr, &raw_item_channels_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr(kScanGroupVariableTokenAttr, &variable_token_));
     OP_REQUIRES_OK(ctx, cache::ConfigFromAttrs(ctx, &cache_config_));
   }
@@ -108,15 +118,16 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
     OP_REQUIRES(ctx, item >= -1, InvalidArgument("item must be >= 0, or -1 for none, got ", item));
     const auto ends = prefix_ends->vec<int64_t>();
     *output = new Dataset(ctx, std::string(*filename), std::vector<int64_t>(ends.data(), ends.data() + ends.size()),
-                          scan_group, seed, shuffle_, with_keys_, with_cache_hits_, cache_config_, cache_pass, item);
+                          scan_group, seed, shuffle_, with_keys_, with_cache_hits_, raw_item_channels_, cache_config_,
+                          cache_pass, item);
   }
 
  private:
   class Dataset : public DatasetBase {
    public:
     Dataset(OpKernelContext* ctx, std::string filename, std::vector<int64_t> prefix_ends, int64_t scan_group,
-            int64_t seed, bool shuffle, bool with_keys, bool with_cache_hits, cache::Config cache_config,
-            int64_t cache_pass, int64_t item)
+            int64_t seed, bool shuffle, bool with_keys, bool with_cache_hits, int64_t raw_item_channels,
+            cache::Config cache_config, int64_t cache_pass, int64_t item)
         : DatasetBase(DatasetContext(ctx)),
           filename_(std::move(filename)),
           prefix_ends_(std::move(prefix_ends)),
@@ -125,11 +136,12 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
           shuffle_(shuffle),
           with_keys_(with_keys),
           with_cache_hits_(with_cache_hits),
+          raw_item_channels_(raw_item_channels),
           cache_config_(std::move(cache_config)),
           cache_pass_(cache_pass),
           item_(item),
-          dtypes_(OutputDtypes(with_keys, with_cache_hits)),
-          shapes_(dtypes_.size(), PartialTensorShape({})) {}
+          dtypes_(OutputDtypes(with_keys, with_cache_hits, raw_item_channels > 0)),
+          shapes_(OutputShapes(dtypes_.size(), with_cache_hits, raw_item_channels)) {}
 
     std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
       return std::make_unique<Iterator>(
@@ -160,16 +172,18 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
       TF_RETURN_IF_ERROR(b->AddScalar(seed_, &seed));
       TF_RETURN_IF_ERROR(b->AddScalar(cache_pass_, &cache_pass));
       TF_RETURN_IF_ERROR(b->AddScalar(item_, &item));
-      tensorflow::AttrValue num_variables, shuffle, with_keys, with_cache_hits;
+      tensorflow::AttrValue num_variables, shuffle, with_keys, with_cache_hits, raw_item_channels;
       b->BuildAttrValue(0, &num_variables);  // the scan group read from a variable, if any, is saved as a value
       b->BuildAttrValue(shuffle_, &shuffle);
       b->BuildAttrValue(with_keys_, &with_keys);
       b->BuildAttrValue(with_cache_hits_, &with_cache_hits);
+      b->BuildAttrValue(raw_item_channels_, &raw_item_channels);
       std::vector<std::pair<absl::string_view, tensorflow::AttrValue>> attrs = {
           {kNumScanGroupVariablesAttr, num_variables},
           {kShuffleAttr, shuffle},
           {kWithKeysAttr, with_keys},
-          {kWithCacheHitsAttr, with_cache_hits}};
+          {kWithCacheHitsAttr, with_cache_hits},
+          {kRawItemChannelsAttr, raw_item_channels}};
       cache::AppendAttrs(cache_config_, &attrs);
       return b->AddDataset(this,
                            {{0, filename}, {1, prefix_ends}, {2, scan_group}, {4, seed}, {5, cache_pass}, {6, item}},
@@ -197,11 +211,17 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
           cached.scalar<bool>()() = from_cache_;
           out_tensors->push_back(std::move(cached));
         }
-        Tensor jpeg(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
-        tstring& bytes = jpeg.scalar<tstring>()();
-        bytes.resize_uninitialized(prefix_.ImageSize(i));
-        prefix_.AssembleImage(buffer_.scalar<tstring>()().data(), i, bytes.data());
-        out_tensors->push_back(std::move(jpeg));
+        if (dataset()->raw_item_channels_ > 0) {
+          Tensor pixels;
+          TF_RETURN_IF_ERROR(RawPixels(ctx, i, &pixels));
+          out_tensors->push_back(std::move(pixels));
+        } else {
+          Tensor jpeg(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
+          tstring& bytes = jpeg.scalar<tstring>()();
+          bytes.resize_uninitialized(prefix_.ImageSize(i));
+          prefix_.AssembleImage(buffer_.scalar<tstring>()().data(), i, bytes.data());
+          out_tensors->push_back(std::move(jpeg));
+        }
         if (dataset()->with_keys_) {
           Tensor key(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
           if (!header.keys.empty()) key.scalar<tstring>()() = tstring(header.keys[i].data(), header.keys[i].size());
@@ -308,6 +328,25 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
         return absl::OkStatus();
       }
 
+      // Image i as the pixels of a Liquid raw item, checked and copied once from the record.
+      absl::Status RawPixels(IteratorContext* ctx, uint32_t i, Tensor* pixels) TF_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        const Dataset& d = *dataset();
+        if (!prefix_.whole_items) {
+          return tensorflow::errors::InvalidArgument(d.filename_, ": offset 0: raw_item_channels reads records of ",
+                                                     "whole items (Liquid's); this is a PCR record of scan groups");
+        }
+        const uint64_t offset = prefix_.partial_offsets[i];
+        const char* item = buffer_.scalar<tstring>()().data() + offset;
+        liquid::RawItemShape shape;
+        const absl::Status parsed = liquid::ParseRawItem(item, prefix_.header.partial_sizes[i],
+                                                         static_cast<uint32_t>(d.raw_item_channels_), offset, &shape);
+        if (!parsed.ok()) return tensorflow::errors::DataLoss(d.filename_, ": ", parsed.message());
+        *pixels =
+            Tensor(ctx->allocator({}), tensorflow::DT_UINT8, TensorShape({shape.height, shape.width, shape.channels}));
+        std::memcpy(pixels->flat<uint8_t>().data(), item + liquid::kRawItemHeaderSize, shape.pixel_bytes());
+        return absl::OkStatus();
+      }
+
       void Release() TF_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         buffer_ = Tensor();
         prefix_ = pcr::RecordPrefix();
@@ -329,6 +368,7 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
     const bool shuffle_;
     const bool with_keys_;
     const bool with_cache_hits_;
+    const int64_t raw_item_channels_;  // > 0: images are raw items' pixels, uint8 [H, W, C]
     const cache::Config cache_config_;
     const int64_t cache_pass_;
     const int64_t item_;  // the record's item in a seeded order, or -1
@@ -339,6 +379,7 @@ class PCRRecordDatasetOp : public DatasetOpKernel {
   bool shuffle_;
   bool with_keys_;
   bool with_cache_hits_;
+  int64_t raw_item_channels_;
   int64_t variable_token_;
   cache::Config cache_config_;
 };

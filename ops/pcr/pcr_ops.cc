@@ -25,6 +25,7 @@ REGISTER_OP(kPCRRecordDatasetOp)
     .Attr(absl::StrCat(kShuffleAttr, ": bool = false"))
     .Attr(absl::StrCat(kWithKeysAttr, ": bool = false"))
     .Attr(absl::StrCat(kWithCacheHitsAttr, ": bool = false"))
+    .Attr(absl::StrCat(kRawItemChannelsAttr, ": int >= 0 = 0"))
     .TFLIQUID_CACHE_ATTRS()
     .SetIsStateful()  // source datasets are stateful so that constant folding leaves them alone
     .SetShapeFn([](InferenceContext* c) {
@@ -38,7 +39,8 @@ Images of one PCR record at a scan group: ([cached,] image, [key,] label), key w
 record came from the cache, not storage) with_cache_hits. That is the order in which tf.nest flattens
 {"cached", "image", "key", "label"}, so Python declares a dict element_spec with no map.
 The image is the progressive JPEG cut at the scan group; in a record of whole items (flag bit 0, Liquid's) it is
-the item as stored.
+the item as stored, or, with raw_item_channels C > 0, the Liquid raw item's pixels as uint8 [H, W, C], checked and
+copied once from the record (no string in between).
 prefix_ends: the record's index entry, padded to the dataset's G scan groups. scan_group: 1-based; above the
 record's own count means full fidelity. scan_group_variable: none, or one integer variable whose value (1..G) is
 read instead of scan_group when the record is opened, so that assigning it changes the fidelity with no rebuild.

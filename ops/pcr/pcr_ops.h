@@ -14,6 +14,8 @@ inline constexpr char kScanGroupVariableTokenAttr[] = "scan_group_variable_token
 inline constexpr char kShuffleAttr[] = "shuffle";
 inline constexpr char kWithKeysAttr[] = "with_keys";
 inline constexpr char kWithCacheHitsAttr[] = "with_cache_hits";
+// > 0: the record's items are Liquid raw items of that many channels, emitted as uint8 [H, W, C] pixels.
+inline constexpr char kRawItemChannelsAttr[] = "raw_item_channels";
 
 }  // namespace tfliquid
 

@@ -69,6 +69,8 @@ class _RecordReader:
     def __call__(self, format: str, records: tf.data.Dataset, cache, cache_pass, by_item: bool, ahead: int):
         """`by_item`: the cache keys carry the record number, the item a clairvoyant cache ranks. `ahead`: decoded
         images to hold ready."""
+        # Raw items are decoded by the record reader itself: one copy of the pixels, not two.
+        raw_pixels = self._decode and format == "raw"
 
         def open_record(i, record_seed):
             return PCRRecordDataset(
@@ -81,6 +83,7 @@ class _RecordReader:
                 cache=cache,
                 cache_pass=cache_pass,
                 item=i if by_item else -1,
+                raw_item_channels=self._channels if raw_pixels else 0,
             )
 
         items = records.interleave(
@@ -93,7 +96,8 @@ class _RecordReader:
         # Each stream decodes its own format: no per-element test of the format, and the decodes of every stream
         # run ahead of the pattern that takes from them. Deterministic: the order is the composition.
         def decoded(x):
-            image = liquid_items.decode_as(format, x["image"], self._channels) if self._decode else x["image"]
+            decode = self._decode and not raw_pixels
+            image = liquid_items.decode_as(format, x["image"], self._channels) if decode else x["image"]
             return {**x, "image": image, "format": tf.constant(format)}
 
         # A batch's worth of decoded images ahead, so a stream keeps decoding while the pattern takes from the

@@ -42,6 +42,8 @@ class PCRRecordDataset(tf.data.Dataset):
       cache, cache_pass: a `MinIOCache` of record prefixes, and the pass (epoch) id its lookups count in.
       item: the record's item in a seeded order (`PCRDataset(order=...)`), which its cache key then carries for
         the clairvoyant policy; -1 for none.
+      raw_item_channels: C > 0 reads a Liquid record of raw items: "image" is then their pixels, uint8 [H, W, C],
+        each item's header checked and its pixels copied once from the record (`LiquidDataset` does, for raw).
 
     Holds one op's variant. The op emits its tensors in the order tf.nest flattens this dict, so no map is
     needed to build it: that map would cost more per image than reading the image does.
@@ -60,6 +62,7 @@ class PCRRecordDataset(tf.data.Dataset):
         cache: MinIOCache | None = None,
         cache_pass=-1,
         item=-1,
+        raw_item_channels: int = 0,
     ):
         variables, token = [], 0
         if scan_group is None:
@@ -80,9 +83,15 @@ class PCRRecordDataset(tf.data.Dataset):
             shuffle=shuffle,
             with_keys=with_keys,
             with_cache_hits=with_cache_hits,
+            raw_item_channels=raw_item_channels,
             **cache_attrs,
         )
-        self._spec = {"image": tf.TensorSpec([], tf.string), "label": tf.TensorSpec([], tf.int64)}
+        image = (
+            tf.TensorSpec([None, None, raw_item_channels], tf.uint8)
+            if raw_item_channels
+            else tf.TensorSpec([], tf.string)
+        )
+        self._spec = {"image": image, "label": tf.TensorSpec([], tf.int64)}
         if with_cache_hits:
             self._spec["cached"] = tf.TensorSpec([], tf.bool)
         if with_keys:
