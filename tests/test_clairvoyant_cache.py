@@ -182,3 +182,24 @@ def test_example_runs_both_set_ups():
         clairvoyant, minio = (float(x) for x in re.findall(r"clairvoyant ([\d.]+); MinIO ([\d.]+)", line)[0])
         assert clairvoyant > minio > 0
     assert "tf.distribute, input pipeline 0 of 1" in run.stdout
+
+
+def test_prefetch_under_parallel_reads_keeps_items_and_budget():
+    """With the transform's parallel map (its default), prefetches race their demand reads: every element is still
+    its key's item, the budget holds, and prefetch reads are counted apart from the misses."""
+    order = SeededOrder(400, 9, num_workers=2, worker_index=0)
+
+    def fetch(key):
+        return tf.strings.as_string(key, width=200)
+
+    cache = tfliquid.MinIOCache(60 * 300, policy="clairvoyant", order=order)
+    for epoch in range(4):
+        keys = order.dataset(epochs=1, first_epoch=epoch)
+        got = keys.apply(tfliquid.minio_cache(fetch, cache=cache, prefetch_bandwidth=1.0))
+        assert sorted(int(v) for v in got.as_numpy_iterator()) == sorted(order.keys(epoch).tolist())
+        stats = cache.stats()
+        assert stats.bytes <= cache.capacity_bytes
+    epochs = cache.stats().epochs
+    assert all(e.hits + e.misses == order.slice_length for e in epochs)
+    assert sum(e.prefetch_reads for e in epochs) > 0
+    assert sum(e.hits for e in epochs[1:]) > 0
