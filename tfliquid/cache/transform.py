@@ -110,19 +110,24 @@ def minio_cache(
                 raise TypeError(f"fetch must return dense tensors of numbers, bool or string; got {spec}")
         dtypes = [spec.dtype for spec in specs]
 
+        def fetch_and_insert(key, pass_id, prefetched: bool):
+            """fetch(key)'s tensors, flattened, once offered to the cache."""
+            values = tf.nest.flatten(fetch(key))
+            admitted = load_ops().liquid_cache_insert(
+                typed_key(key), pass_id, values, prefetched=prefetched, **cache.op_attrs
+            )
+            with tf.control_dependencies([admitted]):
+                return [tf.identity(v) for v in values]
+
         def lookup_or_fetch(key, pass_id):
-            name = typed_key(key)
-            hit, cached = load_ops().liquid_cache_lookup(name, pass_id, dtypes=dtypes, **cache.op_attrs)
+            hit, cached = load_ops().liquid_cache_lookup(typed_key(key), pass_id, dtypes=dtypes, **cache.op_attrs)
 
             def from_cache():
                 shaped = [tf.ensure_shape(value, spec.shape) for value, spec in zip(cached, specs)]
                 return tf.nest.pack_sequence_as(fetched_spec, shaped)
 
             def from_fetch():
-                values = tf.nest.flatten(fetch(key))
-                admitted = load_ops().liquid_cache_insert(name, pass_id, values, **cache.op_attrs)
-                with tf.control_dependencies([admitted]):
-                    return tf.nest.pack_sequence_as(fetched_spec, [tf.identity(v) for v in values])
+                return tf.nest.pack_sequence_as(fetched_spec, fetch_and_insert(key, pass_id, prefetched=False))
 
             item = tf.cond(hit, from_cache, from_fetch)
             if not prefetch_bandwidth:
@@ -136,12 +141,8 @@ def minio_cache(
             """Fetches and inserts the planned items one after another; returns their count."""
 
             def fetch_one(i):
-                key = tf.cast(upcoming[i], key_spec.dtype)
-                values = tf.nest.flatten(fetch(key))
-                admitted = load_ops().liquid_cache_insert(
-                    typed_key(key), pass_id, values, prefetched=True, **cache.op_attrs
-                )
-                with tf.control_dependencies([admitted]):
+                inserted = fetch_and_insert(tf.cast(upcoming[i], key_spec.dtype), pass_id, prefetched=True)
+                with tf.control_dependencies(inserted):
                     return i + 1
 
             return tf.while_loop(lambda i: i < tf.size(upcoming), fetch_one, [tf.constant(0)])

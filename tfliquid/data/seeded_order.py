@@ -160,9 +160,12 @@ class SeededOrder:
         return dataclasses.replace(self, worker_index=worker_index)
 
 
-def checked_order(order, cache, num_records: int) -> SeededOrder | None:
-    """A dataset's `order` argument, checked against its records and its cache (a `tfliquid.MinIOCache` or None):
-    a clairvoyant cache ranks the records by their items in that order, so it must have been given the same."""
+def checked_order(order, cache, num_records: int, epochs=None, first_epoch: int = 0) -> SeededOrder | None:
+    """A dataset's `order` argument, checked against its records, its cache (a `tfliquid.MinIOCache` or None; a
+    clairvoyant cache ranks the records by their items in that order, so it must have been given the same) and its
+    `epochs` and `first_epoch` arguments, which choose epochs of an order."""
+    if order is None and (epochs is not None or first_epoch != 0):
+        raise ArgumentError("epochs and first_epoch choose epochs of an order: pass order= too")
     if order is not None and not isinstance(order, SeededOrder):
         raise ArgumentError(f"order must be a tfliquid.data.SeededOrder or None, got {order!r}")
     if order is not None and order.num_items != num_records:

@@ -224,9 +224,7 @@ class LiquidDataset(tf.data.Dataset):
             cache = MinIOCache(check_int("cache (a budget in bytes)", cache, 0))
         self._cache = cache
         self._records = [r for f in self._manifest.formats for r in f.records]  # the order's items, format by format
-        self._order = checked_order(order, cache, len(self._records))
-        if order is None and (epochs is not None or first_epoch != 0):
-            raise ArgumentError("epochs and first_epoch choose epochs of an order: pass order= too")
+        self._order = checked_order(order, cache, len(self._records), epochs, first_epoch)
         read = _RecordReader(self, shuffle, decode, with_keys, num_parallel_reads, num_parallel_calls)
         if order is None:
             self._streams, self._counts = self._make_streams(seed)

@@ -180,9 +180,7 @@ class PCRDataset(tf.data.Dataset):
         self._index = index
         self._cache = cache
         self._scan_group = _validate_scan_group(scan_group, index.num_scan_groups)
-        self._order = checked_order(order, cache, len(index.records))
-        if order is None and (epochs is not None or first_epoch != 0):
-            raise ArgumentError("epochs and first_epoch choose epochs of an order: pass order= too")
+        self._order = checked_order(order, cache, len(index.records), epochs, first_epoch)
         self._epochs = order.epochs_dataset(epochs, first_epoch) if order is not None else None
         self._impl = self._build(decode, shuffle, seed, num_parallel_reads, with_keys)
         super().__init__(self._impl._variant_tensor)
