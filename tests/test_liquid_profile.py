@@ -45,7 +45,7 @@ def test_profile_measures_every_ratio_and_chooses_the_best_prediction(tmp_path):
     src = tmp_path / "photos"
     sample_photos.write_image_folder(str(src), 12, size=128, seed=0)
     result = profiling.profile(
-        str(src), "png,raw", sample=60, read_bandwidth=4e6, exhaustive=True, epochs=2, progress=False
+        str(src), "png,raw", sample=60, read_bandwidth=4e6, exhaustive=True, epochs=2, pass_images=60, progress=False
     )
     assert all(row.measured > 0 for row in result.rows)  # how close to the prediction: benchmarks.liquid
     assert result.rows[result.chosen].predicted == max(row.predicted for row in result.rows)
@@ -63,7 +63,19 @@ def test_profile_measures_every_ratio_and_chooses_the_best_prediction(tmp_path):
 def test_command_line_profiles_and_writes_the_chosen_ratio(tmp_path, capsys):
     src = tmp_path / "photos"
     sample_photos.write_image_folder(str(src), 4, size=96, seed=0)
-    args = ["profile", "liquid", str(src), "--formats", "l3,raw", "--sample", "40", "--read-bandwidth", "2e6"]
+    args = [
+        "profile",
+        "liquid",
+        str(src),
+        "--formats",
+        "l3,raw",
+        "--sample",
+        "40",
+        "--read-bandwidth",
+        "2e6",
+        "--pass-images",
+        "40",
+    ]
     assert cli.main([*args, "--epochs", "1", "--write", str(tmp_path / "chosen"), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "<- chosen" in out

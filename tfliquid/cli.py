@@ -296,7 +296,14 @@ def _add_profile_liquid(kinds):
     p.add_argument(
         "--images-per-record", type=int, default=16, help="of the sample datasets, as DST will be (default 16)"
     )
-    p.add_argument("--epochs", type=int, default=3, help="epochs per measurement, median taken (default 3)")
+    p.add_argument("--epochs", type=int, default=3, help="timed passes per measurement, median taken (default 3)")
+    p.add_argument(
+        "--pass-images",
+        type=int,
+        default=1024,
+        help="images per timed pass: the sample read over and over, for the steady rate (default 1024; "
+        "measured storage reads the sample once per pass)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
     p.add_argument("--workdir", help="where the sample datasets are written (default: a temporary directory)")
     p.add_argument("--plot", metavar="FILE.png", help="save throughput against ratio (needs matplotlib)")
@@ -316,6 +323,7 @@ def _add_profile_liquid(kinds):
             batch_size=args.batch_size,
             images_per_record=args.images_per_record,
             epochs=args.epochs,
+            pass_images=args.pass_images,
             seed=args.seed,
             workdir=args.workdir,
             progress=not args.quiet,

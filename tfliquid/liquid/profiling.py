@@ -3,8 +3,9 @@
 
 On a seeded sample of the source, it writes a Liquid dataset of each format alone and measures each format's
 bytes per image (from the records) and its decode rate (LiquidDataset on all cores, records in the page cache,
-no throttle: the CPU side of the pipeline, per-element overheads included), and the storage bandwidth (given, and
-then applied with tfliquid's read throttle; or measured by reading record files whose page cache was dropped).
+no throttle, read for a while: the CPU side of a running pipeline, per-element overheads included), and the
+storage bandwidth (given, and then applied with tfliquid's read throttle; or measured by reading record files
+whose page cache was dropped).
 For a ratio a:b of formats F and S (a + b = 10) the images per second are predicted as
 
     load   = bandwidth / (a/10 * bytes_F + b/10 * bytes_S)           (storage, images/s)
@@ -183,6 +184,7 @@ def profile(
     batch_size: int = 64,
     images_per_record: int = 16,
     epochs: int = 3,
+    pass_images: int = 1024,
     seed: int = 0,
     workdir: str | None = None,
     progress: bool = True,
@@ -197,7 +199,11 @@ def profile(
       read_bandwidth: storage bandwidth in bytes/s, applied through tfliquid's read throttle while measuring;
         None measures the storage the sample is written to (`workdir`), with its page cache dropped per file.
       exhaustive: measure all 11 ratios, not only those the search probes.
-      batch_size, epochs: of the LiquidDataset measurements (the median of `epochs` epochs is taken).
+      batch_size, epochs: of the LiquidDataset measurements (the median of `epochs` timed passes is taken).
+      pass_images: images per timed pass: the sample is read over and over in one pass until it has read this
+        many, so that filling and draining the pipeline counts little, as in a running job (a pass of 256 images,
+        0.6 s of PNG, read 3-4% slower than the steady state, and the throttled mixes 5-16% slower). Not with
+        measured storage (`read_bandwidth=None`), which reads each sample once per pass, its page cache dropped.
       images_per_record: of the sample datasets: as the dataset will be written, since it sets how bursty reads are.
       seed: of the sample and of the datasets written.
       workdir: where the sample datasets are written (default: a temporary directory, removed after).
@@ -208,6 +214,7 @@ def profile(
         raise ArgumentError(f"profile needs two distinct formats of {liquid_format.FORMATS}, got {formats!r}")
     sample = check_int("sample", sample, 2)
     epochs = check_int("epochs", epochs, 1)
+    pass_images = check_int("pass_images", pass_images, 1)
     if read_bandwidth is not None:
         tfliquid_io.set_read_bandwidth(read_bandwidth)  # validates it
     owned = workdir is None
@@ -215,7 +222,9 @@ def profile(
     try:
         os.makedirs(workdir, exist_ok=True)
         sample_path = _write_sample(src, os.path.join(workdir, "sample.tfrecord"), sample, seed, source_options)
-        runner = _Runner(sample_path, workdir, names, batch_size, epochs, seed, read_bandwidth, images_per_record)
+        runner = _Runner(
+            sample_path, workdir, names, batch_size, epochs, pass_images, seed, read_bandwidth, images_per_record
+        )
         with Progress(2 + (STEPS + 1 if exhaustive else 5), "measurement", progress) as bar:
             alone = {STEPS: runner.dataset(STEPS), 0: runner.dataset(0)}  # first alone, second alone
             bytes_per_image = [runner.bytes_per_image(alone[STEPS]), runner.bytes_per_image(alone[0])]
@@ -282,9 +291,12 @@ def _write_sample(src: str, path: str, sample: int, seed: int, source_options: d
 class _Runner:
     """Writes the sample at a ratio and measures it."""
 
-    def __init__(self, sample_path, workdir, names, batch_size, epochs, seed, read_bandwidth, images_per_record):
+    def __init__(
+        self, sample_path, workdir, names, batch_size, epochs, pass_images, seed, read_bandwidth, images_per_record
+    ):
         self.sample_path, self.workdir, self.names = sample_path, workdir, names
         self.batch_size, self.epochs, self.seed, self.read_bandwidth = batch_size, epochs, seed, read_bandwidth
+        self.pass_images = pass_images
         self.images_per_record = images_per_record
         self.num_images = 0
 
@@ -321,14 +333,17 @@ class _Runner:
         return self._images_per_second(self.dataset(weight), drop_cache=self.read_bandwidth is None)
 
     def _images_per_second(self, path: str, drop_cache: bool) -> float:
-        dataset = LiquidDataset(path, batch_size=self.batch_size, seed=self.seed).batch(self.batch_size)
-        records = liquid_format.record_files(path, liquid_format.read_manifest(path))
-        timed_pass(dataset.take(1))  # builds and warms the pipeline's functions
+        manifest = liquid_format.read_manifest(path)
+        samples_per_pass = 1 if drop_cache else -(-self.pass_images // manifest.num_images)
+        dataset = LiquidDataset(path, batch_size=self.batch_size, seed=self.seed)
+        batches = dataset.repeat(samples_per_pass).batch(self.batch_size)
+        records = liquid_format.record_files(path, manifest)
+        timed_pass(batches.take(1))  # builds and warms the pipeline's functions
         rates = []
         for _ in range(self.epochs):
             if drop_cache:
                 drop_page_cache(records)
-            rates.append(timed_pass(dataset).rate)
+            rates.append(timed_pass(batches).rate)
         return statistics.median(rates)
 
 
