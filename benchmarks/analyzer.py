@@ -11,7 +11,8 @@ over the whole dataset (the median of epochs 2 and 3; the first fills the cache)
   fetch-bound: MinIO cache 0 / 50 / 100% x scan group full / 2 x prep parallelism 1 / 2 (12);
   prep-bound: MinIO cache 0 / 100% x prep parallelism 1 / 2 (4).
 Then the analysis' recommendation, applied and measured. Then Lobster's thread plan against AUTOTUNE and a fixed
-split (the pipeline alone, peers in turns, 3 rounds), and StallMonitor's overhead on model.fit.
+split (the pipeline alone, peers in turns, 3 rounds), and StallMonitor's overhead on model.fit and on the
+pipeline alone (microseconds per batch, 7 rounds in turns).
 Targets (issue 16): every prediction within 5% of its measurement; the recommendation >= 95% of the best
 configuration measured; the thread plan >= AUTOTUNE.
 """
@@ -19,6 +20,7 @@ configuration measured; the thread plan >= AUTOTUNE.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import tempfile
@@ -27,6 +29,7 @@ import keras
 import tensorflow as tf
 
 import tfliquid
+from tfliquid._common.timing import timed_pass
 from tfliquid.analysis import Change, pcr_pipeline, phases, plan_threads, predict
 from tfliquid.samples import model as sample_model
 from tfliquid.samples import photos as sample_photos
@@ -134,6 +137,20 @@ def monitor_overhead(model, pipeline, rounds: int = 3) -> list[float]:
     return ratios
 
 
+def monitor_pipeline_cost(pipeline, rounds: int = 7) -> dict[str, list[float]]:
+    """Microseconds per batch through the cached pipeline alone, instrumented by StallMonitor and not, in turns:
+    the monitor's cost on the step's path to its batch, a steadier figure than epoch times on 2 shared cores."""
+    data = pipeline.dataset().cache()
+    for _ in data:
+        pass
+    data = data.repeat(20)
+    peers = {"instrumented": tfliquid.keras.StallMonitor().instrument(data), "plain": data}
+    for ds in peers.values():
+        timed_pass(ds.take(1))  # traced and warm before the first timed round
+    rates = common.round_robin({name: functools.partial(timed_pass, ds) for name, ds in peers.items()}, rounds)
+    return {name: [pipeline.batch_size / rate * 1e6 for rate in values] for name, values in rates.items()}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--images-per-class", type=int, default=64)
@@ -157,6 +174,11 @@ def main():
     prep_errors, prep_share = validate("prep-bound: no throttle, heavy preprocessing", model, prep_bound, grid)
     plan_ratios = thread_plans(prep_bound)
     overhead = monitor_overhead(model, prep_bound)
+    per_batch = monitor_pipeline_cost(prep_bound)
+    print(
+        "\nStallMonitor on the pipeline alone (cached), us per batch: "
+        + ", ".join(f"{name} {common.median_and_range(values, '{:.0f}')}" for name, values in per_batch.items())
+    )
 
     print("\nsummary")
     ok &= common.verdict("largest |prediction error|, fetch-bound grid", max(errors), 0.05, higher_is_better=False)

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import keras
@@ -300,3 +301,31 @@ def test_stall_monitor_tells_a_slow_pipeline_from_a_fast_one(tmp_path):
     finally:
         tfliquid.io.set_read_bandwidth(None)
     assert stalls["slow"] > 0.6 and stalls["fast"] < 0.3, stalls
+
+
+def test_stall_stamps_count_every_batch_and_item_and_leave_elements_unchanged():
+    from tfliquid._lib import load_ops
+    from tfliquid.keras.stall_monitor import RING
+
+    monitor = tfliquid.keras.StallMonitor()
+    stamped = monitor.instrument(tf.data.Dataset.range(10).batch(4))  # batches of 4, 4 and 2
+    before = time.time()
+    assert [b.tolist() for b in stamped.as_numpy_iterator()] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    stamps, batches, items = monitor._read()
+    assert (batches, items) == (3, 10)
+    assert before <= stamps[0] <= stamps[1] <= stamps[2] <= time.time()  # the clock of time.time()
+    assert not stamps[3:].any()
+    with pytest.raises(tf.errors.InvalidArgumentError, match=f"holds {RING} stamps, not {RING + 1}"):
+        load_ops().liquid_stall_ring_read(ring=monitor._ring, capacity=RING + 1)
+
+
+def test_stall_stamped_iterator_checkpoints_through_the_stamp(tmp_path):
+    monitor = tfliquid.keras.StallMonitor()
+    iterator = iter(monitor.instrument(tf.data.Dataset.range(12).batch(2)))
+    assert next(iterator).numpy().tolist() == [0, 1]
+    checkpoint = tf.train.Checkpoint(iterator=iterator)
+    saved = checkpoint.save(str(tmp_path / "ckpt"))
+    assert next(iterator).numpy().tolist() == [2, 3]
+    checkpoint.restore(saved)
+    assert next(iterator).numpy().tolist() == [2, 3]
+    assert monitor._read()[1:] == (3, 6)  # every batch that left, the one read again included

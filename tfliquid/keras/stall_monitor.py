@@ -1,19 +1,22 @@
 """StallMonitor: how much of each epoch model.fit spent waiting for its input, without a profiler.
 
-The monitored dataset ends in a map that stamps each batch with the time it left the pipeline, into a ring of
-timestamps held in a variable (graph ops only: no Python in the pipeline). The callback notes when each train
-step began, just before the step asks for its batch. A batch that was ready waited in the pipeline's buffer and
-leaves it at once; one that was not leaves when it is done, and the step waited the difference. Summed over an
-epoch, divided by the epoch's time: the data stall fraction.
+The monitored dataset ends in an op that stamps each batch with the time it left the pipeline, into a ring of
+timestamps in C++ (Liquid>StallStampDataset: no Python in the pipeline, and no function call on the step's path to
+its batch). The callback notes when each train step began, just before the step asks for its batch. A batch that
+was ready waited in the pipeline's buffer and leaves it at once; one that was not leaves when it is done, and the
+step waited the difference. Summed over an epoch, divided by the epoch's time: the data stall fraction.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 
 import keras
 import numpy as np
 import tensorflow as tf
+
+from tfliquid._lib import load_ops
 
 RING = 1 << 14  # batches whose stamps are kept between two reads of the ring
 
@@ -32,34 +35,23 @@ class StallMonitor(keras.callbacks.Callback):
 
     def __init__(self):
         super().__init__()
-        self._stamps = tf.Variable(tf.zeros([RING], tf.float64), trainable=False, name="stall_monitor_stamps")
-        self._batches = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="stall_monitor_batches")
-        self._items = tf.Variable(tf.constant(0, tf.int64), trainable=False, name="stall_monitor_items")
+        self._ring = f"stall-monitor-{uuid.uuid4().hex}"  # the C++ ring this monitor's datasets stamp
 
     def instrument(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
-        """The dataset, then a prefetch, then a sequential map that stamps each batch as it leaves (add nothing
-        after it). The prefetch is the one tf.data would otherwise inject after the stamp."""
-
-        def stamp(*batch):
-            index = self._batches.assign_add(1) - 1
-            first = tf.nest.flatten(batch)[0]
-            updates = [
-                self._stamps.scatter_nd_update([[index % RING]], [tf.timestamp()]),
-                self._items.assign_add(tf.cast(tf.shape(first)[0], tf.int64)),
-            ]
-            with tf.control_dependencies(updates):
-                outputs = tf.nest.map_structure(tf.identity, batch)
-            return outputs if len(batch) > 1 else outputs[0]
-
+        """The dataset, then a prefetch, then the op that stamps each batch as it leaves (add nothing after it).
+        The prefetch is the one tf.data would otherwise inject after the stamp."""
         options = tf.data.Options()
-        # tf.data would otherwise add a prefetch after a last synchronous map, stamping batches ahead of the
-        # steps that take them. (It never runs this map in parallel: its function writes variables.)
+        # tf.data would otherwise add a prefetch after the stamp, stamping batches ahead of the steps that take them.
         options.experimental_optimization.inject_prefetch = False
-        return dataset.prefetch(tf.data.AUTOTUNE).map(stamp).with_options(options)
+        return _Stamped(dataset.prefetch(tf.data.AUTOTUNE), self._ring).with_options(options)
+
+    def _read(self) -> tuple[np.ndarray, int, int]:
+        """(the ring of stamps, batches stamped, items stamped) so far."""
+        stamps, batches, items = load_ops().liquid_stall_ring_read(ring=self._ring, capacity=RING)
+        return stamps.numpy(), int(batches), int(items)
 
     def on_epoch_begin(self, epoch, logs=None):
-        self._first_batch = int(self._batches.numpy())
-        self._first_items = int(self._items.numpy())
+        _, self._first_batch, self._first_items = self._read()
         self._asked: list[float] = []
         self._stalled = 0.0
         self._epoch_start = time.time()
@@ -71,11 +63,11 @@ class StallMonitor(keras.callbacks.Callback):
 
     def _settle(self) -> None:
         """Adds the waits of the steps noted so far (their stamps are still in the ring) and forgets them."""
-        count = min(len(self._asked), int(self._batches.numpy()) - self._first_batch)
+        stamps, batches, _ = self._read()
+        count = min(len(self._asked), batches - self._first_batch)
         if count <= 0:
             return
-        slots = (self._first_batch + np.arange(count)) % RING
-        left = self._stamps.numpy()[slots]
+        left = stamps[(self._first_batch + np.arange(count)) % RING]
         self._stalled += float(np.maximum(0.0, left - np.asarray(self._asked[:count])).sum())
         self._first_batch += count
         self._asked = self._asked[count:]
@@ -83,7 +75,22 @@ class StallMonitor(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         self._settle()
         seconds = time.time() - self._epoch_start
-        items = int(self._items.numpy()) - self._first_items
+        items = self._read()[2] - self._first_items
         if logs is not None:
             logs["data_stall_fraction"] = self._stalled / seconds if seconds > 0 else 0.0
             logs["input_rate"] = items / seconds if seconds > 0 else 0.0
+
+
+class _Stamped(tf.data.Dataset):
+    """`dataset`'s elements unchanged, each stamped into the named ring as it leaves (Liquid>StallStampDataset)."""
+
+    def __init__(self, dataset: tf.data.Dataset, ring: str):
+        self._input = dataset
+        super().__init__(load_ops().liquid_stall_stamp_dataset(dataset._variant_tensor, ring=ring, capacity=RING))
+
+    @property
+    def element_spec(self):
+        return self._input.element_spec
+
+    def _inputs(self):
+        return [self._input]
