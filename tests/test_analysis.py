@@ -98,6 +98,25 @@ def test_whatif_arithmetic_by_hand():
     assert 2 / (0.004 * s2 + 0.002) == pytest.approx(368.42, rel=1e-4) and 300 / s2 == pytest.approx(350)
 
 
+def test_liquid_ratio_whatif_by_hand():
+    # PNG preps at 400 items/s and raw at 4,000; raw holds 3x PNG's 1,000 bytes. At png:raw 6:4 prep runs at
+    # 1 / (0.6 / 400 + 0.4 / 4000) = 625 and an item is 0.6 * 1000 + 0.4 * 3000 = 1,800 bytes: storage gives
+    # 100,000 / 1,800 = 55.6 items/s, the cache 10,000 * 1000 / 1800 = 5,556.
+    m = _measured(raw_prep=4000.0, raw_bytes_ratio=3.0)
+    assert predict(m, Change(liquid_ratio=6)) == pytest.approx(
+        {"ingestion": 1000, "prep": 625, "fetch": 100_000 / 1800, "rate": 100_000 / 1800}
+    )
+    assert predict(m, Change(liquid_ratio=6, cache_fraction=1.0)) == pytest.approx(
+        {"ingestion": 1000, "prep": 625, "fetch": 10_000_000 / 1800, "rate": 625}
+    )
+    assert predict(m, Change(liquid_ratio=10)) == pytest.approx(predict(m, Change()))  # 10:0 is PNG alone
+    # Cached whole, raw alone (0:10) preps fastest and the model's 1,000 items/s bind: the best of all changes.
+    change, prediction, best = recommend(m, memory_budget_bytes=1e12)
+    assert best == pytest.approx(1000) and prediction["rate"] >= 0.95 * best
+    assert change.liquid_ratio is not None and change.cache_fraction == 1.0
+    assert predict(m, Change(liquid_ratio=change.liquid_ratio, cache_fraction=1.0))["prep"] >= 950
+
+
 def test_recommendation_is_the_cheapest_change_near_the_best():
     # Scan group 2 preps faster (500) and reads a quarter of the bytes: the best is 500, prep-bound, and only
     # group 2 gets within 95% of it; the least cache that does: f = 0.2 (F' = 498.8; f = 0.1 gives 443.9).
@@ -201,6 +220,9 @@ def test_fetch_bound_setup_is_classified_as_fetch(png_files):
     assert report.change.cache_fraction > 0  # the cure for a fetch stall: cache what storage cannot deliver
     assert report.prediction["rate"] > 2 * m.training
     assert m.l3_prep is not None and 1.0 < m.l3_bytes_ratio < 2.5  # PNG files: L3 was weighed, on the sample
+    assert m.raw_prep > m.prep and m.raw_bytes_ratio > 1.5  # and Liquid's raw: no decode, more bytes
+    liquid_rows = [p for name, p in report.whatif_rows() if name.startswith("Liquid png:raw")]
+    assert len(liquid_rows) == 1 and liquid_rows[0]["rate"] > 0
     assert report.cost.items_read >= 64 * 4 and report.cost.seconds > 0
     for got, want in zip(model.get_weights(), before):
         np.testing.assert_array_equal(got, want)  # the analysis trained a copy of the weights, then restored them

@@ -17,23 +17,22 @@ from tfliquid.analysis.whatif import Measurements, recommend
 DEFAULT_SUBSET_BATCHES = 16
 
 
-def _l3_sample(pipeline: InputPipeline, raw: tf.data.Dataset, items: int) -> tuple[tf.data.Dataset, float]:
-    """The sample's PNGs re-encoded as L3 (lossless: the same pixels), in memory, and L3 bytes / PNG bytes."""
-    from tfliquid.l3 import encode_l3
+def _stored_sample(pipeline: InputPipeline, raw: tf.data.Dataset, items: int, store) -> tuple[tf.data.Dataset, float]:
+    """The sample's PNGs decoded and stored again as `store(pixels)` (L3 bytes, or the pixels themselves:
+    Liquid's raw format), in memory, and the stored bytes / the PNG bytes."""
 
-    def as_l3(element):
-        return {
-            "image": encode_l3(pipeline.decode(element["image"])),
-            "label": element["label"],
-            "png": element["image"],
-        }
+    def stored(element):
+        image = store(pipeline.decode(element["image"]))
+        size = tf.strings.length(image) if image.dtype == tf.string else tf.size(image)
+        png_size = tf.strings.length(element["image"])
+        return {"image": image, "label": element["label"], "bytes": size, "png_bytes": png_size}
 
-    converted = raw.take(items).map(as_l3).cache()
-    png_bytes = l3_bytes = 0
+    converted = raw.take(items).map(stored).cache()
+    png_bytes = stored_bytes = 0
     for element in converted:
-        png_bytes += len(element["png"].numpy())
-        l3_bytes += len(element["image"].numpy())
-    return converted.map(lambda e: {"image": e["image"], "label": e["label"]}), l3_bytes / png_bytes
+        png_bytes += int(element["png_bytes"])
+        stored_bytes += int(element["bytes"])
+    return converted.map(lambda e: {"image": e["image"], "label": e["label"]}), stored_bytes / png_bytes
 
 
 def analyze(
@@ -68,7 +67,7 @@ def analyze(
     start = time.perf_counter()
     weights = model.get_weights()
     groups = [None] if not pipeline.scan_groups else [None, *range(1, pipeline.scan_groups)]
-    steps_total = 8 + len(groups) + (1 if pipeline.png else 0)
+    steps_total = 8 + len(groups) + (2 if pipeline.png else 0)
     bar = Progress(steps_total, "phase", enabled=progress)
     done = iter(range(1, steps_total + 1))
 
@@ -124,12 +123,15 @@ def analyze(
                 cache_by_group[group] = phases.cache_fetch_rate(variant, items)
                 ledger.charge(variant, (phases.CACHED_RAW_READS + 1) * items)  # and the cache's fill
             phase_done()
-        l3_prep = l3_ratio = None
+        l3_prep = l3_ratio = raw_prep = raw_ratio = None
         if pipeline.png:
-            l3_raw, l3_ratio = _l3_sample(pipeline, raw, items)
-            from tfliquid.l3 import decode_l3
+            from tfliquid.l3 import decode_l3, encode_l3
 
-            l3_prep = phases.prep_rate(pipeline.replace(decode=decode_l3), l3_raw)
+            l3_sample, l3_ratio = _stored_sample(pipeline, raw, items, encode_l3)
+            l3_prep = phases.prep_rate(pipeline.replace(decode=decode_l3), l3_sample)
+            phase_done()
+            pixels, raw_ratio = _stored_sample(pipeline, raw, items, tf.identity)
+            raw_prep = phases.prep_rate(pipeline.replace(decode=tf.identity), pixels)
             phase_done()
     finally:
         model.set_weights(weights)
@@ -159,6 +161,8 @@ def analyze(
         dataset_bytes=pipeline.bytes_per_epoch(pipeline.scan_group),
         l3_prep=l3_prep,
         l3_bytes_ratio=l3_ratio,
+        raw_prep=raw_prep,
+        raw_bytes_ratio=raw_ratio,
     )
     ledger.seconds = time.perf_counter() - start
     change, prediction, best = recommend(measured, budget)

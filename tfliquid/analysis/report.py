@@ -9,12 +9,15 @@ import json
 from tfliquid.analysis.phases import Ledger, OpRow
 from tfliquid.analysis.pipeline import InputPipeline
 from tfliquid.analysis.whatif import Change, Measurements, predict
+from tfliquid.liquid.profiling import STEPS
 
 
 def _describe(change: Change, pipeline: InputPipeline) -> str:
     parts = []
     if change.l3:
         parts.append("L3 instead of PNG")
+    if change.liquid_ratio is not None:
+        parts.append(f"Liquid png:raw {change.liquid_ratio}:{STEPS - change.liquid_ratio}")
     if change.scan_group is not None and change.scan_group != pipeline.scan_group:
         parts.append(f"scan group {change.scan_group}")
     if change.cache_fraction:
@@ -59,11 +62,20 @@ class Report:
             )
             cache = "cache"
         group = self.pipeline.scan_group if change.scan_group is None else change.scan_group
-        lines.append("raw = " + self.pipeline.source.format(scan_group=group, cache=cache))
         parallelism = "tf.data.AUTOTUNE" if change.prep_parallelism is None else change.prep_parallelism
+        batch = self.pipeline.batch_size
+        if change.liquid_ratio is not None:
+            ratio = f"{change.liquid_ratio}:{STEPS - change.liquid_ratio}"
+            lines.insert(0, f"# first: tfliquid convert liquid SRC DST --formats png,raw --ratio {ratio}")
+            lines.append(f"images = tfliquid.LiquidDataset(DST, batch_size={batch}, cache={cache})  # decoded")
+            lines.append(
+                f"dataset = images.map(preprocess, num_parallel_calls={parallelism}).batch({batch})"
+                ".prefetch(tf.data.AUTOTUNE)"
+            )
+            return "\n".join(lines)
+        lines.append("raw = " + self.pipeline.source.format(scan_group=group, cache=cache))
         lines.append(
-            f"dataset = raw.map(prep, num_parallel_calls={parallelism}).batch({self.pipeline.batch_size})"
-            ".prefetch(tf.data.AUTOTUNE)"
+            f"dataset = raw.map(prep, num_parallel_calls={parallelism}).batch({batch}).prefetch(tf.data.AUTOTUNE)"
         )
         return "\n".join(lines)
 
@@ -78,6 +90,9 @@ class Report:
         changes += [Change(prep_parallelism=k) for k in sorted({1, m.scaling.threads_at_peak(m.cores), m.cores})]
         if m.l3_prep is not None:
             changes.append(Change(l3=True))
+        if m.raw_prep is not None:  # the Liquid ratio predicted best, with nothing else changed
+            ratios = [Change(liquid_ratio=w) for w in range(STEPS)]
+            changes.append(max(ratios, key=lambda change: predict(m, change)["rate"]))
         if self.change not in changes:
             changes.append(self.change)
         for change in changes:

@@ -3,6 +3,8 @@ slowest of what the model ingests, what prep delivers and what storage (and the 
 
     fetch rate with a MinIO cache of a fraction f:  F'(f) = 1 / (f / C + (1 - f) / F)       (paper, Eq. 3-4)
     a scan group g reads bytes_per_item(g):        F'(g) = fetch bytes/s / bytes_per_item(g)
+    a Liquid png:raw ratio w:(10-w), s = w/10:    P' = 1 / (s / P_png + (1 - s) / P_raw), bytes_per_item =
+                                                   s * b_png + (1 - s) * b_raw    (the Liquid profiler's model)
     prep on k threads:                             P'(k) = P * fit(k) / fit(all cores)      (Lobster's hinge)
     predicted rate = min(G, P', F')                                                (the model on an accelerator)
                    = min(R'(k), n / (c_R'(k) + f c_C + (1-f) c_F), F_storage / (1 - f))   (the model on the CPU)
@@ -22,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 
 from tfliquid.analysis.scaling import ScalingFit
+from tfliquid.liquid.profiling import STEPS, predicted_rates
 
 NEAR_BEST = 0.95  # a change "removes the stall" when it reaches this share of the best predicted rate
 
@@ -54,6 +57,8 @@ class Measurements:
     dataset_bytes: int  # at the pipeline's scan group
     l3_prep: float | None = None  # PNG pipelines: prep with decode_l3 instead of decode_png
     l3_bytes_ratio: float | None = None  # L3 bytes / PNG bytes on the sample
+    raw_prep: float | None = None  # PNG pipelines: prep of the sample's pixels stored raw (Liquid's raw: no decode)
+    raw_bytes_ratio: float | None = None  # raw bytes / PNG bytes on the sample
 
     def stall_fractions(self) -> tuple[float, float]:
         """(fetch stall, prep stall) as shares of the job's epoch time, by difference (paper, section 4.2)."""
@@ -71,13 +76,16 @@ class Change:
     scan_group: int | None = None  # None: the pipeline's own
     prep_parallelism: int | None = None  # None: the pipeline's own (AUTOTUNE)
     l3: bool = False
+    liquid_ratio: int | None = None  # a Liquid png:raw dataset with PNG's share in tenths (the rest raw)
 
     def cost(self, measured: Measurements) -> tuple:
-        """Cheapest first: no conversion to L3, then the least fidelity given up, then the least memory, then
-        AUTOTUNE rather than a fixed prep parallelism (threads cost nothing, but a fixed choice has to be right)."""
+        """Cheapest first: no conversion (to L3 or Liquid), then the least fidelity given up, then the least
+        memory, then AUTOTUNE rather than a fixed prep parallelism (threads cost nothing, but a fixed choice has
+        to be right)."""
         group = measured.scan_group if self.scan_group is None else self.scan_group
         fidelity_lost = 0 if group is None else measured.scan_groups - group  # scan groups left unread
-        return (self.l3, fidelity_lost, self.cache_fraction, self.prep_parallelism is not None)
+        converted = self.l3 or self.liquid_ratio is not None
+        return (converted, fidelity_lost, self.cache_fraction, self.prep_parallelism is not None)
 
 
 def _group_order(group):
@@ -94,16 +102,24 @@ def predict(measured: Measurements, change: Change) -> dict[str, float]:
     group = measured.scan_group if change.scan_group is None else change.scan_group
     bytes_now = measured.bytes_per_item[measured.scan_group]
     if change.l3:
-        prep = measured.l3_prep
+        base_prep = measured.l3_prep
         bytes_per_item = bytes_now * measured.l3_bytes_ratio
+    elif change.liquid_ratio is not None:
+        both = [bytes_now, bytes_now * measured.raw_bytes_ratio]
+        load, base_prep = predicted_rates(
+            change.liquid_ratio, both, [measured.prep, measured.raw_prep], measured.fetch_bytes_per_second
+        )
+        bytes_per_item = measured.fetch_bytes_per_second / load  # the mix's, as the profiler's load counts it
     else:
-        prep = measured.prep_by_scan_group.get(group, measured.prep)
+        base_prep = measured.prep_by_scan_group.get(group, measured.prep)
         bytes_per_item = measured.bytes_per_item[group]
+    prep = base_prep
     if change.prep_parallelism is not None:
         fit = measured.scaling
         prep *= fit.rate(change.prep_parallelism) / fit.rate(measured.cores)
     storage = measured.fetch_bytes_per_second / bytes_per_item
-    if change.l3:  # not measured for L3 files: C scaled by the bytes, its CPU as at the pipeline's group
+    if change.l3 or change.liquid_ratio is not None:
+        # not measured for converted files: C scaled by the bytes, its CPU as at the pipeline's group
         cache, cache_cpu = measured.cache_fetch * bytes_now / bytes_per_item, measured.cache_cpu_by_scan_group[group]
     else:
         cache, cache_cpu = measured.cache_fetch_by_scan_group[group], measured.cache_cpu_by_scan_group[group]
@@ -111,7 +127,6 @@ def predict(measured: Measurements, change: Change) -> dict[str, float]:
     g = measured.ingestion
     if not measured.model_on_cpu:
         return {"ingestion": g, "prep": prep, "fetch": fetch, "rate": min(g, prep, fetch)}
-    base_prep = measured.prep_by_scan_group.get(group, measured.prep) if not change.l3 else measured.l3_prep
     model_share = (1 / g) / (1 / g + 1 / measured.prep)
     prep_scale = model_share + (1 - model_share) * measured.prep / base_prep
     k = change.prep_parallelism if change.prep_parallelism in measured.training_cached_by_threads else None
@@ -130,7 +145,8 @@ def predict(measured: Measurements, change: Change) -> dict[str, float]:
 
 def candidate_changes(measured: Measurements, memory_budget_bytes: float) -> list[Change]:
     """Every combination the what-if weighs: cache fractions 0, 0.1, ..., 1 (as far as the memory budget
-    allows), every scan group measured, prep parallelism AUTOTUNE or 1..cores, and L3 when it was measured."""
+    allows), every scan group measured, prep parallelism AUTOTUNE or 1..cores, and L3 and the Liquid png:raw
+    ratios 0:10 ... 9:1 when they were measured."""
     fractions = [f / 10 for f in range(11) if f / 10 * measured.dataset_bytes <= memory_budget_bytes]
     groups = sorted(measured.prep_by_scan_group, key=_group_order)
     parallelisms = [None, *range(1, measured.cores + 1)]
@@ -142,6 +158,13 @@ def candidate_changes(measured: Measurements, memory_budget_bytes: float) -> lis
     ]
     if measured.l3_prep is not None:
         changes += [Change(cache_fraction=f, l3=True, prep_parallelism=k) for f in fractions for k in parallelisms]
+    if measured.raw_prep is not None:
+        changes += [
+            Change(cache_fraction=f, liquid_ratio=w, prep_parallelism=k)
+            for f in fractions
+            for w in range(STEPS)
+            for k in parallelisms
+        ]
     return changes
 
 
