@@ -104,7 +104,7 @@ def analyze(
         phase_done()
         cached_steps = max(steps_per_epoch, 2 * steps)  # the subset repeated: cached, these epochs cost no reads
         cached_by_threads = {
-            k: phases.training_rate(model, pipeline.prepared(raw, k), cached_steps, pipeline.batch_size)
+            k: phases.training_rate(model, pipeline.prepared(raw.repeat(), k), cached_steps, pipeline.batch_size)
             for k in [None, *range(1, cores + 1)]
         }
         training_cached = cached_by_threads.get(pipeline.prep_parallelism, cached_by_threads[None]).items_per_second
