@@ -18,8 +18,8 @@ import os
 import subprocess
 import sys
 
-# Inputs that are not scalars: their rank, or None for inputs not probed (any shape; variable handles, which
-# TensorFlow makes, not callers).
+# Inputs that are not scalars: their rank, or None for inputs not probed (any shape; variable handles and
+# datasets, which TensorFlow makes, not callers: a dataset's kernel takes it through tf.data's own scalar check).
 # Attributes whose value is checked when the kernel is built, so that "input-checks" would fail before any input is.
 VALID_ATTRS = {("Liquid>SeededOrderKeys", "order"): "10,0,2,1"}
 RANKS = {
@@ -29,6 +29,7 @@ RANKS = {
     ("Liquid>EncodeL3", "image"): 3,
     ("Liquid>DecodeL3Batch", "encoded"): 1,
     ("Liquid>CacheInsert", "values"): None,
+    ("Liquid>StallStampDataset", "input_dataset"): None,
 }
 MODES = ("eager", "hidden shape", "static shape")
 
