@@ -221,7 +221,8 @@ def test_fetch_bound_setup_is_classified_as_fetch(png_files):
     assert report.prediction["rate"] > 2 * m.training
     assert m.l3_prep is not None and 1.0 < m.l3_bytes_ratio < 2.5  # PNG files: L3 was weighed, on the sample
     assert m.raw_prep > m.prep and m.raw_bytes_ratio > 1.5  # and Liquid's raw: no decode, more bytes
-    liquid_rows = [p for name, p in report.whatif_rows() if name.startswith("Liquid png:raw")]
+    # the best ratio with nothing else changed (the recommendation may be another Liquid row, with a cache)
+    liquid_rows = [p for name, p in report.whatif_rows() if name.startswith("Liquid png:raw") and "," not in name]
     assert len(liquid_rows) == 1 and liquid_rows[0]["rate"] > 0
     assert report.cost.items_read >= 64 * 4 and report.cost.seconds > 0
     for got, want in zip(model.get_weights(), before):
