@@ -122,13 +122,18 @@ def thread_plans(pipeline, rounds: int = 3) -> list[float]:
     return common.ratios(rates["Lobster plan"], rates["AUTOTUNE"])
 
 
-def monitor_overhead(model, pipeline, rounds: int = 7) -> tuple[list[float], float]:
-    """model.fit epoch time with StallMonitor / without, over a cached dataset, in turns (the order alternating
-    round by round); and the step time without it, seconds."""
+def _filled_cache(pipeline) -> tf.data.Dataset:
+    """The whole pipeline's batches, cached in memory and filled."""
     data = pipeline.dataset().cache()
     for _ in data:
         pass
-    data = data.repeat()
+    return data
+
+
+def monitor_overhead(model, pipeline, rounds: int = 7) -> tuple[list[float], float]:
+    """model.fit epoch time with StallMonitor / without, over a cached dataset, in turns (the order alternating
+    round by round); and the step time without it, seconds."""
+    data = _filled_cache(pipeline).repeat()
     steps = pipeline.num_items // pipeline.batch_size
 
     def fit(monitored: bool) -> float:
@@ -151,10 +156,7 @@ def monitor_overhead(model, pipeline, rounds: int = 7) -> tuple[list[float], flo
 def monitor_pipeline_cost(pipeline, rounds: int = 7) -> dict[str, list[float]]:
     """Microseconds per batch through the cached pipeline alone, instrumented by StallMonitor and not, in turns:
     the monitor's cost on the step's path to its batch, a steadier figure than epoch times on 2 shared cores."""
-    data = pipeline.dataset().cache()
-    for _ in data:
-        pass
-    data = data.repeat(20)
+    data = _filled_cache(pipeline).repeat(20)
     peers = {"instrumented": tfliquid.keras.StallMonitor().instrument(data), "plain": data}
     for ds in peers.values():
         timed_pass(ds.take(1))  # traced and warm before the first timed round

@@ -55,27 +55,26 @@ class Report:
         cache = "None"
         if change.l3:
             lines.append("# first: tfliquid convert l3 SRC DST, and decode with tfliquid.l3.decode_l3")
+        if change.liquid_ratio is not None:
+            ratio = f"{change.liquid_ratio}:{STEPS - change.liquid_ratio}"
+            lines.append(f"# first: tfliquid convert liquid SRC DST --formats png,raw --ratio {ratio}")
         if change.cache_fraction:
             size = int(change.cache_fraction * measured.dataset_bytes)
             lines.append(
                 f"cache = tfliquid.MinIOCache({size})  # {change.cache_fraction:.0%} of {measured.dataset_bytes} bytes"
             )
             cache = "cache"
-        group = self.pipeline.scan_group if change.scan_group is None else change.scan_group
-        parallelism = "tf.data.AUTOTUNE" if change.prep_parallelism is None else change.prep_parallelism
         batch = self.pipeline.batch_size
-        if change.liquid_ratio is not None:
-            ratio = f"{change.liquid_ratio}:{STEPS - change.liquid_ratio}"
-            lines.insert(0, f"# first: tfliquid convert liquid SRC DST --formats png,raw --ratio {ratio}")
-            lines.append(f"images = tfliquid.LiquidDataset(DST, batch_size={batch}, cache={cache})  # decoded")
-            lines.append(
-                f"dataset = images.map(preprocess, num_parallel_calls={parallelism}).batch({batch})"
-                ".prefetch(tf.data.AUTOTUNE)"
-            )
-            return "\n".join(lines)
-        lines.append("raw = " + self.pipeline.source.format(scan_group=group, cache=cache))
+        if change.liquid_ratio is not None:  # LiquidDataset decodes each format itself: only preprocess is left
+            lines.append(f"raw = tfliquid.LiquidDataset(DST, batch_size={batch}, cache={cache})  # decoded")
+            prep = "preprocess"
+        else:
+            group = self.pipeline.scan_group if change.scan_group is None else change.scan_group
+            lines.append("raw = " + self.pipeline.source.format(scan_group=group, cache=cache))
+            prep = "prep"
+        parallelism = "tf.data.AUTOTUNE" if change.prep_parallelism is None else change.prep_parallelism
         lines.append(
-            f"dataset = raw.map(prep, num_parallel_calls={parallelism}).batch({batch}).prefetch(tf.data.AUTOTUNE)"
+            f"dataset = raw.map({prep}, num_parallel_calls={parallelism}).batch({batch}).prefetch(tf.data.AUTOTUNE)"
         )
         return "\n".join(lines)
 

@@ -202,8 +202,9 @@ def profile(
       batch_size, epochs: of the LiquidDataset measurements (the median of `epochs` timed passes is taken).
       pass_images: images per timed pass: the sample is read over and over in one pass until it has read this
         many, so that filling and draining the pipeline counts little, as in a running job (a pass of 256 images,
-        0.6 s of PNG, read 3-4% slower than the steady state, and the throttled mixes 5-16% slower). Not with
-        measured storage (`read_bandwidth=None`), which reads each sample once per pass, its page cache dropped.
+        0.6 s of PNG, read 3-4% slower than the steady state, and the throttled CPU-bound mixes up to 13% slower).
+        Not with measured storage (`read_bandwidth=None`), which reads each sample once per pass, its page cache
+        dropped.
       images_per_record: of the sample datasets: as the dataset will be written, since it sets how bursty reads are.
       seed: of the sample and of the datasets written.
       workdir: where the sample datasets are written (default: a temporary directory, removed after).
