@@ -8,7 +8,8 @@ at the 11 ratios 0:10 ... 10:0 of PNG:raw and of L3:raw, all read by `tfliquid.L
 through one tfliquid read budget. The budget is chosen so that PNG alone is decode-bound and raw alone
 storage-bound, at the same rate (raw's bytes per image x PNG's unthrottled images/s): the regime Liquid is for, and
 where a mix gains most. The most it can gain there follows from the two formats' sizes and decode rates, and is
-printed. Peers take turns, one epoch each per round (timed from the iterator's creation to its last element: tf.data's
+printed. Peers take turns, one pass each per round: 3 epochs through one pipeline (`LiquidDataset(epochs=3)`, as a
+training job reads them; `--epochs-per-pass`), timed from the iterator's creation to its last element (tf.data's
 teardown stall is printed apart); the median over rounds is reported, with the range. Each peer's files are read
 once, untimed, before its pass (`common.page_cached`): this machine's proactive page-cache reclaim would
 otherwise put its disk under the budget.
@@ -173,6 +174,9 @@ def main():
     # record read through the shared budget, 50-100 ms with the CPU idle) cost the CPU-bound mixes 12-15% of the
     # rate the profiler predicts for a running pipeline; reading 4 epochs in one pass gave back all of it.
     parser.add_argument("--images-per-class", type=int, default=100)
+    # A training job reads its epochs through one LiquidDataset(epochs=...) pipeline, which starts once; a pass
+    # of 1,000 images read as an epoch of its own spent 6-7% of the CPU-bound mix's time on its first batch.
+    parser.add_argument("--epochs-per-pass", type=int, default=3, help="epochs each timed pass reads (one pipeline)")
     parser.add_argument("--size", type=int, default=512, help="side of the crops in pixels")
     parser.add_argument("--bandwidth", type=float, help="read budget, bytes/s (default: see above)")
     parser.add_argument("--rounds", type=int, default=3)
@@ -188,10 +192,9 @@ def main():
         key: liquid_format.dataset_bytes(liquid_format.read_manifest(path)) / n for key, path in datasets.items()
     }
 
-    def reader(path):
-        return common.page_cached(
-            path, common.pass_of(tfliquid.LiquidDataset(path, batch_size=args.batch_size, seed=0), args.batch_size)
-        )
+    def reader(path, batch_size=args.batch_size):
+        dataset = tfliquid.LiquidDataset(path, batch_size=batch_size, seed=0, epochs=args.epochs_per_pass)
+        return common.page_cached(path, common.pass_of(dataset, args.batch_size))
 
     singles = {"png": datasets["png", STEPS], "l3": datasets["l3", STEPS], "raw": datasets["png", 0]}
     free = common.round_robin({name: reader(path) for name, path in singles.items()}, args.rounds)
@@ -202,7 +205,7 @@ def main():
         args.bandwidth = free["png"] * bytes_per_image["png", 0]
     print(
         f"{n} crops ({args.size}x{args.size}) of the shipped photos; {os.cpu_count()} cores; batch {args.batch_size}; "
-        f"{args.rounds} rounds, medians [ranges]"
+        f"passes of {args.epochs_per_pass} epochs; {args.rounds} rounds, medians [ranges]"
     )
     print(
         "unthrottled (decode-bound) img/s: "
@@ -242,18 +245,8 @@ def main():
     tfliquid.io.set_read_bandwidth(args.bandwidth)
     try:
         peers = {f"{c}:raw {w}:{STEPS - w}": reader(path) for (c, w), path in datasets.items()}
-        peers.update(
-            {
-                f"{c}:raw coin {profiles[c].ratio}": common.page_cached(
-                    path,
-                    common.pass_of(
-                        tfliquid.LiquidDataset(path, batch_size=n, seed=0),
-                        args.batch_size,  # plain shuffled order
-                    ),
-                )
-                for c, path in coin.items()
-            }
-        )
+        # the coin mix in a plain shuffled order: one "batch" of the whole epoch
+        peers.update({f"{c}:raw coin {profiles[c].ratio}": reader(path, batch_size=n) for c, path in coin.items()})
         rates = common.round_robin(peers, args.rounds)
         for compact in ("png", "l3"):
             report(compact, profiles[compact], rates, args.bandwidth)
@@ -265,7 +258,7 @@ def main():
         png = write_png_folder(folder, args.workdir)
         dali = common.round_robin(
             {
-                "DALI, PNG files": common.page_cached(png, dali_peer.image_folder_epoch(png, n)),
+                "DALI, PNG files": common.page_cached(png, dali_peer.image_folder_epoch(png, n * args.epochs_per_pass)),
                 "PNG alone (LiquidDataset)": reader(singles["png"]),
             },
             args.rounds,

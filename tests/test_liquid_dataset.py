@@ -98,6 +98,33 @@ def test_with_a_cache_every_later_batch_reads_the_same_number_of_images_from_sto
     assert epochs[1].misses == epochs[2].misses == 0
 
 
+def test_epochs_follow_each_other_in_one_iteration_each_holding_every_image_and_the_ratio(mixed):
+    batch_size, sizes = 7, [60, 36, 24]
+    ds = tfliquid.LiquidDataset(str(mixed), batch_size=batch_size, seed=5, with_keys=True, epochs=3)
+    elements = list(ds.as_numpy_iterator())
+    assert len(elements) == 360
+    epochs = [elements[e * 120 : (e + 1) * 120] for e in range(3)]
+    for epoch in epochs:
+        assert len({x["key"] for x in epoch}) == 120
+        rows = [
+            [sum(x["format"] == f for x in epoch[i : i + batch_size]) for f in (b"png", b"raw", b"l3")]
+            for i in range(0, 120, batch_size)
+        ]
+        assert rows == liquid_format.batch_counts(sizes, batch_size).tolist()
+    assert len({tuple(x["key"] for x in epoch) for epoch in epochs}) == 3  # reshuffled every epoch
+    endless = tfliquid.LiquidDataset(str(mixed), batch_size=batch_size, seed=5, with_keys=True, epochs=None)
+    assert [x["key"] for x in endless.take(360).as_numpy_iterator()] == [x["key"] for x in elements]
+
+
+def test_epochs_with_a_cache_are_one_cache_pass_each(mixed):
+    total = sum(f.num_bytes for f in liquid_format.read_manifest(str(mixed)).formats)
+    ds = tfliquid.LiquidDataset(str(mixed), batch_size=12, seed=3, cache=total // 2, epochs=3)
+    from_storage = [int(np.sum(~b["cached"])) for b in _batches(ds, 12)]
+    assert sum(from_storage[:10]) == 120 and from_storage[10:] == ds.storage_images_per_batch().tolist() * 2
+    epochs = ds.cache.stats().epochs
+    assert len(epochs) == 3 and epochs[0].hits == 0 and epochs[0].misses == epochs[1].hits == epochs[2].hits > 0
+
+
 def test_corrupt_and_truncated_records_name_the_file_and_offset(mixed, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(mixed, copy)

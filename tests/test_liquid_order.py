@@ -123,7 +123,9 @@ def test_order_arguments_are_checked(mixed):
     with pytest.raises(ValueError, match="a clairvoyant cache ranks the records by this dataset's order"):
         tfliquid.LiquidDataset(str(mixed), 8, cache=cache, order=other)
     with pytest.raises(ValueError, match="pass order= too"):
-        tfliquid.LiquidDataset(str(mixed), 8, epochs=2)
+        tfliquid.LiquidDataset(str(mixed), 8, first_epoch=1)
+    with pytest.raises(ValueError, match=r"epochs \(or None, or 'auto'\) must be an int >= 1, got 0"):
+        tfliquid.LiquidDataset(str(mixed), 8, epochs=0)
     ds = tfliquid.LiquidDataset(str(mixed), 8)
     with pytest.raises(ValueError, match="this dataset has no order"):
         ds.images_in_epoch(0)

@@ -201,7 +201,8 @@ def profile(
       exhaustive: measure all 11 ratios, not only those the search probes.
       batch_size, epochs: of the LiquidDataset measurements (the median of `epochs` timed passes is taken).
       pass_images: images per timed pass: the sample is read over and over in one pass until it has read this
-        many, so that filling and draining the pipeline counts little, as in a running job (a pass of 256 images,
+        many (`LiquidDataset(epochs=...)`: one pipeline, its epochs following each other with no restart), so
+        that filling and draining the pipeline counts little, as in a running job (a pass of 256 images,
         0.6 s of PNG, read 3-4% slower than the steady state, and the throttled CPU-bound mixes up to 13% slower).
         Not with measured storage (`read_bandwidth=None`), which reads each sample once per pass, its page cache
         dropped.
@@ -336,8 +337,8 @@ class _Runner:
     def _images_per_second(self, path: str, drop_cache: bool) -> float:
         manifest = liquid_format.read_manifest(path)
         samples_per_pass = 1 if drop_cache else -(-self.pass_images // manifest.num_images)
-        dataset = LiquidDataset(path, batch_size=self.batch_size, seed=self.seed)
-        batches = dataset.repeat(samples_per_pass).batch(self.batch_size)
+        dataset = LiquidDataset(path, batch_size=self.batch_size, seed=self.seed, epochs=samples_per_pass)
+        batches = dataset.batch(self.batch_size)
         records = liquid_format.record_files(path, manifest)
         timed_pass(batches.take(1))  # builds and warms the pipeline's functions
         rates = []
