@@ -98,10 +98,18 @@ def test_with_a_cache_every_later_batch_reads_the_same_number_of_images_from_sto
     assert epochs[1].misses == epochs[2].misses == 0
 
 
-def test_epochs_follow_each_other_in_one_iteration_each_holding_every_image_and_the_ratio(mixed):
+def test_epochs_follow_each_other_in_one_iteration_each_holding_every_image_and_the_ratio(mixed, tmp_path):
     batch_size, sizes = 7, [60, 36, 24]
     ds = tfliquid.LiquidDataset(str(mixed), batch_size=batch_size, seed=5, with_keys=True, epochs=3)
     elements = list(ds.as_numpy_iterator())
+    iterator = iter(ds)
+    for _ in range(150):  # into the second epoch
+        next(iterator)
+    saved = tf.train.Checkpoint(iterator=iterator).save(str(tmp_path / "ckpt"))
+    tail = [x["key"].numpy() for x in iterator]
+    restored = iter(ds)
+    tf.train.Checkpoint(iterator=restored).restore(saved)
+    assert len(tail) == 210 and [x["key"].numpy() for x in restored] == tail
     assert len(elements) == 360
     epochs = [elements[e * 120 : (e + 1) * 120] for e in range(3)]
     for epoch in epochs:
