@@ -20,7 +20,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 import tfliquid  # noqa: E402
 from tfliquid.liquid import format as liquid_format  # noqa: E402
@@ -49,14 +48,16 @@ def images_per_second(path: str) -> float:
 
 def train(path: str, epochs: int) -> tuple[float, float]:
     """model.fit on the dataset; returns (images/s over the training, accuracy of the last epoch)."""
-    dataset = tfliquid.LiquidDataset(path, batch_size=BATCH, seed=0)
-    counted = dataset.apply(tf.data.experimental.assert_cardinality(dataset.num_images))  # for Keras' epochs
-    inputs = counted.map(sample_model.preprocess).batch(BATCH).prefetch(2)
+    # All the epochs in one pipeline (epochs=None: without end), which Keras keeps across its epochs when given
+    # steps_per_epoch: no epoch starts with an empty pipeline.
+    dataset = tfliquid.LiquidDataset(path, batch_size=BATCH, seed=0, epochs=None)
+    inputs = dataset.map(sample_model.preprocess).batch(BATCH).prefetch(2)
+    steps = dataset.num_images // BATCH
     keras.utils.set_random_seed(0)
     model = sample_model.small_cnn(len(dataset.class_names))
     start = time.perf_counter()
-    history = model.fit(inputs, epochs=epochs, verbose=0)
-    return dataset.num_images * epochs / (time.perf_counter() - start), history.history["accuracy"][-1]
+    history = model.fit(inputs, epochs=epochs, steps_per_epoch=steps, verbose=0)
+    return steps * BATCH * epochs / (time.perf_counter() - start), history.history["accuracy"][-1]
 
 
 def main():
