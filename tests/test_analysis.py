@@ -294,8 +294,10 @@ def test_thread_plan(png_files):
 
 
 def test_stall_monitor_tells_a_slow_pipeline_from_a_fast_one(tmp_path):
-    """The slow pipeline reads 256 KB per batch through a 2.5 MB/s throttle (about 100 ms, waiting, not
-    computing); the fast one serves batches cached in memory. Epochs 2 and 3 (the first traces)."""
+    """The slow pipeline reads 256 KB per batch through a 0.8 MB/s throttle (about 330 ms, waiting, not
+    computing); the fast one serves batches cached in memory. Epochs 2 and 3 (the first traces). The model's
+    steps take some milliseconds: with 1 ms steps, fetching a cached batch (Keras and tf.data's own time per step)
+    was 0.15-0.31 of the fast pipeline's epochs."""
     rng = np.random.default_rng(0)
     x, y = rng.random((1024, 256), np.float32), rng.integers(0, 2, 1024)
     blob = tmp_path / "blob"
@@ -309,12 +311,12 @@ def test_stall_monitor_tells_a_slow_pipeline_from_a_fast_one(tmp_path):
     fast_data = tf.data.Dataset.from_tensor_slices((x, y)).batch(128).cache().prefetch(4)
     slow_data = tf.data.Dataset.from_tensor_slices((x, y)).batch(128).map(slow)
     stalls = {}
-    tfliquid.io.set_read_bandwidth(2.5e6)
+    tfliquid.io.set_read_bandwidth(0.8e6)
     try:
         for name, data in (("fast", fast_data), ("slow", slow_data)):
             keras.utils.set_random_seed(0)
             model = keras.Sequential(
-                [keras.Input((256,)), keras.layers.Dense(512, activation="relu"), keras.layers.Dense(2)]
+                [keras.Input((256,)), keras.layers.Dense(2048, activation="relu"), keras.layers.Dense(2)]
             )
             model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
             monitor = tfliquid.keras.StallMonitor()
