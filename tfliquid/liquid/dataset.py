@@ -236,8 +236,7 @@ class LiquidDataset(tf.data.Dataset):
             epochs = None if order is not None else 1
         elif epochs is not None:
             epochs = check_int("epochs (or None, or 'auto')", epochs, 1)
-        if order is None and first_epoch != 0:
-            raise ArgumentError("first_epoch chooses where an order's epochs start: pass order= too")
+        # without an order, epochs are this dataset's own: checked_order still rejects first_epoch
         self._order = checked_order(order, cache, len(self._records), None if order is None else epochs, first_epoch)
         read = _RecordReader(self, shuffle, decode, with_keys, num_parallel_reads, num_parallel_calls)
         if order is None:
