@@ -237,7 +237,11 @@ def test_prep_bound_setup_is_classified_as_prep(png_files):
     pipeline = tfliquid.analysis.file_pipeline(paths, labels, _heavy, BATCH, seed=0)
     report = tfliquid.analysis.analyze(_small_model(), pipeline, subset_items=64, steps=5, progress=False)
     assert report.bottleneck == "prep", str(report)
-    assert report.stalls[0] < 0.25 and report.measured.prep < report.measured.fetch
+    fetch_stall, prep_stall = report.stalls
+    # Most of the stall is prep's. Not an absolute bound on the fetch stall: the files are read from the disk
+    # (page cache dropped), and beside a load on one of the 2 cores their reads alone stalled 0.26-0.32 of this
+    # job (prep 0.6 and more); 0.01-0.11 on an idle machine.
+    assert fetch_stall < prep_stall and report.measured.prep < report.measured.fetch
     assert report.change.cache_fraction == 0  # nothing to gain from a cache when prep limits
 
 

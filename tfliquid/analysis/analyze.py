@@ -93,21 +93,14 @@ def analyze(
         ledger.charge(pipeline, items)
         phase_done()
         steps_per_epoch = items // pipeline.batch_size
-        training = phases.training_rate(
-            model,
-            pipeline.prepared(pipeline.reads().take(items)),
-            steps_per_epoch,
-            pipeline.batch_size,
-            before_epoch=lambda: phases.drop_page_cache(pipeline.files),
-        ).items_per_second
-        ledger.charge(pipeline, 2 * items)
+        training, training_without_fetch = phases.job_with_and_without_fetch(model, pipeline, raw, items)
+        ledger.charge(pipeline, phases.STALL_WINDOWS_READ * items)
         phase_done()
         cached_steps = max(steps_per_epoch, 2 * steps)  # the subset repeated: cached, these epochs cost no reads
         cached_by_threads = {
             k: phases.training_rate(model, pipeline.prepared(raw.repeat(), k), cached_steps, pipeline.batch_size)
             for k in [None, *range(1, cores + 1)]
         }
-        training_cached = cached_by_threads.get(pipeline.prep_parallelism, cached_by_threads[None]).items_per_second
         phase_done()
         ops = phases.op_table(pipeline.prepared(pipeline.reads().take(items)), steps_per_epoch - 1)
         ledger.charge(pipeline, items)
@@ -148,7 +141,7 @@ def analyze(
         cache_fetch_by_scan_group={g: r.items_per_second for g, r in cache_by_group.items()},
         cache_cpu_by_scan_group={g: r.cpu_seconds_per_item for g, r in cache_by_group.items()},
         training=training,
-        training_cached=training_cached,
+        training_cached=training_without_fetch,
         training_cached_by_threads={k: r.items_per_second for k, r in cached_by_threads.items()},
         training_cpu_by_threads={k: r.cpu_seconds_per_item for k, r in cached_by_threads.items()},
         bytes_per_item={g: pipeline.bytes_per_epoch(g) / pipeline.num_items for g in groups},

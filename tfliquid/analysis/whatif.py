@@ -43,8 +43,8 @@ class Measurements:
     cache_fetch: float  # C, at the pipeline's scan group
     cache_fetch_by_scan_group: dict[int | None, float]  # C at each scan group measured
     cache_cpu_by_scan_group: dict[int | None, float]  # the CPU seconds per cache hit at each scan group
-    training: float  # the job as it is
-    training_cached: float  # the job over a cached subset: no fetch (the pipeline's prep parallelism)
+    training: float  # the job as it is, an epoch of the subset at a time
+    training_cached: float  # the same from the subset in memory: no fetch (measured in turns with `training`)
     training_cached_by_threads: dict[int | None, float]  # the same with prep on k threads (None: AUTOTUNE)
     training_cpu_by_threads: dict[int | None, float]  # the CPU seconds per item those runs took (all threads)
     bytes_per_item: dict[int | None, float]  # scan group (None: full fidelity) -> bytes read per item
