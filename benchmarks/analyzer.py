@@ -6,11 +6,13 @@ Setup: the sample CNN trained with model.fit on a PCR dataset of the shipped pho
 of 64 images), read at full fidelity and at scan group 2.
   - fetch-bound: reads through tfliquid's throttle (--read-bandwidth), light preprocessing (the sample model's);
   - prep-bound: no throttle, a heavy preprocessing (repeated resizes).
-For each setup: one analysis (a 128-item subset), then the grid, each configuration measured as model.fit epochs
-over the whole dataset (the median of epochs 2 and 3; the first fills the cache), its prediction beside it:
+For each setup: one analysis (a 128-item subset), then the grid and the analysis' recommendation, each
+configuration measured as model.fit epochs over the whole dataset (the median of epochs 2 to 4; the first fills
+the cache, sized as the recommendation sizes it), 3 rounds in turns (the order reversed every other round: a
+configuration's rate moved by up to 10% between runs here), the median beside its prediction:
   fetch-bound: MinIO cache 0 / 50 / 100% x scan group full / 2 x prep parallelism 1 / 2 (12);
   prep-bound: MinIO cache 0 / 100% x prep parallelism 1 / 2 (4).
-Then the analysis' recommendation, applied and measured. Then Lobster's thread plan against AUTOTUNE and a fixed
+Then Lobster's thread plan against AUTOTUNE and a fixed
 split (the pipeline alone, peers in turns, 3 rounds), and StallMonitor's cost per step: its stamp on the
 pipeline alone (microseconds per batch, 7 rounds in turns) and its callback's hooks, timed directly, over the
 step time (model.fit epoch times with and without it, 7 rounds in alternating turns, are printed too: on these
@@ -22,6 +24,7 @@ configuration measured; the thread plan >= AUTOTUNE; StallMonitor's cost below 2
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import os
 import statistics
@@ -33,7 +36,7 @@ import tensorflow as tf
 
 import tfliquid
 from tfliquid._common.timing import timed_pass
-from tfliquid.analysis import Change, pcr_pipeline, phases, plan_threads, predict
+from tfliquid.analysis import Change, Measurements, pcr_pipeline, phases, plan_threads, predict
 from tfliquid.samples import model as sample_model
 from tfliquid.samples import photos as sample_photos
 
@@ -41,6 +44,7 @@ from benchmarks import common
 
 BATCH = 32
 SUBSET = 128
+ROUNDS = 3
 
 
 def heavy_preprocess(element):
@@ -58,21 +62,30 @@ def pcr_dataset(workdir: str, images_per_class: int) -> str:
     return pcr
 
 
-def measure(model, pipeline, change: Change) -> float:
+@dataclasses.dataclass
+class Measured:
+    rates: list[float] = dataclasses.field(default_factory=list)  # items/s, one per round
+    hit_ratios: list[float] = dataclasses.field(default_factory=list)  # the cache's, after the epoch that fills it
+
+
+def measure(model, pipeline, change: Change, measured: Measurements, into: Measured) -> None:
     """Items/s of model.fit over the whole dataset in the configuration: the median of epochs 2 to 4, on one
-    iterator (repeat, steps_per_epoch), as the analysis' phases run, so that per-epoch start-up is not counted."""
+    iterator (repeat, steps_per_epoch), as the analysis' phases run, so that per-epoch start-up is not counted.
+    A cache is sized as the analysis' recommendation sizes it (Measurements.cache_capacity)."""
     config = pipeline.replace(
         scan_group=change.scan_group if change.scan_group is not None else pipeline.scan_group,
         prep_parallelism=change.prep_parallelism,
     )
     cache = None
     if change.cache_fraction:
-        cache = tfliquid.MinIOCache(int(change.cache_fraction * config.bytes_per_epoch(config.scan_group)))
+        cache = tfliquid.MinIOCache(measured.cache_capacity(change))
     try:
         steps = config.num_items // config.batch_size
-        return phases.training_rate(
-            model, config.dataset(cache=cache), steps, config.batch_size, epochs=4
-        ).items_per_second
+        rate = phases.training_rate(model, config.dataset(cache=cache), steps, config.batch_size, epochs=4)
+        into.rates.append(rate.items_per_second)
+        if cache is not None:
+            later = cache.stats().epochs[1:]
+            into.hit_ratios.append(sum(e.hits for e in later) / max(1, sum(e.hits + e.misses for e in later)))
     finally:
         if cache is not None:
             cache.release()
@@ -84,25 +97,34 @@ def describe(change: Change) -> str:
     return f"cache {change.cache_fraction:4.0%}, group {group:>4}, prep {threads:>8}"
 
 
-def validate(name: str, model, pipeline, grid: list[Change]) -> tuple[list[float], float]:
-    """Analysis, the grid predicted and measured, the recommendation measured. Returns (|error| per config,
-    recommendation measured / best measured)."""
+def validate(name: str, model, pipeline, grid: list[Change], rounds: int = ROUNDS) -> tuple[list[float], float]:
+    """Analysis, then the grid measured in `rounds` rounds in turns (the order reversed every other round), the
+    recommendation with it, each configuration's median beside its prediction. Returns (|error| per
+    configuration, recommendation measured / best measured)."""
     report = tfliquid.analysis.analyze(model, pipeline, subset_items=SUBSET, progress=False)
     print(f"\n== {name} ==\n{report}\n")
-    errors, measured = [], {}
-    print(f"  {'configuration':42s} {'predicted':>9s} {'measured':>9s}  error")
-    for change in grid:
+    configurations = list(dict.fromkeys([*grid, report.change]))
+    results = {change: Measured() for change in configurations}
+    for round_ in range(rounds):
+        for change in configurations if round_ % 2 == 0 else configurations[::-1]:
+            measure(model, pipeline, change, report.measured, results[change])
+    errors, medians = [], {change: statistics.median(results[change].rates) for change in configurations}
+    print(f"  {'configuration':42s} {'predicted':>9s} {'measured (median [range])':>26s}  error   cache hits")
+    for change in configurations:
         predicted = predict(report.measured, change)["rate"]
-        measured[change] = measure(model, pipeline, change)
-        errors.append(abs(predicted / measured[change] - 1))
-        error = predicted / measured[change] - 1
-        print(f"  {describe(change):42s} {predicted:9.0f} {measured[change]:9.0f}  {error:+.1%}")
-    recommended = report.change
-    applied = measured.get(recommended) or measure(model, pipeline, recommended)
-    best = max(measured.values())
+        error = predicted / medians[change] - 1
+        if change in grid:
+            errors.append(abs(error))
+        hits = results[change].hit_ratios
+        label = describe(change) + ("" if change in grid else " *")
+        print(
+            f"  {label:42s} {predicted:9.0f} {common.median_and_range(results[change].rates, '{:.0f}'):>26s}  "
+            f"{error:+6.1%}  {common.median_and_range(hits, '{:.3f}') if hits else ''}"
+        )
+    applied, best = medians[report.change], max(medians[change] for change in grid)
     print(
-        f"  recommendation ({describe(recommended)}): predicted {report.prediction['rate']:.0f}, measured "
-        f"{applied:.0f} = {applied / best:.2f} of the best configuration measured ({best:.0f})"
+        f"  * the recommendation ({describe(report.change)}): measured {applied:.0f} = {applied / best:.2f} of the "
+        f"best configuration of the grid measured ({best:.0f})"
     )
     return errors, applied / best
 

@@ -18,7 +18,7 @@ from PIL import Image
 
 import tfliquid
 from tfliquid.analysis import Change, Measurements, ScalingFit, fit_scaling, phases, predict
-from tfliquid.analysis.whatif import fetch_with_cache, recommend
+from tfliquid.analysis.whatif import candidate_changes, fetch_with_cache, recommend
 from tfliquid.samples import photos as sample_photos
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,7 +53,7 @@ def _measured(**overrides) -> Measurements:
         cache_cpu_by_scan_group={None: 0.0001, 2: 0.00005},
         training=95.0,
         training_cached=300.0,
-        training_cached_by_threads={None: 300.0, 1: 250.0, 2: 300.0},
+        training_served_by_threads={None: 300.0, 1: 250.0, 2: 300.0},
         training_cpu_by_threads={None: 0.004, 1: 0.006, 2: 0.004},
         bytes_per_item={None: 1000.0, 2: 250.0},
         scan_group=None,
@@ -88,14 +88,30 @@ def test_whatif_arithmetic_by_hand():
     assert predict(cpu, Change(cache_fraction=1.0))["rate"] == pytest.approx(300)  # the cores are not all busy
     assert predict(cpu, Change(cache_fraction=0.5))["rate"] == pytest.approx(200)  # storage: 100 / (1 - 0.5)
     assert predict(cpu, Change(cache_fraction=1.0, prep_parallelism=1))["rate"] == pytest.approx(250)  # R(1)
-    # Reads that cost 4 ms of CPU per item on fast storage: the cores' budget binds, 2 / (4 ms + 4 ms) = 250.
+    # Reads that cost 4 ms of CPU per item on fast storage, where the job was measured with cache hits of 0.1 ms:
+    # the cores' budget binds, 2 / (4 ms + 3.9 ms) = 253.2.
     costly_reads = _measured(model_on_cpu=True, fetch_cpu_seconds_per_item=0.004, fetch_bytes_per_second=1e9)
-    assert predict(costly_reads, Change())["rate"] == pytest.approx(250)
-    # At scan group 2 (prep 500 here) they were measured at half the CPU: the budget, 2 / (4 ms * s2 + 2 ms) =
-    # 368.4, no longer binds; R' = 300 / s2 = 350 does.
+    assert predict(costly_reads, Change())["rate"] == pytest.approx(2 / 0.0079)
+    # At scan group 2 (prep 500 here) they were measured at half the CPU: the budget, 2 / (4 ms * s2 + 1.9 ms) =
+    # 375.3, no longer binds; R' = 300 / s2 = 350 does.
     s2 = share + (1 - share) * 400 / 500
-    assert predict(costly_reads, Change(scan_group=2))["rate"] == pytest.approx(350)
-    assert 2 / (0.004 * s2 + 0.002) == pytest.approx(368.42, rel=1e-4) and 300 / s2 == pytest.approx(350)
+    assert predict(costly_reads, Change(scan_group=2))["rate"] == pytest.approx(300 / s2)  # 350
+    # Half of the reads from the cache (0.1 ms): the budget, 2 / (4 ms + 0.5 * 4 ms + 0.5 * 0.1 ms - 0.1 ms) =
+    # 336.1, no longer binds; R = 300 does.
+    assert predict(costly_reads, Change(cache_fraction=0.5))["rate"] == pytest.approx(300)
+
+
+def test_cache_capacity_by_hand():
+    # 1,000 items of 1,000 bytes, and a cache that counted 1.001 bytes per byte stored on the subset: 1,000 bytes
+    # of headers and keys for the whole dataset, at any scan group; 1% over.
+    m = _measured(cache_bytes_per_stored_byte=1.001)
+    assert m.cache_capacity(Change(cache_fraction=1.0)) == 1_011_010  # (1,000,000 + 1,000) * 1.01
+    assert m.cache_capacity(Change(cache_fraction=0.5, scan_group=2)) == 126_755  # 0.5 * (250,000 + 1,000) * 1.01
+    assert m.cache_capacity(Change()) == 0
+    # the budget: with 300 kB, no cache of full fidelity over 0.2, and of scan group 2 none over 1.0
+    changes = candidate_changes(m, 300_000)
+    assert max(c.cache_fraction for c in changes if c.scan_group is None) == 0.2
+    assert max(c.cache_fraction for c in changes if c.scan_group == 2) == 1.0
 
 
 def test_liquid_ratio_whatif_by_hand():
@@ -216,6 +232,13 @@ def test_fetch_bound_setup_is_classified_as_fetch(png_files):
         tfliquid.io.set_read_bandwidth(None)
     m = report.measured
     assert report.bottleneck == "fetch" and report.stalls[0] > 0.5, str(report)
+    # A cache sized as the recommendation sizes it holds every file: the headers and keys it counts are measured.
+    cache = tfliquid.MinIOCache(m.cache_capacity(Change(cache_fraction=1.0)))
+    for _ in range(2):
+        assert sum(1 for _ in pipeline.reads(cache=cache)) == len(paths)
+    stats = cache.stats()
+    assert stats.items == len(paths) and stats.epochs[1].misses == 0 and stats.bytes > m.dataset_bytes, str(stats)
+    cache.release()
     assert m.fetch * pipeline.bytes_per_item < 400e3  # the throttle's 300 KB/s, give or take a burst
     assert report.change.cache_fraction > 0  # the cure for a fetch stall: cache what storage cannot deliver
     assert report.prediction["rate"] > 2 * m.training

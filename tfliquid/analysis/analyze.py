@@ -89,31 +89,32 @@ def analyze(
         fetch = phases.fetch_rate(pipeline, items)
         ledger.charge(pipeline, items)
         phase_done()
-        cache_fetch = phases.cache_fetch_rate(pipeline, items)
-        ledger.charge(pipeline, items)
-        phase_done()
         steps_per_epoch = items // pipeline.batch_size
         training, training_without_fetch = phases.job_with_and_without_fetch(model, pipeline, raw, items)
         ledger.charge(pipeline, phases.STALL_WINDOWS_READ * items)
         phase_done()
-        cached_steps = max(steps_per_epoch, 2 * steps)  # the subset repeated: cached, these epochs cost no reads
-        cached_by_threads = {
-            k: phases.training_rate(model, pipeline.prepared(raw.repeat(), k), cached_steps, pipeline.batch_size)
-            for k in [None, *range(1, cores + 1)]
-        }
+        with phases.served_subset(pipeline, items) as served:
+            ledger.charge(pipeline, items)
+            cache_fetch = phases.cache_fetch_rate(pipeline, served)
+            phase_done()
+            # The job as a cache serves it (the what-if's base on the CPU): its reads' CPU is in it, measured.
+            served_by_threads = phases.served_training_rates(
+                model, pipeline, served, [None, *range(1, cores + 1)], max(steps_per_epoch, steps)
+            )
         phase_done()
         ops = phases.op_table(pipeline.prepared(pipeline.reads().take(items)), steps_per_epoch - 1)
         ledger.charge(pipeline, items)
         phase_done()
-        prep_by_group = {pipeline.scan_group: prep}
+        prep_by_group = {pipeline.scan_group: phases.prep_rate(pipeline, raw, cores)}
         read_cpu_by_group = {pipeline.scan_group: read_cpu}
         cache_by_group = {pipeline.scan_group: cache_fetch}
         for group in groups:
             if group != pipeline.scan_group:
                 variant = pipeline.replace(scan_group=group)
                 variant_raw, read_cpu_by_group[group] = phases.cached_raw(variant, items)
-                prep_by_group[group] = phases.prep_rate(variant, variant_raw)
-                cache_by_group[group] = phases.cache_fetch_rate(variant, items)
+                prep_by_group[group] = phases.prep_rate(variant, variant_raw, cores)
+                with phases.served_subset(variant, items) as variant_served:
+                    cache_by_group[group] = phases.cache_fetch_rate(variant, variant_served)
                 ledger.charge(variant, (phases.CACHED_RAW_READS + 1) * items)  # and the cache's fill
             phase_done()
         l3_prep = l3_ratio = raw_prep = raw_ratio = None
@@ -121,10 +122,10 @@ def analyze(
             from tfliquid.l3 import decode_l3, encode_l3
 
             l3_sample, l3_ratio = _stored_sample(pipeline, raw, items, encode_l3)
-            l3_prep = phases.prep_rate(pipeline.replace(decode=decode_l3), l3_sample)
+            l3_prep = phases.prep_rate(pipeline.replace(decode=decode_l3), l3_sample, cores)
             phase_done()
             pixels, raw_ratio = _stored_sample(pipeline, raw, items, tf.identity)
-            raw_prep = phases.prep_rate(pipeline.replace(decode=tf.identity), pixels)
+            raw_prep = phases.prep_rate(pipeline.replace(decode=tf.identity), pixels, cores)
             phase_done()
     finally:
         model.set_weights(weights)
@@ -142,8 +143,9 @@ def analyze(
         cache_cpu_by_scan_group={g: r.cpu_seconds_per_item for g, r in cache_by_group.items()},
         training=training,
         training_cached=training_without_fetch,
-        training_cached_by_threads={k: r.items_per_second for k, r in cached_by_threads.items()},
-        training_cpu_by_threads={k: r.cpu_seconds_per_item for k, r in cached_by_threads.items()},
+        training_served_by_threads={k: r.items_per_second for k, r in served_by_threads.items()},
+        training_cpu_by_threads={k: r.cpu_seconds_per_item for k, r in served_by_threads.items()},
+        cache_bytes_per_stored_byte=served.cache_bytes_per_stored_byte,
         bytes_per_item={g: pipeline.bytes_per_epoch(g) / pipeline.num_items for g in groups},
         scan_group=pipeline.scan_group,
         scan_groups=pipeline.scan_groups,

@@ -4,15 +4,17 @@ the job in isolation over a small subset and returns a rate in items per second.
   ingestion_rate       G: train steps on one batch repeated in memory (no input pipeline)
   prep_rate            P: the prep stage over raw items cached in memory, no model
   fetch_rate           F: the read stage alone, from storage (page cache dropped first, or the read throttle)
-  cache_fetch_rate     C: the read stage through a MinIO cache holding the subset
-  training_rate        the whole job (or the job over a cached subset: fetch stalls removed)
+  cache_fetch_rate     C: the read stage through a MinIO cache holding the subset (served_subset)
+  training_rate        the whole job (or the job over a subset the cache serves: fetch stalls removed)
   job_with_and_without_fetch   the job on a subset from storage and from memory, in turns: the stall split
   op_table             what tf.data's autotuner measured and chose, per op (tf.data.experimental.get_model_proto)
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import math
 import os
 import resource
 import statistics
@@ -46,12 +48,6 @@ def drop_page_cache(files) -> None:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
-
-
-def _rate(dataset: tf.data.Dataset) -> float:
-    """Items per second of one pass (elements of rank-0 first components count 1; batches their first dim)."""
-    timing = timed_pass(dataset)
-    return timing.elements / timing.seconds
 
 
 def _epoch_clock():
@@ -95,14 +91,15 @@ def training_rate(
     return TrainingRate(items / statistics.median(clock.seconds[1:]), statistics.median(clock.cpu_seconds[1:]) / items)
 
 
-# Rounds of the job's differential pair (from storage, from memory): the fetch stall is a difference of two rates
-# measured on windows of a small subset (tens of milliseconds in the tests), so each is a median of rounds in turns.
-STALL_ROUNDS = 3
-STALL_WINDOWS_READ = 2 * STALL_ROUNDS  # subsets the storage turns read: a warm-up window and a timed one each
+# Rounds of the training measurements made in turns (the job's differential pair, from storage and from memory;
+# the job served by the cache at each prep parallelism): windows of a small subset (tens of milliseconds in the
+# tests) on 2 shared cores, so each rate is a median of rounds.
+TRAINING_ROUNDS = 3
+STALL_WINDOWS_READ = 2 * TRAINING_ROUNDS  # subsets the storage turns read: a warm-up window and a timed one each
 
 
 def job_with_and_without_fetch(
-    model, pipeline: InputPipeline, raw: tf.data.Dataset, items: int, rounds: int = STALL_ROUNDS
+    model, pipeline: InputPipeline, raw: tf.data.Dataset, items: int, rounds: int = TRAINING_ROUNDS
 ) -> tuple[float, float]:
     """(the job as it is, the job without fetch), items/s: model.fit over the dataset read from storage (page
     cache dropped before each window) and over the subset `raw` in memory, `items` a window, in turns for
@@ -127,11 +124,15 @@ def ingestion_rate(model, batch, steps: int) -> float:
     return training_rate(model, tf.data.Dataset.from_tensors(batch), steps, batch_size).items_per_second
 
 
-# Passes over the cached subset that a prep measurement reads through ONE pipeline (training runs repeat the
-# subset endlessly under the prep stage): repeating the prepared pipeline instead restarted its parallel map every
-# pass (4 batches in benchmarks.analyzer), and its refills cut the rate measured: prep on 2 cores 4,912-4,922
-# items/s that way against 6,690 through one pipeline, on 1 thread 2,536-2,755 against 4,047.
-SUBSET_REPEATS = 4
+# A prep measurement reads the cached subset over and over through ONE pipeline (training runs repeat the subset
+# endlessly under the prep stage): repeating the prepared pipeline instead restarted its parallel map every pass
+# (4 batches in benchmarks.analyzer), and its refills cut the rate measured: prep on 2 cores 4,912-4,922 items/s
+# that way against 6,690 through one pipeline, on 1 thread 2,536-2,755 against 4,047. A pass lasts at least
+# PREP_PASS_SECONDS: light prep read 128 items 4 times in 60-70 ms, 12% below its rate over passes of 0.4 s and
+# 10% apart between passes, which put scan group 5 below full fidelity.
+SUBSET_REPEATS = 4  # at least
+PREP_PASS_SECONDS = 0.4
+MAX_SUBSET_REPEATS = 64
 
 # The times cached_raw reads its items from storage: the fill, then once and once repeated for the CPU per item.
 CACHED_RAW_READS = 4
@@ -152,9 +153,19 @@ def prep_rate(
     pipeline: InputPipeline, raw: tf.data.Dataset, parallelism: int | None | str = "pipeline", passes: int = 2
 ) -> float:
     """P: items/s of the prep stage (and batching) over raw elements in memory, no model; best of `passes`, each
-    reading the elements SUBSET_REPEATS times through one pipeline."""
-    batches = pipeline.prepared(raw.repeat(SUBSET_REPEATS), parallelism)
-    return max(_rate(batches) for _ in range(passes))
+    reading the elements through one pipeline SUBSET_REPEATS times, or as many more (up to MAX_SUBSET_REPEATS)
+    as fill PREP_PASS_SECONDS at the rate of a first pass of SUBSET_REPEATS, which then does not count."""
+
+    def one_pass(repeats: int):
+        return timed_pass(pipeline.prepared(raw.repeat(repeats), parallelism))
+
+    first = one_pass(SUBSET_REPEATS)
+    timings, repeats = [first], SUBSET_REPEATS
+    if first.seconds < PREP_PASS_SECONDS:
+        repeats = min(MAX_SUBSET_REPEATS, math.ceil(SUBSET_REPEATS * PREP_PASS_SECONDS / first.seconds))
+        timings = []
+    timings += [one_pass(repeats) for _ in range(passes - len(timings))]
+    return max(t.elements / t.seconds for t in timings)
 
 
 def bytes_read_by_this_process() -> int | None:
@@ -230,18 +241,46 @@ def fetch_rate(pipeline: InputPipeline, items: int) -> ReadRate:
     return ReadRate(timed / seconds, read / seconds, (end[2] - mark[2]) / timed)
 
 
-def cache_fetch_rate(pipeline: InputPipeline, items: int) -> ReadRate:
-    """C: the read stage through a MinIO cache that holds every item read, after the pass that fills it
-    (marginal: see _marginal_read_rate)."""
+@dataclasses.dataclass(frozen=True)
+class ServedSubset:
+    reads: tf.data.Dataset  # the subset's read stage, every item a hit of a filled MinIO cache
+    cache_bytes_per_stored_byte: float  # what the cache counts per byte stored (its items' headers and keys)
+
+
+@contextlib.contextmanager
+def served_subset(pipeline: InputPipeline, items: int):
+    """A MinIO cache filled with the subset's `items` items by one pass from storage, and the subset's read stage
+    served from it (the same items every pass: shuffle off); the cache is released on exit."""
     from tfliquid.cache import MinIOCache
 
     cache = MinIOCache(int(4 * items * pipeline.bytes_per_item) + (64 << 20))
     try:
         reads = pipeline.reads(cache=cache, shuffle=False).take(items)
-        _rate(reads)  # fills
-        return _marginal_read_rate(pipeline, reads, 4)
+        stored = _pass_totals(reads)[2]  # the fill: bytes read from storage
+        if not stored:
+            stored = items * pipeline.bytes_per_item
+        yield ServedSubset(reads, max(1.0, cache.stats().bytes / stored))
     finally:
         cache.release()
+
+
+def served_training_rates(
+    model, pipeline: InputPipeline, served: ServedSubset, parallelisms: list, steps: int, rounds: int = TRAINING_ROUNDS
+) -> dict[int | None, TrainingRate]:
+    """The job on the subset the cache serves, prep at each of `parallelisms` (None: AUTOTUNE), `steps` batches a
+    window: a model.fit of two windows (the first warms up) per parallelism, in turns for `rounds` rounds; the
+    median window by rate. One window each gave rates 10-15% apart between analyses of one setup."""
+    runs = {k: [] for k in parallelisms}
+    for _ in range(rounds):
+        for k in parallelisms:
+            dataset = pipeline.prepared(served.reads.repeat(), k)
+            runs[k].append(training_rate(model, dataset, steps, pipeline.batch_size))
+    return {k: sorted(rates, key=lambda r: r.items_per_second)[len(rates) // 2] for k, rates in runs.items()}
+
+
+def cache_fetch_rate(pipeline: InputPipeline, served: ServedSubset) -> ReadRate:
+    """C: the read stage through a MinIO cache that holds every item read (marginal: see _marginal_read_rate)."""
+    return _marginal_read_rate(pipeline, served.reads, 4)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,7 +8,7 @@ import json
 
 from tfliquid.analysis.phases import Ledger, OpRow
 from tfliquid.analysis.pipeline import InputPipeline
-from tfliquid.analysis.whatif import Change, Measurements, predict
+from tfliquid.analysis.whatif import Change, Measurements, predict, stored_bytes_per_item
 from tfliquid.liquid.profiling import STEPS
 
 
@@ -59,9 +59,11 @@ class Report:
             ratio = f"{change.liquid_ratio}:{STEPS - change.liquid_ratio}"
             lines.append(f"# first: tfliquid convert liquid SRC DST --formats png,raw --ratio {ratio}")
         if change.cache_fraction:
-            size = int(change.cache_fraction * measured.dataset_bytes)
+            per_item_now = measured.bytes_per_item[measured.scan_group]
+            stored = round(measured.dataset_bytes * stored_bytes_per_item(measured, change) / per_item_now)
             lines.append(
-                f"cache = tfliquid.MinIOCache({size})  # {change.cache_fraction:.0%} of {measured.dataset_bytes} bytes"
+                f"cache = tfliquid.MinIOCache({measured.cache_capacity(change)})  # {change.cache_fraction:.0%} of "
+                f"{stored} bytes, and the cache's headers"
             )
             cache = "cache"
         batch = self.pipeline.batch_size
@@ -83,7 +85,9 @@ class Report:
         m, rows = self.measured, []
         changes = [Change()]
         changes += [
-            Change(cache_fraction=f) for f in (0.25, 0.5, 0.75, 1.0) if f * m.dataset_bytes <= self.memory_budget_bytes
+            Change(cache_fraction=f)
+            for f in (0.25, 0.5, 0.75, 1.0)
+            if m.cache_capacity(Change(cache_fraction=f)) <= self.memory_budget_bytes
         ]
         changes += [Change(scan_group=g) for g in m.prep_by_scan_group if g is not None and g != m.scan_group]
         changes += [Change(prep_parallelism=k) for k in sorted({1, m.scaling.threads_at_peak(m.cores), m.cores})]

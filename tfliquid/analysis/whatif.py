@@ -7,26 +7,31 @@ slowest of what the model ingests, what prep delivers and what storage (and the 
                                                    s * b_png + (1 - s) * b_raw    (the Liquid profiler's model)
     prep on k threads:                             P'(k) = P * fit(k) / fit(all cores)      (Lobster's hinge)
     predicted rate = min(G, P', F')                                                (the model on an accelerator)
-                   = min(R'(k), n / (c_R'(k) + f c_C + (1-f) c_F), F_storage / (1 - f))   (the model on the CPU)
+                   = min(R'(k), n / c'(k), F_storage / (1 - f))                  (the model on the CPU)
 
 On the CPU, train steps, prep and reads share the n cores; only storage waits overlap them. R(k) is the job
-measured without fetch (training over a cached subset) with prep on k threads (or AUTOTUNE), and c_R(k) the CPU
-seconds per item it took: contention is measured, not modelled. Its time per item splits between the model and
+measured on the subset served by a MinIO cache (no fetch stall; the hits' CPU in it) with prep on k threads (or
+AUTOTUNE), and c_R(k) the CPU seconds per item it took: contention is measured, not modelled. (Measured over the
+subset in tf.data's memory instead, without the reads, the job ran 3,600-3,900 items/s where the cache served it
+at 3,650, and the cores' budget that added the hits' CPU to it predicted 3,000: CPU seconds counted include
+threads spinning for work, which yield it under contention.) Its time per item splits between the model and
 prep as 1/G to 1/P; a change of prep rate (another scan group, L3) scales prep's part, of both:
-R'(k) = R(k) / s and c_R'(k) = c_R(k) * s, s = m + (1 - m) * P / P', m = (1/G) / (1/G + 1/P). Reads need the
-CPU seconds per item they were measured to take, c_C from the cache (measured at each scan group) and c_F from
-storage (at another scan group in the ratio measured between the groups' reads): the cores' budget,
-n / (all CPU seconds per item), bounds the rate once the job uses every core.
+R'(k) = R(k) / s and c_R'(k) = c_R(k) * s, s = m + (1 - m) * P / P', m = (1/G) / (1/G + 1/P). Reads that cost
+more CPU than the hits R was measured with (c_C at each scan group, c_F from storage, at another scan group in
+the ratio measured between the groups' reads) add their difference: c'(k) = c_R'(k) + max(0, f c_C + (1-f) c_F -
+c_C(pipeline's group)), and the cores' budget n / c'(k) bounds the rate once the job uses every core.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from tfliquid.analysis.scaling import ScalingFit
 from tfliquid.liquid.profiling import STEPS, predicted_rates
 
 NEAR_BEST = 0.95  # a change "removes the stall" when it reaches this share of the best predicted rate
+CACHE_SLACK = 1.01  # a cache's capacity over its measured need (Measurements.cache_capacity)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,20 +50,33 @@ class Measurements:
     cache_cpu_by_scan_group: dict[int | None, float]  # the CPU seconds per cache hit at each scan group
     training: float  # the job as it is, an epoch of the subset at a time
     training_cached: float  # the same from the subset in memory: no fetch (measured in turns with `training`)
-    training_cached_by_threads: dict[int | None, float]  # the same with prep on k threads (None: AUTOTUNE)
+    training_served_by_threads: dict[int | None, float]  # the job on the subset served by a MinIO cache, prep on
+    # k threads (None: AUTOTUNE), the pipeline's scan group
     training_cpu_by_threads: dict[int | None, float]  # the CPU seconds per item those runs took (all threads)
     bytes_per_item: dict[int | None, float]  # scan group (None: full fidelity) -> bytes read per item
     scan_group: int | None  # the pipeline's
     scan_groups: int  # the PCR dataset's number of scan groups; 0: not PCR
-    prep_by_scan_group: dict[int | None, float]
+    prep_by_scan_group: dict[int | None, float]  # prep on every core (not AUTOTUNE) at each scan group measured
     read_cpu_by_scan_group: dict[int | None, float]  # CPU seconds per item reading at each group (page cache warm)
     model_on_cpu: bool
     cores: int
     dataset_bytes: int  # at the pipeline's scan group
-    l3_prep: float | None = None  # PNG pipelines: prep with decode_l3 instead of decode_png
+    l3_prep: float | None = None  # PNG pipelines: prep with decode_l3 instead of decode_png, on every core
     l3_bytes_ratio: float | None = None  # L3 bytes / PNG bytes on the sample
-    raw_prep: float | None = None  # PNG pipelines: prep of the sample's pixels stored raw (Liquid's raw: no decode)
+    raw_prep: float | None = None  # PNG pipelines: prep of the sample's pixels stored raw (Liquid's raw: no
+    # decode), on every core
     raw_bytes_ratio: float | None = None  # raw bytes / PNG bytes on the sample
+    cache_bytes_per_stored_byte: float = 1.0  # what a MinIO cache counts per byte stored: its items' headers, keys
+
+    def cache_capacity(self, change: Change) -> int:
+        """The capacity of a MinIO cache that holds the change's fraction of the dataset as the change stores it:
+        its bytes, and the cache's headers and keys as measured on the subset (the same per item or record at
+        any scan group), CACHE_SLACK over (the subset's items stand for the dataset's). Sized at the bytes
+        alone, a cache for the whole dataset held 9 of its 10 PCR records."""
+        items = self.dataset_bytes / self.bytes_per_item[self.scan_group]
+        headers = self.dataset_bytes * (self.cache_bytes_per_stored_byte - 1)
+        stored = items * stored_bytes_per_item(self, change)
+        return math.ceil(change.cache_fraction * (stored + headers) * CACHE_SLACK)
 
     def stall_fractions(self) -> tuple[float, float]:
         """(fetch stall, prep stall) as shares of the job's epoch time, by difference (paper, section 4.2)."""
@@ -97,22 +115,35 @@ def fetch_with_cache(fetch: float, cache_fetch: float, fraction: float) -> float
     return 1.0 / (fraction / cache_fetch + (1.0 - fraction) / fetch)
 
 
+def stored_bytes_per_item(measured: Measurements, change: Change) -> float:
+    """The bytes an item takes in storage with the change: at its scan group, in L3, or a Liquid png:raw mix."""
+    bytes_now = measured.bytes_per_item[measured.scan_group]
+    if change.l3:
+        return bytes_now * measured.l3_bytes_ratio
+    if change.liquid_ratio is not None:
+        png_share = change.liquid_ratio / STEPS
+        return png_share * bytes_now + (1 - png_share) * bytes_now * measured.raw_bytes_ratio
+    return measured.bytes_per_item[measured.scan_group if change.scan_group is None else change.scan_group]
+
+
 def predict(measured: Measurements, change: Change) -> dict[str, float]:
     """{"ingestion", "prep", "fetch", "rate"} for the change: the three stage rates and the rate they allow."""
     group = measured.scan_group if change.scan_group is None else change.scan_group
     bytes_now = measured.bytes_per_item[measured.scan_group]
+    bytes_per_item = stored_bytes_per_item(measured, change)
+    # Every variant's prep was measured alike, on all the cores (no autotuner warming up in the passes): their
+    # ratio to the pipeline's own scales P.
+    reference = measured.prep_by_scan_group[measured.scan_group]
     if change.l3:
-        base_prep = measured.l3_prep
-        bytes_per_item = bytes_now * measured.l3_bytes_ratio
+        variant = measured.l3_prep
     elif change.liquid_ratio is not None:
         both = [bytes_now, bytes_now * measured.raw_bytes_ratio]
-        load, base_prep = predicted_rates(
-            change.liquid_ratio, both, [measured.prep, measured.raw_prep], measured.fetch_bytes_per_second
+        _, variant = predicted_rates(
+            change.liquid_ratio, both, [reference, measured.raw_prep], measured.fetch_bytes_per_second
         )
-        bytes_per_item = measured.fetch_bytes_per_second / load  # the mix's, as the profiler's load counts it
     else:
-        base_prep = measured.prep_by_scan_group.get(group, measured.prep)
-        bytes_per_item = measured.bytes_per_item[group]
+        variant = measured.prep_by_scan_group.get(group, reference)
+    base_prep = measured.prep * variant / reference
     prep = base_prep
     if change.prep_parallelism is not None:
         fit = measured.scaling
@@ -129,25 +160,27 @@ def predict(measured: Measurements, change: Change) -> dict[str, float]:
         return {"ingestion": g, "prep": prep, "fetch": fetch, "rate": min(g, prep, fetch)}
     model_share = (1 / g) / (1 / g + 1 / measured.prep)
     prep_scale = model_share + (1 - model_share) * measured.prep / base_prep
-    k = change.prep_parallelism if change.prep_parallelism in measured.training_cached_by_threads else None
-    without_fetch = measured.training_cached_by_threads[k] / prep_scale
-    train_cpu = measured.training_cpu_by_threads[k] * prep_scale
-    # Reading another scan group from storage costs CPU in the ratio measured between the groups' reads
-    # (parsing, checksums, copies); cache hits were measured at each group.
+    k = change.prep_parallelism if change.prep_parallelism in measured.training_served_by_threads else None
+    without_fetch = measured.training_served_by_threads[k] / prep_scale
+    # The base was measured with every read a cache hit at the pipeline's scan group; hits at another group, and
+    # reads from storage instead of hits, cost the CPU seconds per item measured for them (storage reads at another
+    # group in the ratio measured between the groups' reads: parsing, checksums, copies).
     by_group = measured.read_cpu_by_scan_group
     storage_cpu = measured.fetch_cpu_seconds_per_item * by_group.get(group, by_group[measured.scan_group])
     storage_cpu /= by_group[measured.scan_group]
+    served_cpu = measured.cache_cpu_by_scan_group[measured.scan_group]
     read_cpu = change.cache_fraction * cache_cpu + (1 - change.cache_fraction) * storage_cpu
-    compute = min(without_fetch, measured.cores / (train_cpu + read_cpu))
+    job_cpu = measured.training_cpu_by_threads[k] * prep_scale + max(0.0, read_cpu - served_cpu)
+    compute = min(without_fetch, measured.cores / job_cpu)
     from_storage = storage / (1.0 - change.cache_fraction) if change.cache_fraction < 1 else float("inf")
     return {"ingestion": g, "prep": prep, "fetch": fetch, "rate": min(compute, from_storage)}
 
 
 def candidate_changes(measured: Measurements, memory_budget_bytes: float) -> list[Change]:
-    """Every combination the what-if weighs: cache fractions 0, 0.1, ..., 1 (as far as the memory budget
-    allows), every scan group measured, prep parallelism AUTOTUNE or 1..cores, and L3 and the Liquid png:raw
+    """Every combination the what-if weighs (as far as the memory budget holds its cache): cache fractions 0, 0.1,
+    ..., 1, every scan group measured, prep parallelism AUTOTUNE or 1..cores, and L3 and the Liquid png:raw
     ratios 0:10 ... 9:1 when they were measured."""
-    fractions = [f / 10 for f in range(11) if f / 10 * measured.dataset_bytes <= memory_budget_bytes]
+    fractions = [f / 10 for f in range(11)]
     groups = sorted(measured.prep_by_scan_group, key=_group_order)
     parallelisms = [None, *range(1, measured.cores + 1)]
     changes = [
@@ -165,7 +198,7 @@ def candidate_changes(measured: Measurements, memory_budget_bytes: float) -> lis
             for w in range(STEPS)
             for k in parallelisms
         ]
-    return changes
+    return [change for change in changes if measured.cache_capacity(change) <= memory_budget_bytes]
 
 
 def recommend(measured: Measurements, memory_budget_bytes: float) -> tuple[Change, dict[str, float], float]:
