@@ -48,8 +48,8 @@ class Measurements:
     cache_fetch: float  # C, at the pipeline's scan group
     cache_fetch_by_scan_group: dict[int | None, float]  # C at each scan group measured
     cache_cpu_by_scan_group: dict[int | None, float]  # the CPU seconds per cache hit at each scan group
-    training: float  # the job as it is, an epoch of the subset at a time
-    training_cached: float  # the same from the subset in memory: no fetch (measured in turns with `training`)
+    training: float  # the job as it is, from storage (windows of the subset's size, in turns with the next)
+    training_cached: float  # the job over the subset in memory: no fetch
     training_served_by_threads: dict[int | None, float]  # the job on the subset served by a MinIO cache, prep on
     # k threads (None: AUTOTUNE), the pipeline's scan group
     training_cpu_by_threads: dict[int | None, float]  # the CPU seconds per item those runs took (all threads)
