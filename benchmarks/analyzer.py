@@ -70,8 +70,10 @@ class Measured:
 
 def measure(model, pipeline, change: Change, measured: Measurements, into: Measured) -> None:
     """Items/s of model.fit over the whole dataset in the configuration: the median of epochs 2 to 4, on one
-    iterator (repeat, steps_per_epoch), as the analysis' phases run, so that per-epoch start-up is not counted.
-    A cache is sized as the analysis' recommendation sizes it (Measurements.cache_capacity)."""
+    iterator (repeat, steps_per_epoch): the pipeline under the repeat starts again every epoch, as a job's epoch
+    does (over the analysis' subset or the whole dataset through one pipeline, the rates came out alike, within
+    this machine's spread). A cache is sized as the analysis' recommendation sizes it
+    (Measurements.cache_capacity)."""
     config = pipeline.replace(
         scan_group=change.scan_group if change.scan_group is not None else pipeline.scan_group,
         prep_parallelism=change.prep_parallelism,

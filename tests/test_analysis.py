@@ -233,12 +233,11 @@ def test_fetch_bound_setup_is_classified_as_fetch(png_files):
     m = report.measured
     assert report.bottleneck == "fetch" and report.stalls[0] > 0.5, str(report)
     # A cache sized as the recommendation sizes it holds every file: the headers and keys it counts are measured.
-    cache = tfliquid.MinIOCache(m.cache_capacity(Change(cache_fraction=1.0)))
-    for _ in range(2):
-        assert sum(1 for _ in pipeline.reads(cache=cache)) == len(paths)
-    stats = cache.stats()
+    with tfliquid.MinIOCache(m.cache_capacity(Change(cache_fraction=1.0))) as cache:
+        for _ in range(2):
+            assert sum(1 for _ in pipeline.reads(cache=cache)) == len(paths)
+        stats = cache.stats()
     assert stats.items == len(paths) and stats.epochs[1].misses == 0 and stats.bytes > m.dataset_bytes, str(stats)
-    cache.release()
     assert m.fetch * pipeline.bytes_per_item < 400e3  # the throttle's 300 KB/s, give or take a burst
     assert report.change.cache_fraction > 0  # the cure for a fetch stall: cache what storage cannot deliver
     assert report.prediction["rate"] > 2 * m.training

@@ -98,6 +98,16 @@ TRAINING_ROUNDS = 3
 STALL_WINDOWS_READ = 2 * TRAINING_ROUNDS  # subsets the storage turns read: a warm-up window and a timed one each
 
 
+def _training_in_turns(model, runs: dict, steps: int, batch_size: int, rounds: int) -> dict:
+    """{key: the median by rate of `rounds` TrainingRates}: `runs` maps a key to (dataset, before_epoch), and
+    each round runs every one of them in turn, a model.fit of its own (see training_rate)."""
+    rates = {key: [] for key in runs}
+    for _ in range(rounds):
+        for key, (dataset, before_epoch) in runs.items():
+            rates[key].append(training_rate(model, dataset, steps, batch_size, before_epoch))
+    return {key: sorted(runs_of, key=lambda r: r.items_per_second)[len(runs_of) // 2] for key, runs_of in rates.items()}
+
+
 def job_with_and_without_fetch(
     model, pipeline: InputPipeline, raw: tf.data.Dataset, items: int, rounds: int = TRAINING_ROUNDS
 ) -> tuple[float, float]:
@@ -107,15 +117,12 @@ def job_with_and_without_fetch(
     counts a pipeline's start (which a job's epoch pays once, not once per subset): the fetch stall is their
     difference (paper, section 4.2). One run after the other, with the storage run restarting its pipeline per
     subset, put 0.27 of a prep-bound job's time down as fetch stall."""
-    steps = items // pipeline.batch_size
-    rates = {"storage": [], "memory": []}
-    for _ in range(rounds):
-        for name, dataset, before in (
-            ("storage", pipeline.prepared(pipeline.reads().repeat()), lambda: drop_page_cache(pipeline.files)),
-            ("memory", pipeline.prepared(raw.repeat()), None),
-        ):
-            rates[name].append(training_rate(model, dataset, steps, pipeline.batch_size, before).items_per_second)
-    return statistics.median(rates["storage"]), statistics.median(rates["memory"])
+    runs = {
+        "storage": (pipeline.prepared(pipeline.reads().repeat()), lambda: drop_page_cache(pipeline.files)),
+        "memory": (pipeline.prepared(raw.repeat()), None),
+    }
+    rates = _training_in_turns(model, runs, items // pipeline.batch_size, pipeline.batch_size, rounds)
+    return rates["storage"].items_per_second, rates["memory"].items_per_second
 
 
 def ingestion_rate(model, batch, steps: int) -> float:
@@ -253,15 +260,12 @@ def served_subset(pipeline: InputPipeline, items: int):
     served from it (the same items every pass: shuffle off); the cache is released on exit."""
     from tfliquid.cache import MinIOCache
 
-    cache = MinIOCache(int(4 * items * pipeline.bytes_per_item) + (64 << 20))
-    try:
+    with MinIOCache(int(4 * items * pipeline.bytes_per_item) + (64 << 20)) as cache:
         reads = pipeline.reads(cache=cache, shuffle=False).take(items)
         stored = _pass_totals(reads)[2]  # the fill: bytes read from storage
         if not stored:
             stored = items * pipeline.bytes_per_item
         yield ServedSubset(reads, max(1.0, cache.stats().bytes / stored))
-    finally:
-        cache.release()
 
 
 def served_training_rates(
@@ -270,12 +274,8 @@ def served_training_rates(
     """The job on the subset the cache serves, prep at each of `parallelisms` (None: AUTOTUNE), `steps` batches a
     window: a model.fit of two windows (the first warms up) per parallelism, in turns for `rounds` rounds; the
     median window by rate. One window each gave rates 10-15% apart between analyses of one setup."""
-    runs = {k: [] for k in parallelisms}
-    for _ in range(rounds):
-        for k in parallelisms:
-            dataset = pipeline.prepared(served.reads.repeat(), k)
-            runs[k].append(training_rate(model, dataset, steps, pipeline.batch_size))
-    return {k: sorted(rates, key=lambda r: r.items_per_second)[len(rates) // 2] for k, rates in runs.items()}
+    runs = {k: (pipeline.prepared(served.reads.repeat(), k), None) for k in parallelisms}
+    return _training_in_turns(model, runs, steps, pipeline.batch_size, rounds)
 
 
 def cache_fetch_rate(pipeline: InputPipeline, served: ServedSubset) -> ReadRate:

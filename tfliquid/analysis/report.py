@@ -8,7 +8,7 @@ import json
 
 from tfliquid.analysis.phases import Ledger, OpRow
 from tfliquid.analysis.pipeline import InputPipeline
-from tfliquid.analysis.whatif import Change, Measurements, predict, stored_bytes_per_item
+from tfliquid.analysis.whatif import Change, Measurements, predict
 from tfliquid.liquid.profiling import STEPS
 
 
@@ -59,11 +59,9 @@ class Report:
             ratio = f"{change.liquid_ratio}:{STEPS - change.liquid_ratio}"
             lines.append(f"# first: tfliquid convert liquid SRC DST --formats png,raw --ratio {ratio}")
         if change.cache_fraction:
-            per_item_now = measured.bytes_per_item[measured.scan_group]
-            stored = round(measured.dataset_bytes * stored_bytes_per_item(measured, change) / per_item_now)
             lines.append(
                 f"cache = tfliquid.MinIOCache({measured.cache_capacity(change)})  # {change.cache_fraction:.0%} of "
-                f"{stored} bytes, and the cache's headers"
+                f"{round(measured.stored_bytes(change))} bytes, and the cache's headers"
             )
             cache = "cache"
         batch = self.pipeline.batch_size

@@ -73,10 +73,13 @@ class Measurements:
         its bytes, and the cache's headers and keys as measured on the subset (the same per item or record at
         any scan group), CACHE_SLACK over (the subset's items stand for the dataset's). Sized at the bytes
         alone, a cache for the whole dataset held 9 of its 10 PCR records."""
-        items = self.dataset_bytes / self.bytes_per_item[self.scan_group]
         headers = self.dataset_bytes * (self.cache_bytes_per_stored_byte - 1)
-        stored = items * stored_bytes_per_item(self, change)
-        return math.ceil(change.cache_fraction * (stored + headers) * CACHE_SLACK)
+        return math.ceil(change.cache_fraction * (self.stored_bytes(change) + headers) * CACHE_SLACK)
+
+    def stored_bytes(self, change: Change) -> float:
+        """The dataset's bytes as the change stores them (its scan group, L3, or a Liquid mix)."""
+        items = self.dataset_bytes / self.bytes_per_item[self.scan_group]
+        return items * stored_bytes_per_item(self, change)
 
     def stall_fractions(self) -> tuple[float, float]:
         """(fetch stall, prep stall) as shares of the job's epoch time, by difference (paper, section 4.2)."""
