@@ -114,6 +114,18 @@ def test_cache_capacity_by_hand():
     assert max(c.cache_fraction for c in changes if c.scan_group == 2) == 1.0
 
 
+def test_cache_share_of_whole_records_by_hand():
+    # The dataset in 4 records of 250 kB (62.5 kB at scan group 2), no headers: a cache holds whole records.
+    m = _measured(cache_item_bytes={None: (250_000,) * 4, 2: (62_500,) * 4})
+    assert m.cache_share(Change(cache_fraction=0.5)) == 0.5  # 505,000 bytes: 2 records
+    assert m.cache_share(Change(cache_fraction=0.7)) == 0.5  # 707,000: still 2 (3 take 750,000)
+    assert m.cache_share(Change(cache_fraction=0.7, scan_group=2)) == 0.5  # 176,750: 2 of 62,500
+    assert m.cache_share(Change(cache_fraction=1.0)) == 1.0 and m.cache_share(Change()) == 0.0
+    # so 70% predicts what 50% does where records are unknown (items too small to matter: the fraction itself)
+    assert _measured().cache_share(Change(cache_fraction=0.7)) == 0.7
+    assert predict(m, Change(cache_fraction=0.7))["rate"] == pytest.approx(198.0198, rel=1e-5)
+
+
 def test_liquid_ratio_whatif_by_hand():
     # PNG preps at 400 items/s and raw at 4,000; raw holds 3x PNG's 1,000 bytes. At png:raw 6:4 prep runs at
     # 1 / (0.6 / 400 + 0.4 / 4000) = 625 and an item is 0.6 * 1000 + 0.4 * 3000 = 1,800 bytes: storage gives

@@ -146,6 +146,7 @@ def analyze(
         training_served_by_threads={k: r.items_per_second for k, r in served_by_threads.items()},
         training_cpu_by_threads={k: r.cpu_seconds_per_item for k, r in served_by_threads.items()},
         cache_bytes_per_stored_byte=served.cache_bytes_per_stored_byte,
+        cache_item_bytes={g: tuple(pipeline.cache_item_bytes(g)) for g in groups} if pipeline.cache_item_bytes else {},
         bytes_per_item={g: pipeline.bytes_per_epoch(g) / pipeline.num_items for g in groups},
         scan_group=pipeline.scan_group,
         scan_groups=pipeline.scan_groups,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
@@ -26,6 +26,8 @@ class InputPipeline:
     batch_size: the batch the model takes.
     num_items: items in one epoch.
     bytes_per_epoch: scan_group -> bytes read from storage per epoch (scan_group None: full fidelity).
+    cache_item_bytes: scan_group -> the sizes of what a MinIO cache of the read stage admits whole (a PCR record's
+      prefix, a file): a cache holds whole items, so less than its capacity. None: items too small to matter.
     files: the storage files, whose page cache a fetch measurement drops first.
     scan_groups: 0, or the PCR dataset's number of scan groups (the scan-group what-if).
     png: the items are PNG files (the L3 what-if).
@@ -39,6 +41,7 @@ class InputPipeline:
     batch_size: int
     num_items: int
     bytes_per_epoch: Callable[[int | None], int]
+    cache_item_bytes: Callable[[int | None], Sequence[int]] | None = None
     files: tuple[str, ...] = ()
     scan_group: int | None = None
     scan_groups: int = 0
@@ -101,6 +104,7 @@ def pcr_pipeline(
         batch_size=batch_size,
         num_items=probe.num_images,
         bytes_per_epoch=probe.bytes_per_epoch,
+        cache_item_bytes=probe.record_bytes,
         files=tuple(records),
         scan_group=scan_group,
         scan_groups=probe.num_scan_groups,
@@ -150,6 +154,7 @@ def file_pipeline(
         batch_size=batch_size,
         num_items=len(paths),
         bytes_per_epoch=lambda scan_group: sum(sizes),
+        cache_item_bytes=lambda scan_group: sizes,
         files=tuple(paths),
         png=png,
         prep_parallelism=prep_parallelism,

@@ -1,25 +1,28 @@
 """What-if predictions from measured rates (DS-Analyzer, section 5): the training rate a change would reach is the
 slowest of what the model ingests, what prep delivers and what storage (and the cache) fetches.
 
-    fetch rate with a MinIO cache of a fraction f:  F'(f) = 1 / (f / C + (1 - f) / F)       (paper, Eq. 3-4)
+    fetch rate with a MinIO cache of a fraction f:  F'(f) = 1 / (h / C + (1 - h) / F)       (paper, Eq. 3-4)
+      h: the share of the bytes a cache sized for f holds of whole records or files (cache_fill), <= f + 1%
     a scan group g reads bytes_per_item(g):        F'(g) = fetch bytes/s / bytes_per_item(g)
     a Liquid png:raw ratio w:(10-w), s = w/10:    P' = 1 / (s / P_png + (1 - s) / P_raw), bytes_per_item =
                                                    s * b_png + (1 - s) * b_raw    (the Liquid profiler's model)
     prep on k threads:                             P'(k) = P * fit(k) / fit(all cores)      (Lobster's hinge)
     predicted rate = min(G, P', F')                                                (the model on an accelerator)
-                   = min(R'(k), n / c'(k), F_storage / (1 - f))                  (the model on the CPU)
+                   = min(R'(k), n / c'(k), F_storage / (1 - h))                  (the model on the CPU)
 
 On the CPU, train steps, prep and reads share the n cores; only storage waits overlap them. R(k) is the job
-measured on the subset served by a MinIO cache (no fetch stall; the hits' CPU in it) with prep on k threads (or
-AUTOTUNE), and c_R(k) the CPU seconds per item it took: contention is measured, not modelled. (Measured over the
-subset in tf.data's memory instead, without the reads, the job ran 3,600-3,900 items/s where the cache served it
-at 3,650, and the cores' budget that added the hits' CPU to it predicted 3,000: CPU seconds counted include
-threads spinning for work, which yield it under contention.) Its time per item splits between the model and
-prep as 1/G to 1/P; a change of prep rate (another scan group, L3) scales prep's part, of both:
-R'(k) = R(k) / s and c_R'(k) = c_R(k) * s, s = m + (1 - m) * P / P', m = (1/G) / (1/G + 1/P). Reads that cost
-more CPU than the hits R was measured with (c_C at each scan group, c_F from storage, at another scan group in
-the ratio measured between the groups' reads) add their difference: c'(k) = c_R'(k) + max(0, f c_C + (1-f) c_F -
-c_C(pipeline's group)), and the cores' budget n / c'(k) bounds the rate once the job uses every core.
+measured on the subset served by a MinIO cache (no fetch stall; the hits' CPU in it; its pipeline restarted every
+epoch of the job's size) with prep on k threads (or AUTOTUNE), and c_R(k) the CPU seconds per item it took:
+contention is measured, not modelled. (Measured over the subset in tf.data's memory instead, without the reads, the
+job ran 3,600-3,900 items/s where the cache served it at 3,650, and the cores' budget that added the hits' CPU to
+it predicted 3,000: CPU seconds counted include threads spinning for work, which yield it under contention.) Its
+time per item splits between the model and prep as 1/G to 1/P; a change of prep rate (another scan group, L3)
+scales prep's part, of both:
+    R'(k) = R(k) / s and c_R'(k) = c_R(k) * s,  s = m + (1 - m) * P / P',  m = (1/G) / (1/G + 1/P).
+Reads that cost more CPU than the hits R was measured with (c_C at each scan group, c_F from storage, at another
+scan group in the ratio measured between the groups' reads) add their difference:
+    c'(k) = c_R'(k) + max(0, h c_C + (1-h) c_F - c_C(pipeline's group)),
+and the cores' budget n / c'(k) bounds the rate once the job uses every core.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from tfliquid.analysis.cache_fill import held_share
 from tfliquid.analysis.scaling import ScalingFit
 from tfliquid.liquid.profiling import STEPS, predicted_rates
 
@@ -67,6 +71,8 @@ class Measurements:
     # decode), on every core
     raw_bytes_ratio: float | None = None  # raw bytes / PNG bytes on the sample
     cache_bytes_per_stored_byte: float = 1.0  # what a MinIO cache counts per byte stored: its items' headers, keys
+    cache_item_bytes: dict[int | None, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # scan group ->
+    # the sizes of what a cache admits whole (PCR record prefixes, files); none: items too small to matter
 
     def cache_capacity(self, change: Change) -> int:
         """The capacity of a MinIO cache that holds the change's fraction of the dataset as the change stores it:
@@ -75,6 +81,21 @@ class Measurements:
         alone, a cache for the whole dataset held 9 of its 10 PCR records."""
         headers = self.dataset_bytes * (self.cache_bytes_per_stored_byte - 1)
         return math.ceil(change.cache_fraction * (self.stored_bytes(change) + headers) * CACHE_SLACK)
+
+    def cache_share(self, change: Change) -> float:
+        """The share of the dataset's bytes (as the change stores them) that a cache of cache_capacity(change)
+        holds once filled: its items are whole records or files (tfliquid.analysis.cache_fill)."""
+        if not change.cache_fraction:
+            return 0.0
+        converted = change.l3 or change.liquid_ratio is not None
+        items = self.cache_item_bytes.get(self.scan_group if converted else change.group(self))
+        if not items:
+            return change.cache_fraction
+        # Converted files (L3, Liquid) keep the records' proportions: the pipeline's sizes, scaled.
+        scale = self.stored_bytes(change) / sum(items)
+        headers = self.dataset_bytes * (self.cache_bytes_per_stored_byte - 1)
+        header_per_item = headers / len(self.cache_item_bytes[self.scan_group])
+        return held_share([size * scale for size in items], header_per_item, self.cache_capacity(change))
 
     def stored_bytes(self, change: Change) -> float:
         """The dataset's bytes as the change stores them (its scan group, L3, or a Liquid mix)."""
@@ -99,11 +120,15 @@ class Change:
     l3: bool = False
     liquid_ratio: int | None = None  # a Liquid png:raw dataset with PNG's share in tenths (the rest raw)
 
+    def group(self, measured: Measurements) -> int | None:
+        """The scan group the change reads: its own, or the pipeline's."""
+        return measured.scan_group if self.scan_group is None else self.scan_group
+
     def cost(self, measured: Measurements) -> tuple:
         """Cheapest first: no conversion (to L3 or Liquid), then the least fidelity given up, then the least
         memory, then AUTOTUNE rather than a fixed prep parallelism (threads cost nothing, but a fixed choice has
         to be right)."""
-        group = measured.scan_group if self.scan_group is None else self.scan_group
+        group = self.group(measured)
         fidelity_lost = 0 if group is None else measured.scan_groups - group  # scan groups left unread
         converted = self.l3 or self.liquid_ratio is not None
         return (converted, fidelity_lost, self.cache_fraction, self.prep_parallelism is not None)
@@ -126,12 +151,12 @@ def stored_bytes_per_item(measured: Measurements, change: Change) -> float:
     if change.liquid_ratio is not None:
         png_share = change.liquid_ratio / STEPS
         return png_share * bytes_now + (1 - png_share) * bytes_now * measured.raw_bytes_ratio
-    return measured.bytes_per_item[measured.scan_group if change.scan_group is None else change.scan_group]
+    return measured.bytes_per_item[change.group(measured)]
 
 
 def predict(measured: Measurements, change: Change) -> dict[str, float]:
     """{"ingestion", "prep", "fetch", "rate"} for the change: the three stage rates and the rate they allow."""
-    group = measured.scan_group if change.scan_group is None else change.scan_group
+    group = change.group(measured)
     bytes_now = measured.bytes_per_item[measured.scan_group]
     bytes_per_item = stored_bytes_per_item(measured, change)
     # Every variant's prep was measured alike, on all the cores (no autotuner warming up in the passes): their
@@ -157,7 +182,8 @@ def predict(measured: Measurements, change: Change) -> dict[str, float]:
         cache, cache_cpu = measured.cache_fetch * bytes_now / bytes_per_item, measured.cache_cpu_by_scan_group[group]
     else:
         cache, cache_cpu = measured.cache_fetch_by_scan_group[group], measured.cache_cpu_by_scan_group[group]
-    fetch = fetch_with_cache(storage, cache, change.cache_fraction)
+    cached = measured.cache_share(change)
+    fetch = fetch_with_cache(storage, cache, cached)
     g = measured.ingestion
     if not measured.model_on_cpu:
         return {"ingestion": g, "prep": prep, "fetch": fetch, "rate": min(g, prep, fetch)}
@@ -172,10 +198,10 @@ def predict(measured: Measurements, change: Change) -> dict[str, float]:
     storage_cpu = measured.fetch_cpu_seconds_per_item * by_group.get(group, by_group[measured.scan_group])
     storage_cpu /= by_group[measured.scan_group]
     served_cpu = measured.cache_cpu_by_scan_group[measured.scan_group]
-    read_cpu = change.cache_fraction * cache_cpu + (1 - change.cache_fraction) * storage_cpu
+    read_cpu = cached * cache_cpu + (1 - cached) * storage_cpu
     job_cpu = measured.training_cpu_by_threads[k] * prep_scale + max(0.0, read_cpu - served_cpu)
     compute = min(without_fetch, measured.cores / job_cpu)
-    from_storage = storage / (1.0 - change.cache_fraction) if change.cache_fraction < 1 else float("inf")
+    from_storage = storage / (1.0 - cached) if cached < 1 else float("inf")
     return {"ingestion": g, "prep": prep, "fetch": fetch, "rate": min(compute, from_storage)}
 
 

@@ -309,8 +309,15 @@ class PCRDataset(tf.data.Dataset):
 
     def bytes_per_epoch(self, scan_group: int | None = None) -> int:
         """Bytes one epoch reads at `scan_group` (default: this dataset's, or the variable's current value)."""
+        return pcr_format.prefix_bytes(self._index, self._checked_scan_group(scan_group))
+
+    def record_bytes(self, scan_group: int | None = None) -> list[int]:
+        """Bytes of each record's prefix at `scan_group` (default as bytes_per_epoch's), in the index's order: the
+        items a MinIO cache of this dataset admits whole."""
+        return pcr_format.record_prefix_bytes(self._index, self._checked_scan_group(scan_group))
+
+    def _checked_scan_group(self, scan_group: int | None) -> int:
         if scan_group is None:
             current = self._scan_group
             scan_group = int(current.numpy()) if isinstance(current, tf.Variable) else current
-        scan_group = check_int("scan_group", scan_group, 1, self.num_scan_groups)
-        return pcr_format.prefix_bytes(self._index, scan_group)
+        return check_int("scan_group", scan_group, 1, self.num_scan_groups)

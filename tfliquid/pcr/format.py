@@ -251,6 +251,11 @@ def prefix_end(ends: Sequence[int], scan_group: int) -> int:
     return ends[min(scan_group, len(ends)) - 1]
 
 
+def record_prefix_bytes(index: pcr_pb2.DatasetIndex, scan_group: int) -> list[int]:
+    """Bytes of each record's prefix up to `scan_group`: what reading the record at that scan group reads."""
+    return [prefix_end(r.prefix_ends, scan_group) for r in index.records]
+
+
 def prefix_bytes(index: pcr_pb2.DatasetIndex, scan_group: int) -> int:
     """Bytes of all record prefixes up to `scan_group`: what one epoch at that scan group reads."""
-    return sum(prefix_end(r.prefix_ends, scan_group) for r in index.records)
+    return sum(record_prefix_bytes(index, scan_group))
