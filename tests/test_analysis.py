@@ -165,6 +165,27 @@ def test_recommendation_is_the_cheapest_change_near_the_best():
     assert fetch_stall == pytest.approx(1 - 95 / 300) and prep_stall == pytest.approx((1 / 300 - 1 / 1000) * 95)
 
 
+def test_training_rate_runs_epochs_until_min_seconds():
+    model = _small_model()
+    data = tf.data.Dataset.from_tensors((tf.zeros([BATCH, 32, 32, 3]), tf.zeros([BATCH], tf.int64)))
+
+    class EpochCount(keras.callbacks.Callback):
+        epochs = 0
+
+        def on_epoch_end(self, epoch, logs=None):
+            EpochCount.epochs += 1
+
+    phases.training_rate(model, data, 2, BATCH, epochs=3, callbacks=[EpochCount()])
+    assert EpochCount.epochs == 3
+    EpochCount.epochs = 0
+    start = time.perf_counter()
+    rate = phases.training_rate(model, data, 2, BATCH, epochs=3, callbacks=[EpochCount()], min_seconds=0.5)
+    # epochs of a few milliseconds: many more than 3, until the ones after the first last 0.5 s
+    assert EpochCount.epochs > 3 and time.perf_counter() - start >= 0.5 and rate.items_per_second > 0
+    with pytest.raises(ValueError, match="at least 2"):
+        phases.training_rate(model, data, 2, BATCH, epochs=1)
+
+
 def test_op_table_names_the_op_made_slow_on_purpose():
     def heavy(x):
         m = tf.fill([120, 120], tf.cast(x, tf.float32) / 1e3)

@@ -55,9 +55,13 @@ def _epoch_clock():
     import keras
 
     class EpochClock(keras.callbacks.Callback):
-        def __init__(self, before_epoch=None):
+        """Times each epoch; stops the fit once `epochs` have run and the ones after the first (which traces and
+        warms up) add up to `min_seconds`."""
+
+        def __init__(self, before_epoch=None, epochs: int = 2, min_seconds: float = 0.0):
             super().__init__()
             self.seconds, self.cpu_seconds, self._before = [], [], before_epoch
+            self._epochs, self._min_seconds = epochs, min_seconds
 
         def on_epoch_begin(self, epoch, logs=None):
             if self._before is not None:
@@ -67,6 +71,8 @@ def _epoch_clock():
         def on_epoch_end(self, epoch, logs=None):
             self.seconds.append(time.perf_counter() - self._start)
             self.cpu_seconds.append(_cpu_seconds() - self._cpu_start)
+            if len(self.seconds) >= self._epochs and sum(self.seconds[1:]) >= self._min_seconds:
+                self.model.stop_training = True
 
     return EpochClock
 
@@ -77,15 +83,37 @@ class TrainingRate:
     cpu_seconds_per_item: float  # CPU time of the whole process (all threads) per item trained
 
 
+# An epoch of the analysis' subset, or of a small dataset, can take a tenth of a second on a fast job: single
+# epochs' rates spread by +-10% on 2 shared cores (the benchmark's job served by a cache: 2,675-3,547 items/s over 60
+# epochs), medians of 3 by as much, medians of 10 by +-3.5%. A measurement with `min_seconds` runs as many epochs
+# as fill them; MAX_EPOCHS only bounds a fit whose epochs take no time.
+MAX_EPOCHS = 10_000
+
+
 def training_rate(
-    model, dataset: tf.data.Dataset, steps: int, batch_size: int, before_epoch=None, epochs: int = 2, callbacks=()
+    model,
+    dataset: tf.data.Dataset,
+    steps: int,
+    batch_size: int,
+    before_epoch=None,
+    epochs: int = 2,
+    callbacks=(),
+    min_seconds: float = 0.0,
 ) -> TrainingRate:
     """model.fit over `dataset` (repeated, on one iterator; `steps` batches an epoch): the median of the epochs
-    after the first (which traces and warms up). `before_epoch` runs before each epoch, outside the timing (e.g.
-    dropping caches); `callbacks` run besides the clock."""
-    clock = _epoch_clock()(before_epoch)
+    after the first (which traces and warms up), of which there are `epochs` - 1, or more until they last
+    `min_seconds`. `before_epoch` runs before each epoch, outside the timing (e.g. dropping caches); `callbacks`
+    run besides the clock."""
+    if epochs < 2:
+        raise ValueError(f"epochs must be at least 2 (the first is not timed), got {epochs}")
+    clock = _epoch_clock()(before_epoch, epochs, min_seconds)
     model.fit(
-        dataset.repeat(), steps_per_epoch=steps, epochs=epochs, shuffle=False, verbose=0, callbacks=[*callbacks, clock]
+        dataset.repeat(),
+        steps_per_epoch=steps,
+        epochs=epochs if min_seconds <= 0 else MAX_EPOCHS,
+        shuffle=False,
+        verbose=0,
+        callbacks=[*callbacks, clock],
     )
     items = steps * batch_size
     return TrainingRate(items / statistics.median(clock.seconds[1:]), statistics.median(clock.cpu_seconds[1:]) / items)
@@ -98,13 +126,13 @@ TRAINING_ROUNDS = 3
 STALL_WINDOWS_READ = 2 * TRAINING_ROUNDS  # subsets the storage turns read: a warm-up window and a timed one each
 
 
-def _training_in_turns(model, runs: dict, steps: int, batch_size: int, rounds: int) -> dict:
+def _training_in_turns(model, runs: dict, steps: int, batch_size: int, rounds: int, min_seconds: float = 0.0) -> dict:
     """{key: the median by rate of `rounds` TrainingRates}: `runs` maps a key to (dataset, before_epoch), and
     each round runs every one of them in turn, a model.fit of its own (see training_rate)."""
     rates = {key: [] for key in runs}
     for _ in range(rounds):
         for key, (dataset, before_epoch) in runs.items():
-            rates[key].append(training_rate(model, dataset, steps, batch_size, before_epoch))
+            rates[key].append(training_rate(model, dataset, steps, batch_size, before_epoch, min_seconds=min_seconds))
     return {key: sorted(runs_of, key=lambda r: r.items_per_second)[len(runs_of) // 2] for key, runs_of in rates.items()}
 
 
@@ -251,6 +279,7 @@ def fetch_rate(pipeline: InputPipeline, items: int) -> ReadRate:
 @dataclasses.dataclass(frozen=True)
 class ServedSubset:
     reads: tf.data.Dataset  # the subset's read stage, every item a hit of a filled MinIO cache
+    items: int  # in the subset
     cache_bytes_per_stored_byte: float  # what the cache counts per byte stored (its items' headers and keys)
 
 
@@ -265,17 +294,29 @@ def served_subset(pipeline: InputPipeline, items: int):
         stored = _pass_totals(reads)[2]  # the fill: bytes read from storage
         if not stored:
             stored = items * pipeline.bytes_per_item
-        yield ServedSubset(reads, max(1.0, cache.stats().bytes / stored))
+        yield ServedSubset(reads, items, max(1.0, cache.stats().bytes / stored))
+
+
+# The job served by the cache is the what-if's base on the CPU: each of its runs lasts SERVED_SECONDS after a
+# warm-up window. With one window a run (a tenth of a second on the benchmark's fetch-bound job), two analyses of
+# one setup predicted 3,469 and 3,873 items/s for one configuration. Its pipeline restarts where the job's epochs
+# would, every num_items items, as model.fit's do: prep on 2 threads over the subset repeated without end (a
+# pipeline that never restarts) ran 7-9% slower than the benchmark's whole dataset of 640 items an epoch served by
+# a cache (3,123 against 3,347 items/s, 5 rounds in turns), and as fast with the subset's pipeline restarted every
+# 640 items (3,431); on 1 thread all three alike.
+SERVED_SECONDS = 1.0
 
 
 def served_training_rates(
     model, pipeline: InputPipeline, served: ServedSubset, parallelisms: list, steps: int, rounds: int = TRAINING_ROUNDS
 ) -> dict[int | None, TrainingRate]:
     """The job on the subset the cache serves, prep at each of `parallelisms` (None: AUTOTUNE), `steps` batches a
-    window: a model.fit of two windows (the first warms up) per parallelism, in turns for `rounds` rounds; the
-    median window by rate. One window each gave rates 10-15% apart between analyses of one setup."""
-    runs = {k: (pipeline.prepared(served.reads.repeat(), k), None) for k in parallelisms}
-    return _training_in_turns(model, runs, steps, pipeline.batch_size, rounds)
+    window, its pipeline started again every epoch of the job's size (the subset repeated to num_items): a
+    model.fit per parallelism of a warm-up window and as many more as last SERVED_SECONDS, in turns for `rounds`
+    rounds; the median run by rate (each run's rate the median of its windows)."""
+    epoch = served.reads.repeat(max(1, round(pipeline.num_items / served.items)))
+    runs = {k: (pipeline.prepared(epoch, k), None) for k in parallelisms}
+    return _training_in_turns(model, runs, steps, pipeline.batch_size, rounds, SERVED_SECONDS)
 
 
 def cache_fetch_rate(pipeline: InputPipeline, served: ServedSubset) -> ReadRate:
