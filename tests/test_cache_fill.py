@@ -51,7 +51,8 @@ def test_a_real_cache_holds_whole_records_within_the_models_range(photo_folder, 
     capacity = int(0.5 * (sum(sizes) + header * len(sizes)))
     rng = np.random.default_rng(0)
     costs = np.asarray(sizes, dtype=np.float64) + header
-    outcomes = [admitted_bytes(np.asarray(sizes)[o], costs[o], capacity) for o in map(rng.permutation, [8] * 2000)]
+    orders = (rng.permutation(len(sizes)) for _ in range(2000))
+    outcomes = [admitted_bytes(np.asarray(sizes)[o], costs[o], capacity) for o in orders]
     # every subset of whole records, for the bytes the cache holds to be one of them (headers vary by a few bytes)
     whole_records = {sum(c) for n in range(len(sizes) + 1) for c in itertools.combinations(sizes, n)}
     for seed in range(3):

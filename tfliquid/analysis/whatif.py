@@ -79,8 +79,12 @@ class Measurements:
         its bytes, and the cache's headers and keys as measured on the subset (the same per item or record at
         any scan group), CACHE_SLACK over (the subset's items stand for the dataset's). Sized at the bytes
         alone, a cache for the whole dataset held 9 of its 10 PCR records."""
-        headers = self.dataset_bytes * (self.cache_bytes_per_stored_byte - 1)
-        return math.ceil(change.cache_fraction * (self.stored_bytes(change) + headers) * CACHE_SLACK)
+        return math.ceil(change.cache_fraction * (self.stored_bytes(change) + self.cache_headers) * CACHE_SLACK)
+
+    @property
+    def cache_headers(self) -> float:
+        """The bytes a MinIO cache of the whole dataset counts besides the items' own: their headers and keys."""
+        return self.dataset_bytes * (self.cache_bytes_per_stored_byte - 1)
 
     def cache_share(self, change: Change) -> float:
         """The share of the dataset's bytes (as the change stores them) that a cache of cache_capacity(change)
@@ -93,8 +97,7 @@ class Measurements:
             return change.cache_fraction
         # Converted files (L3, Liquid) keep the records' proportions: the pipeline's sizes, scaled.
         scale = self.stored_bytes(change) / sum(items)
-        headers = self.dataset_bytes * (self.cache_bytes_per_stored_byte - 1)
-        header_per_item = headers / len(self.cache_item_bytes[self.scan_group])
+        header_per_item = self.cache_headers / len(self.cache_item_bytes[self.scan_group])
         return held_share([size * scale for size in items], header_per_item, self.cache_capacity(change))
 
     def stored_bytes(self, change: Change) -> float:
