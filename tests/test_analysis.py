@@ -252,6 +252,18 @@ def _heavy(element):
     return tf.image.resize(image, [32, 32]) / 255.0, element["label"]
 
 
+def test_prep_variants_in_turns_keep_their_order_and_share_the_reference(png_files):
+    paths, labels = png_files
+    light = tfliquid.analysis.file_pipeline(paths[:32], labels[:32], _light, BATCH, seed=0)
+    raw, _ = phases.cached_raw(light, 32)
+    variants = {None: (light, raw), "same": (light, raw), "heavy": (light.replace(preprocess=_heavy), raw)}
+    rates = phases.prep_rates_in_turns(variants, None, parallelism=2, rounds=3)
+    assert set(rates) == set(variants)
+    # The reference's rate is its best pass; each variant is that times its median ratio, pass for pass.
+    assert 0.7 < rates["same"] / rates[None] < 1.3, rates
+    assert rates["heavy"] < 0.5 * rates[None], rates  # 12 resizes at twice the size, each way, per item
+
+
 @pytest.mark.slow
 def test_fetch_bound_setup_is_classified_as_fetch(png_files):
     paths, labels = png_files

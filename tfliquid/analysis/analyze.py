@@ -67,7 +67,7 @@ def analyze(
     start = time.perf_counter()
     weights = model.get_weights()
     groups = [None] if not pipeline.scan_groups else [None, *range(1, pipeline.scan_groups)]
-    steps_total = 8 + len(groups) + (2 if pipeline.png else 0)
+    steps_total = 9 + len(groups) + (2 if pipeline.png else 0)
     bar = Progress(steps_total, "phase", enabled=progress)
     done = iter(range(1, steps_total + 1))
 
@@ -105,28 +105,34 @@ def analyze(
         ops = phases.op_table(pipeline.prepared(pipeline.reads().take(items)), steps_per_epoch - 1)
         ledger.charge(pipeline, items)
         phase_done()
-        prep_by_group = {pipeline.scan_group: phases.prep_rate(pipeline, raw, cores)}
+        # The prep variants the what-if scales P by (other scan groups; L3 or raw instead of PNG), in turns with
+        # the pipeline's own (phases.prep_rates_in_turns).
+        prep_variants = {pipeline.scan_group: (pipeline, raw)}
         read_cpu_by_group = {pipeline.scan_group: read_cpu}
         cache_by_group = {pipeline.scan_group: cache_fetch}
         for group in groups:
             if group != pipeline.scan_group:
                 variant = pipeline.replace(scan_group=group)
                 variant_raw, read_cpu_by_group[group] = phases.cached_raw(variant, items)
-                prep_by_group[group] = phases.prep_rate(variant, variant_raw, cores)
+                prep_variants[group] = (variant, variant_raw)
                 with phases.served_subset(variant, items) as variant_served:
                     cache_by_group[group] = phases.cache_fetch_rate(variant, variant_served)
                 ledger.charge(variant, (phases.CACHED_RAW_READS + 1) * items)  # and the cache's fill
             phase_done()
-        l3_prep = l3_ratio = raw_prep = raw_ratio = None
+        l3_ratio = raw_ratio = None
         if pipeline.png:
             from tfliquid.l3 import decode_l3, encode_l3
 
             l3_sample, l3_ratio = _stored_sample(pipeline, raw, items, encode_l3)
-            l3_prep = phases.prep_rate(pipeline.replace(decode=decode_l3), l3_sample, cores)
+            prep_variants["l3"] = (pipeline.replace(decode=decode_l3), l3_sample)
             phase_done()
             pixels, raw_ratio = _stored_sample(pipeline, raw, items, tf.identity)
-            raw_prep = phases.prep_rate(pipeline.replace(decode=tf.identity), pixels, cores)
+            prep_variants["raw"] = (pipeline.replace(decode=tf.identity), pixels)
             phase_done()
+        prep_by_variant = phases.prep_rates_in_turns(prep_variants, pipeline.scan_group, cores)
+        prep_by_group = {group: prep_by_variant[group] for group in groups}
+        l3_prep, raw_prep = prep_by_variant.get("l3"), prep_by_variant.get("raw")
+        phase_done()
     finally:
         model.set_weights(weights)
         bar.close()

@@ -184,23 +184,49 @@ def cached_raw(pipeline: InputPipeline, items: int) -> tuple[tf.data.Dataset, fl
     return raw, _marginal_read_rate(pipeline, reads, CACHED_RAW_READS - 2).cpu_seconds_per_item
 
 
+def _prep_pass(pipeline: InputPipeline, raw: tf.data.Dataset, parallelism, repeats: int):
+    return timed_pass(pipeline.prepared(raw.repeat(repeats), parallelism))
+
+
+def _sized_prep_pass(pipeline: InputPipeline, raw: tf.data.Dataset, parallelism) -> tuple[int, list]:
+    """(the repeats of the subset a pass needs to last PREP_PASS_SECONDS, [a first pass of SUBSET_REPEATS if it
+    lasted that long: it counts])."""
+    first = _prep_pass(pipeline, raw, parallelism, SUBSET_REPEATS)
+    if first.seconds >= PREP_PASS_SECONDS:
+        return SUBSET_REPEATS, [first]
+    return min(MAX_SUBSET_REPEATS, math.ceil(SUBSET_REPEATS * PREP_PASS_SECONDS / first.seconds)), []
+
+
 def prep_rate(
     pipeline: InputPipeline, raw: tf.data.Dataset, parallelism: int | None | str = "pipeline", passes: int = 2
 ) -> float:
     """P: items/s of the prep stage (and batching) over raw elements in memory, no model; best of `passes`, each
     reading the elements through one pipeline SUBSET_REPEATS times, or as many more (up to MAX_SUBSET_REPEATS)
     as fill PREP_PASS_SECONDS at the rate of a first pass of SUBSET_REPEATS, which then does not count."""
-
-    def one_pass(repeats: int):
-        return timed_pass(pipeline.prepared(raw.repeat(repeats), parallelism))
-
-    first = one_pass(SUBSET_REPEATS)
-    timings, repeats = [first], SUBSET_REPEATS
-    if first.seconds < PREP_PASS_SECONDS:
-        repeats = min(MAX_SUBSET_REPEATS, math.ceil(SUBSET_REPEATS * PREP_PASS_SECONDS / first.seconds))
-        timings = []
-    timings += [one_pass(repeats) for _ in range(passes - len(timings))]
+    repeats, timings = _sized_prep_pass(pipeline, raw, parallelism)
+    timings += [_prep_pass(pipeline, raw, parallelism, repeats) for _ in range(passes - len(timings))]
     return max(t.elements / t.seconds for t in timings)
+
+
+# This machine's speed shifts by up to 15% for tens of seconds at a time (the prep-bound job ran near 710 or near
+# 815 items/s on the same 1.95 cores of CPU), so prep variants compared with each other are measured in turns.
+PREP_TURNS = 3
+
+
+def prep_rates_in_turns(variants: dict, reference, parallelism: int, rounds: int = PREP_TURNS) -> dict:
+    """P of each variant (key -> (InputPipeline, its raw elements in memory)) on `parallelism` threads, in turns:
+    `rounds` rounds of one pass of each (sized as prep_rate's; the order reversed every other round). The
+    `reference` variant's rate is its best pass; each other's is that times the median of its passes' ratios to
+    the reference's pass of the same round."""
+    repeats = {key: _sized_prep_pass(pipeline, raw, parallelism)[0] for key, (pipeline, raw) in variants.items()}
+    rates, order = {key: [] for key in variants}, list(variants)
+    for round_ in range(rounds):
+        for key in order if round_ % 2 == 0 else order[::-1]:
+            pipeline, raw = variants[key]
+            timing = _prep_pass(pipeline, raw, parallelism, repeats[key])
+            rates[key].append(timing.elements / timing.seconds)
+    best, by_round = max(rates[reference]), rates[reference]
+    return {key: best * statistics.median(r / ref for r, ref in zip(rates[key], by_round)) for key in variants}
 
 
 def bytes_read_by_this_process() -> int | None:
