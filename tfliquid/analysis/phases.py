@@ -205,7 +205,7 @@ def prep_rate(
     as fill PREP_PASS_SECONDS at the rate of a first pass of SUBSET_REPEATS, which then does not count."""
     repeats, timings = _sized_prep_pass(pipeline, raw, parallelism)
     timings += [_prep_pass(pipeline, raw, parallelism, repeats) for _ in range(passes - len(timings))]
-    return max(t.elements / t.seconds for t in timings)
+    return max(t.rate for t in timings)
 
 
 # This machine's speed shifts by up to 15% for tens of seconds at a time (the prep-bound job ran near 710 or near
@@ -223,8 +223,7 @@ def prep_rates_in_turns(variants: dict, reference, parallelism: int, rounds: int
     for round_ in range(rounds):
         for key in order if round_ % 2 == 0 else order[::-1]:
             pipeline, raw = variants[key]
-            timing = _prep_pass(pipeline, raw, parallelism, repeats[key])
-            rates[key].append(timing.elements / timing.seconds)
+            rates[key].append(_prep_pass(pipeline, raw, parallelism, repeats[key]).rate)
     best, by_round = max(rates[reference]), rates[reference]
     return {key: best * statistics.median(r / ref for r, ref in zip(rates[key], by_round)) for key in variants}
 
