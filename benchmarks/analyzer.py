@@ -20,7 +20,8 @@ its callback's hooks, timed directly, over the step time (model.fit epoch times 
 alternating turns, are printed too: on these 2 shared cores they move by up to 10% between rounds, more than the
 monitor costs).
 Targets (issue 16): every prediction within 5% of its measurement; the recommendation >= 95% of the best
-configuration measured; the thread plan >= AUTOTUNE; StallMonitor's cost below 2% of the step time.
+configuration measured (the median of the rounds' ratios: the two are measured side by side in each round); the
+thread plan >= AUTOTUNE; StallMonitor's cost below 2% of the step time.
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ def validate(name: str, model, pipeline, grid: list[Change], rounds: int = ROUND
     analysis' own error against the measured median is printed too), its measurement the median of the rounds:
     analyses and measurements taken in the same turns see the same drift of this machine's speed (one
     configuration's epochs moved from 3,150 to 3,800 items/s over a minute). Returns (|error| per configuration,
-    the recommendation measured / the best configuration measured)."""
+    the recommendation's rate over the best configuration's (by median) in each round)."""
     reports, results = [], {}
     for round_ in range(rounds):
         report = tfliquid.analysis.analyze(model, pipeline, subset_items=SUBSET, progress=False)
@@ -150,16 +151,22 @@ def validate(name: str, model, pipeline, grid: list[Change], rounds: int = ROUND
             f"{common.median_and_range(measured.rates, '{:.0f}'):>26s}  {error:+6.1%}  "
             f"{common.median_and_range(hits, '{:.3f}') if hits else ''}"
         )
-    applied, best = medians[recommended], max(medians[change] for change in grid)
+    # Judged round by round, as a ratio to the best configuration measured beside it: this machine's speed shifts
+    # by up to 15% for tens of seconds, and 3 of 5 rounds in its slow state put one configuration's median there
+    # (AUTOTUNE, prep-bound: 711 [704-826] items/s beside 2 threads' 803 [795-836]).
+    best_change = max(grid, key=lambda change: medians[change])
+    applied, best = medians[recommended], medians[best_change]
+    paired = [ours / theirs for ours, theirs in zip(results[recommended].rates, results[best_change].rates)]
     print(
-        f"  * the first analysis' recommendation ({describe(recommended)}): measured {applied:.0f} = "
-        f"{applied / best:.2f} of the best configuration of the grid measured ({best:.0f})\n"
+        f"  * the first analysis' recommendation ({describe(recommended)}): measured {applied:.0f}; against the best "
+        f"configuration of the grid measured ({describe(best_change)}: {best:.0f}), round by round "
+        f"{common.median_and_range(paired)} (the medians' ratio {applied / best:.3f})\n"
         f"  a single analysis' prediction against the measured median: |error| median {statistics.median(single):.1%},"
         f" largest {max(single):.1%}\n"
         f"  the fastest analysis' prediction against the fastest round (both in this machine's fast state, see "
         f"docs/analysis.md): |error| median {statistics.median(best_errors):.1%}, largest {max(best_errors):.1%}"
     )
-    return errors, applied / best
+    return errors, paired
 
 
 def thread_plans(pipeline, rounds: int = ROUNDS) -> list[float]:

@@ -3,6 +3,7 @@ hand-computed cases; every phase on real pipelines (PNG files read through the t
 small Keras model; fetch-bound and prep-bound setups told apart; the op table naming the op made slow on
 purpose; the recommendation's code run; the CLI; the thread plan; the monitor in model.fit."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -99,6 +100,18 @@ def test_whatif_arithmetic_by_hand():
     # Half of the reads from the cache (0.1 ms): the budget, 2 / (4 ms + 0.5 * 4 ms + 0.5 * 0.1 ms - 0.1 ms) =
     # 336.1, no longer binds; R = 300 does.
     assert predict(costly_reads, Change(cache_fraction=0.5))["rate"] == pytest.approx(300)
+    # The job's speed-up measured with scan group 2's prep (twice as fast): 1.25x, so its time follows beta =
+    # (1 / 1.25 - 1) / (400 / 800 - 1) = 0.4 of a change in prep's time: R' = 300 / (1 - 0.4 * 0.5) = 375 at group 2
+    # (not 300 / s = 467 as the split has it). Its CPU seconds still scale by s: the budget, 2 / (4 ms * s), = 778.
+    responsive = _measured(
+        model_on_cpu=True, prep_by_scan_group={None: 400.0, 2: 800.0}, response_variant=2, response_speedup=1.25
+    )
+    assert responsive.prep_response == pytest.approx(0.4)
+    assert cpu.prep_response == pytest.approx(1 - share)  # not measured: the split's
+    assert predict(responsive, Change(scan_group=2, cache_fraction=1.0))["rate"] == pytest.approx(375)
+    assert predict(responsive, Change(cache_fraction=1.0))["rate"] == pytest.approx(300)  # its own prep: R
+    # A cheaper prep that measured slower (noise) does not make the job slower: beta is 0, not negative.
+    assert dataclasses.replace(responsive, response_speedup=0.98).prep_response == 0
 
 
 def test_cache_capacity_by_hand():
@@ -264,6 +277,16 @@ def test_prep_variants_in_turns_keep_their_order_and_share_the_reference(png_fil
     assert rates["heavy"] < 0.5 * rates[None], rates  # 12 resizes at twice the size, each way, per item
 
 
+def test_job_speedup_pairs_the_jobs_round_by_round(png_files):
+    paths, labels = png_files
+    light = tfliquid.analysis.file_pipeline(paths[:32], labels[:32], _light, BATCH, seed=0)
+    raw, _ = phases.cached_raw(light, 32)
+    model = _small_model()
+    speedup = phases.job_speedup(model, light, raw, light.replace(preprocess=_heavy), raw, 32, rounds=2)
+    # The heavy prep (12 resizes at twice the size, each way) holds the job to less than half its rate.
+    assert 0 < speedup < 0.5, speedup
+
+
 @pytest.mark.slow
 def test_fetch_bound_setup_is_classified_as_fetch(png_files):
     paths, labels = png_files
@@ -288,6 +311,8 @@ def test_fetch_bound_setup_is_classified_as_fetch(png_files):
     assert report.prediction["rate"] > 2 * m.training
     assert m.l3_prep is not None and 1.0 < m.l3_bytes_ratio < 2.5  # PNG files: L3 was weighed, on the sample
     assert m.raw_prep > m.prep and m.raw_bytes_ratio > 1.5  # and Liquid's raw: no decode, more bytes
+    # On the CPU, how much of a change in prep reaches the job was measured with the prep that differs most: raw's.
+    assert m.response_variant == "raw" and m.response_speedup > 0 and 0 <= m.prep_response <= 1
     # the best ratio with nothing else changed (the recommendation may be another Liquid row, with a cache)
     liquid_rows = [p for name, p in report.whatif_rows() if name.startswith("Liquid png:raw") and "," not in name]
     assert len(liquid_rows) == 1 and liquid_rows[0]["rate"] > 0
@@ -296,6 +321,7 @@ def test_fetch_bound_setup_is_classified_as_fetch(png_files):
         np.testing.assert_array_equal(got, want)  # the analysis trained a copy of the weights, then restored them
     as_json = json.loads(report.to_json())
     assert as_json["stalls"]["bottleneck"] == "fetch" and as_json["recommendation"]["code"] == report.code()
+    assert as_json["prep_response"] == {"beta": m.prep_response, "variant": "raw", "job_speedup": m.response_speedup}
 
 
 @pytest.mark.slow

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import time
 
@@ -15,6 +16,10 @@ from tfliquid.analysis.scaling import fit_scaling
 from tfliquid.analysis.whatif import Measurements, recommend
 
 DEFAULT_SUBSET_BATCHES = 16
+# The job's speed-up with another prep is measured when some variant's prep rate differs from the pipeline's by this
+# share: the speed-up is known to about 2% (phases.job_speedup), so a smaller difference cannot tell how much of it
+# reaches the job (whatif.Measurements.prep_response), and changes that small move the job by no more than that.
+RESPONSE_MIN_DIFFERENCE = 0.1
 
 
 def _stored_sample(pipeline: InputPipeline, raw: tf.data.Dataset, items: int, store) -> tuple[tf.data.Dataset, float]:
@@ -33,6 +38,20 @@ def _stored_sample(pipeline: InputPipeline, raw: tf.data.Dataset, items: int, st
         png_bytes += int(element["png_bytes"])
         stored_bytes += int(element["bytes"])
     return converted.map(lambda e: {"image": e["image"], "label": e["label"]}), stored_bytes / png_bytes
+
+
+def _job_response(model, pipeline: InputPipeline, prep_variants: dict, prep_by_variant: dict, items: int):
+    """(the prep variant, the job's speed-up with it) for the variant whose prep rate differs most from the
+    pipeline's, or (None, None) when none differs by RESPONSE_MIN_DIFFERENCE."""
+    own = prep_by_variant[pipeline.scan_group]
+    others = [variant for variant in prep_variants if variant != pipeline.scan_group]
+    if not others:
+        return None, None
+    variant = max(others, key=lambda v: abs(math.log(prep_by_variant[v] / own)))
+    if abs(own / prep_by_variant[variant] - 1) < RESPONSE_MIN_DIFFERENCE:
+        return None, None
+    (_, raw), (variant_pipeline, variant_raw) = prep_variants[pipeline.scan_group], prep_variants[variant]
+    return variant, phases.job_speedup(model, pipeline, raw, variant_pipeline, variant_raw, items)
 
 
 def analyze(
@@ -63,11 +82,12 @@ def analyze(
     if items < pipeline.batch_size:
         raise ValueError(f"the subset ({items} items) holds no whole batch of {pipeline.batch_size}")
     budget = memory_budget_bytes if memory_budget_bytes is not None else _half_of_memory()
+    model_on_cpu = not tf.config.list_logical_devices("GPU")
     ledger = phases.Ledger()
     start = time.perf_counter()
     weights = model.get_weights()
     groups = [None] if not pipeline.scan_groups else [None, *range(1, pipeline.scan_groups)]
-    steps_total = 9 + len(groups) + (2 if pipeline.png else 0)
+    steps_total = 10 + len(groups) + (2 if pipeline.png else 0)
     bar = Progress(steps_total, "phase", enabled=progress)
     done = iter(range(1, steps_total + 1))
 
@@ -133,6 +153,12 @@ def analyze(
         prep_by_group = {group: prep_by_variant[group] for group in groups}
         l3_prep, raw_prep = prep_by_variant.get("l3"), prep_by_variant.get("raw")
         phase_done()
+        # On the CPU, how much of a cheaper (or dearer) prep reaches the job: measured with the variant that
+        # differs most (whatif.Measurements.prep_response).
+        response = (None, None)
+        if model_on_cpu:
+            response = _job_response(model, pipeline, prep_variants, prep_by_variant, items)
+        phase_done()
     finally:
         model.set_weights(weights)
         bar.close()
@@ -158,13 +184,15 @@ def analyze(
         scan_groups=pipeline.scan_groups,
         prep_by_scan_group=prep_by_group,
         read_cpu_by_scan_group=read_cpu_by_group,
-        model_on_cpu=not tf.config.list_logical_devices("GPU"),
+        model_on_cpu=model_on_cpu,
         cores=cores,
         dataset_bytes=pipeline.bytes_per_epoch(pipeline.scan_group),
         l3_prep=l3_prep,
         l3_bytes_ratio=l3_ratio,
         raw_prep=raw_prep,
         raw_bytes_ratio=raw_ratio,
+        response_variant=response[0],
+        response_speedup=response[1],
     )
     ledger.seconds = time.perf_counter() - start
     change, prediction, best = recommend(measured, budget)

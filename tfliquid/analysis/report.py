@@ -100,6 +100,21 @@ class Report:
             rows.append((_describe(change, self.pipeline), predict(m, change)))
         return rows
 
+    def _response_lines(self) -> list[str]:
+        """How much of a change in prep's time reaches the job on the CPU, and what it was measured with."""
+        m = self.measured
+        if not m.model_on_cpu:
+            return []
+        if m.response_speedup is None:
+            return [f"  the job follows {m.prep_response:.2f} of a change in prep's time (1 - m: not measured)"]
+        variant = m.variant_prep(m.response_variant) / m.prep_by_scan_group[m.scan_group]
+        variant_name = {None: "full fidelity", "l3": "L3", "raw": "raw pixels"}
+        name = variant_name.get(m.response_variant, f"scan group {m.response_variant}")
+        return [
+            f"  the job follows {m.prep_response:.2f} of a change in prep's time (with {name}'s prep, {variant:.2f}x"
+            f" as fast, it ran {m.response_speedup:.3f}x as fast)"
+        ]
+
     def to_dict(self) -> dict:
         m = self.measured
         fetch_stall, prep_stall = self.stalls
@@ -113,6 +128,11 @@ class Report:
                 "cache_fetch_C": m.cache_fetch,
                 "training": m.training,
                 "training_without_fetch": m.training_cached,
+            },
+            "prep_response": {
+                "beta": m.prep_response if m.model_on_cpu else None,
+                "variant": m.response_variant,
+                "job_speedup": m.response_speedup,
             },
             "prep_scaling": dataclasses.asdict(m.scaling) | {"threads_at_peak": m.scaling.threads_at_peak(m.cores)},
             "stalls": {"fetch": fetch_stall, "prep": prep_stall, "bottleneck": self.bottleneck},
@@ -147,6 +167,7 @@ class Report:
             f"  fetch F     {m.fetch:9.0f} items/s   ({m.fetch_bytes_per_second / 1e6:.1f} MB/s from storage)",
             f"  cache C     {m.cache_fetch:9.0f} items/s   (MinIO cache hits)",
             f"  training    {m.training:9.0f} items/s   (without fetch: {m.training_cached:.0f})",
+            *self._response_lines(),
             f"  stalls: fetch {fetch_stall:.0%}, prep {prep_stall:.0%} of epoch time; bottleneck: {self.bottleneck}",
             "",
             "  tf.data ops (output first)       elements  CPU share  us/element  AUTOTUNE chose",

@@ -16,9 +16,15 @@ epoch of the job's size) with prep on k threads (or AUTOTUNE), and c_R(k) the CP
 contention is measured, not modelled. (Measured over the subset in tf.data's memory instead, without the reads, the
 job ran 3,600-3,900 items/s where the cache served it at 3,650, and the cores' budget that added the hits' CPU to
 it predicted 3,000: CPU seconds counted include threads spinning for work, which yield it under contention.) Its
-time per item splits between the model and prep as 1/G to 1/P; a change of prep rate (another scan group, L3)
-scales prep's part, of both:
-    R'(k) = R(k) / s and c_R'(k) = c_R(k) * s,  s = m + (1 - m) * P / P',  m = (1/G) / (1/G + 1/P).
+CPU seconds per item split between the model and prep as 1/G to 1/P, and a change of prep rate (another scan group,
+L3, Liquid) scales prep's part; its time per item follows a share beta of the change in prep's, measured:
+    c_R'(k) = c_R(k) * s,  s = m + (1 - m) * P / P',  m = (1/G) / (1/G + 1/P)
+    R'(k) = R(k) / (1 + beta * (P / P' - 1)),  beta = (R / R_v - 1) / (P / P_v - 1), clamped to [0, 1]
+with R_v / R the job's speed-up over the subset in memory with the prep variant v whose rate differs most from the
+pipeline's (phases.job_speedup), and beta = 1 - m (the split's) when no variant differs by a tenth. The split alone
+credits the job with the whole saving: scan group 2's prep 28% faster made the benchmark's job 6% faster where it
+predicted 13% (beta 0.22 against 1 - m = 0.41), the job's cores idler with the cheaper prep (1.92 -> 1.81 of 2),
+while its CPU seconds per item fell as the split has them (505 -> 449-474 us, 460 predicted).
 Reads that cost more CPU than the hits R was measured with (c_C at each scan group, c_F from storage, at another
 scan group in the ratio measured between the groups' reads) add their difference:
     c'(k) = c_R'(k) + max(0, h c_C + (1-h) c_F - c_C(pipeline's group)),
@@ -73,6 +79,32 @@ class Measurements:
     cache_bytes_per_stored_byte: float = 1.0  # what a MinIO cache counts per byte stored: its items' headers, keys
     cache_item_bytes: dict[int | None, tuple[int, ...]] = dataclasses.field(default_factory=dict)  # scan group ->
     # the sizes of what a cache admits whole (PCR record prefixes, files); none: items too small to matter
+    response_variant: int | str | None = None  # the prep variant the job's speed-up was measured with: a scan
+    # group (None: full fidelity), "l3" or "raw"
+    response_speedup: float | None = None  # R_v / R, the job over the subset in memory (phases.job_speedup); None:
+    # not measured (no variant's prep differs enough, or the model is on an accelerator)
+
+    def variant_prep(self, variant) -> float:
+        """The prep rate on every core of a prep variant: a scan group, "l3" or "raw"."""
+        if variant == "l3":
+            return self.l3_prep
+        if variant == "raw":
+            return self.raw_prep
+        return self.prep_by_scan_group[variant]
+
+    @property
+    def model_share(self) -> float:
+        """m: the model's share of the job's work per item on the CPU, 1/G to 1/P (each alone on every core)."""
+        return (1 / self.ingestion) / (1 / self.ingestion + 1 / self.prep)
+
+    @property
+    def prep_response(self) -> float:
+        """beta: the share of a relative change in prep's time per item that the job's time per item follows on
+        the CPU, from the speed-up measured (1 - m when it was not measured)."""
+        if self.response_speedup is None:
+            return 1 - self.model_share
+        prep_change = self.prep_by_scan_group[self.scan_group] / self.variant_prep(self.response_variant) - 1
+        return min(1.0, max(0.0, (1 / self.response_speedup - 1) / prep_change))
 
     def cache_capacity(self, change: Change) -> int:
         """The capacity of a MinIO cache that holds the change's fraction of the dataset as the change stores it:
@@ -190,10 +222,11 @@ def predict(measured: Measurements, change: Change) -> dict[str, float]:
     g = measured.ingestion
     if not measured.model_on_cpu:
         return {"ingestion": g, "prep": prep, "fetch": fetch, "rate": min(g, prep, fetch)}
-    model_share = (1 / g) / (1 / g + 1 / measured.prep)
-    prep_scale = model_share + (1 - model_share) * measured.prep / base_prep
+    model_share = measured.model_share
+    cpu_scale = model_share + (1 - model_share) * measured.prep / base_prep
+    time_scale = 1 + measured.prep_response * (measured.prep / base_prep - 1)
     k = change.prep_parallelism if change.prep_parallelism in measured.training_served_by_threads else None
-    without_fetch = measured.training_served_by_threads[k] / prep_scale
+    without_fetch = measured.training_served_by_threads[k] / time_scale
     # The base was measured with every read a cache hit at the pipeline's scan group; hits at another group, and
     # reads from storage instead of hits, cost the CPU seconds per item measured for them (storage reads at another
     # group in the ratio measured between the groups' reads: parsing, checksums, copies).
@@ -202,7 +235,7 @@ def predict(measured: Measurements, change: Change) -> dict[str, float]:
     storage_cpu /= by_group[measured.scan_group]
     served_cpu = measured.cache_cpu_by_scan_group[measured.scan_group]
     read_cpu = cached * cache_cpu + (1 - cached) * storage_cpu
-    job_cpu = measured.training_cpu_by_threads[k] * prep_scale + max(0.0, read_cpu - served_cpu)
+    job_cpu = measured.training_cpu_by_threads[k] * cpu_scale + max(0.0, read_cpu - served_cpu)
     compute = min(without_fetch, measured.cores / job_cpu)
     from_storage = storage / (1.0 - cached) if cached < 1 else float("inf")
     return {"ingestion": g, "prep": prep, "fetch": fetch, "rate": min(compute, from_storage)}
