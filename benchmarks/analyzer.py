@@ -152,8 +152,8 @@ def validate(name: str, model, pipeline, grid: list[Change], rounds: int = ROUND
             f"{common.median_and_range(hits, '{:.3f}') if hits else ''}"
         )
     # Judged round by round, as a ratio to the best configuration measured beside it: this machine's speed shifts
-    # by up to 15% for tens of seconds, and 3 of 5 rounds in its slow state put one configuration's median there
-    # (AUTOTUNE, prep-bound: 711 [704-826] items/s beside 2 threads' 803 [795-836]).
+    # by up to 15% for tens of seconds, which a ratio of medians taken from different rounds counts as a difference
+    # between the configurations.
     best_change = max(grid, key=lambda change: medians[change])
     applied, best = medians[recommended], medians[best_change]
     paired = [ours / theirs for ours, theirs in zip(results[recommended].rates, results[best_change].rates)]

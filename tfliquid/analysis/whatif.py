@@ -22,9 +22,9 @@ L3, Liquid) scales prep's part; its time per item follows a share beta of the ch
     R'(k) = R(k) / (1 + beta * (P / P' - 1)),  beta = (R / R_v - 1) / (P / P_v - 1), clamped to [0, 1]
 with R_v / R the job's speed-up over the subset in memory with the prep variant v whose rate differs most from the
 pipeline's (phases.job_speedup), and beta = 1 - m (the split's) when no variant differs by a tenth. The split alone
-credits the job with the whole saving: scan group 2's prep 28% faster made the benchmark's job 6% faster where it
-predicted 13% (beta 0.22 against 1 - m = 0.41), the job's cores idler with the cheaper prep (1.92 -> 1.81 of 2),
-while its CPU seconds per item fell as the split has them (505 -> 449-474 us, 460 predicted).
+credits the job with the whole saving: scan group 2's prep 1.39x as fast (28% less time) made the benchmark's job
+1.06x as fast where it predicted 1.13x (beta 0.22 against 1 - m = 0.41), the job's cores idler with the cheaper prep
+(1.92 -> 1.81 of 2), while its CPU seconds per item fell as the split has them (505 -> 449-474 us, 460 predicted).
 Reads that cost more CPU than the hits R was measured with (c_C at each scan group, c_F from storage, at another
 scan group in the ratio measured between the groups' reads) add their difference:
     c'(k) = c_R'(k) + max(0, h c_C + (1-h) c_F - c_C(pipeline's group)),
