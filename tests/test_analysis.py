@@ -136,7 +136,10 @@ def test_cache_share_of_whole_records_by_hand():
     assert m.cache_share(Change(cache_fraction=1.0)) == 1.0 and m.cache_share(Change()) == 0.0
     # so 70% predicts what 50% does where records are unknown (items too small to matter: the fraction itself)
     assert _measured().cache_share(Change(cache_fraction=0.7)) == 0.7
-    assert predict(m, Change(cache_fraction=0.7))["rate"] == pytest.approx(198.0198, rel=1e-5)
+    # Whole records of 2.5 s each on storage, one read at a time: the job waits for each (record_reads), 133.3
+    # items/s (tests/test_record_reads.py), where reads spread over the epoch would give 198.0 (F'(h), h = 0.5).
+    assert predict(m, Change(cache_fraction=0.7))["rate"] == pytest.approx(1000 / 7.5)
+    assert predict(m, Change(cache_fraction=0.7))["fetch"] == pytest.approx(198.0198, rel=1e-5)
 
 
 def test_liquid_ratio_whatif_by_hand():
@@ -165,6 +168,8 @@ def test_recommendation_is_the_cheapest_change_near_the_best():
     assert best == pytest.approx(500)
     assert (change.scan_group, change.cache_fraction, change.l3) == (2, pytest.approx(0.2), False)
     assert prediction["rate"] == pytest.approx(1 / (0.2 / 40_000 + 0.8 / 400))
+    # AUTOTUNE is predicted alike, but a fixed parallelism is preferred: the one predicted fastest (1 thread: 250)
+    assert change.prep_parallelism == 2
     # When both fidelities reach the best (400), keeping full fidelity wins over saving memory: f = 0.8 (480.8
     # items/s of fetch; f = 0.7 gives 325.7) rather than group 2 without a cache.
     same_prep = _measured(prep_by_scan_group={None: 400.0, 2: 400.0})
@@ -322,6 +327,10 @@ def test_fetch_bound_setup_is_classified_as_fetch(png_files):
     as_json = json.loads(report.to_json())
     assert as_json["stalls"]["bottleneck"] == "fetch" and as_json["recommendation"]["code"] == report.code()
     assert as_json["prep_response"] == {"beta": m.prep_response, "variant": "raw", "job_speedup": m.response_speedup}
+    # The first read from idle storage: the throttle banks up to 50 ms of idle time, the read stage's start costs a
+    # little; the read stage maps files on its parallel reads (AUTOTUNE: one per core).
+    assert -0.06 <= m.storage_idle_offset < 0.05 and m.read_ahead == os.cpu_count()
+    assert as_json["rates_items_per_second"]["storage_idle_offset_seconds"] == m.storage_idle_offset
 
 
 @pytest.mark.slow

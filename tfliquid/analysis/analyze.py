@@ -108,6 +108,11 @@ def analyze(
         phase_done()
         fetch = phases.fetch_rate(pipeline, items)
         ledger.charge(pipeline, items)
+        idle_offset = 0.0
+        if pipeline.cache_item_bytes:  # whole records or files: the what-if replays their reads
+            idle_offset = phases.idle_read_offset(pipeline, fetch.bytes_per_second)
+            records = len(pipeline.cache_item_bytes(pipeline.scan_group))
+            ledger.charge(pipeline, phases.FIRST_READS * pipeline.num_items // records)
         phase_done()
         steps_per_epoch = items // pipeline.batch_size
         training, training_without_fetch = phases.job_with_and_without_fetch(model, pipeline, raw, items)
@@ -193,6 +198,8 @@ def analyze(
         raw_bytes_ratio=raw_ratio,
         response_variant=response[0],
         response_speedup=response[1],
+        storage_idle_offset=idle_offset,
+        read_ahead=pipeline.records_ahead(cores),
     )
     ledger.seconds = time.perf_counter() - start
     change, prediction, best = recommend(measured, budget)

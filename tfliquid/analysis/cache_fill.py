@@ -14,12 +14,13 @@ ORDERS = 64  # shuffled first epochs the expectation averages
 FINE_GRAINED = 1000  # items this many times smaller than the capacity: the last one's waste is below 0.1%
 
 
-def admitted_bytes(sizes: np.ndarray, costs: np.ndarray, capacity: float) -> float:
-    """The bytes MinIO's admission keeps of items arriving in this order (`costs`: what each counts against the
+def admitted(costs: np.ndarray, capacity: float) -> np.ndarray:
+    """Which of the items arriving in this order MinIO's admission keeps (`costs`: what each counts against the
     capacity, its bytes and header): each item that fits what is left is admitted."""
+    kept = np.zeros(len(costs), dtype=bool)
     in_turn = int(np.searchsorted(np.cumsum(costs), capacity, side="right"))  # admitted one after the other
+    kept[:in_turn] = True
     room = capacity - costs[:in_turn].sum()
-    held = sizes[:in_turn].sum()
     position = in_turn + 1  # the first that did not fit; smaller ones after it may
     while position < len(costs):
         fitting = np.flatnonzero(costs[position:] <= room)
@@ -27,9 +28,14 @@ def admitted_bytes(sizes: np.ndarray, costs: np.ndarray, capacity: float) -> flo
             break
         position += int(fitting[0])
         room -= costs[position]
-        held += sizes[position]
+        kept[position] = True
         position += 1
-    return float(held)
+    return kept
+
+
+def admitted_bytes(sizes: np.ndarray, costs: np.ndarray, capacity: float) -> float:
+    """The bytes MinIO's admission keeps of items arriving in this order (`admitted`)."""
+    return float(sizes[admitted(costs, capacity)].sum())
 
 
 def held_share(item_bytes: Sequence[float], header_bytes: float, capacity: float, seed: int = 0) -> float:

@@ -4,6 +4,7 @@ the job in isolation over a small subset and returns a rate in items per second.
   ingestion_rate       G: train steps on one batch repeated in memory (no input pipeline)
   prep_rate            P: the prep stage over raw items cached in memory, no model
   fetch_rate           F: the read stage alone, from storage (page cache dropped first, or the read throttle)
+  idle_read_offset     how much longer (or shorter) a read from idle storage takes than its bytes at F
   cache_fetch_rate     C: the read stage through a MinIO cache holding the subset (served_subset)
   training_rate        the whole job (or the job over a subset the cache serves: fetch stalls removed)
   job_with_and_without_fetch   the job on a subset from storage and from memory, in turns: the stall split
@@ -334,6 +335,28 @@ def fetch_rate(pipeline: InputPipeline, items: int) -> ReadRate:
     seconds, timed = end[0] - mark[0], count - skip
     read = end[1] - mark[1] if mark[1] is not None else timed * pipeline.bytes_per_item
     return ReadRate(timed / seconds, read / seconds, (end[2] - mark[2]) / timed)
+
+
+IDLE_SECONDS = 0.2  # storage left idle before each first read: longer than a read throttle banks (50 ms)
+FIRST_READS = 3
+
+
+def idle_read_offset(pipeline: InputPipeline, bytes_per_second: float) -> float:
+    """How much longer (negative: shorter) the read stage takes for its first item, from storage left idle, than
+    the item's record (or file) takes at the steady rate `bytes_per_second`: a disk's seek, or a read throttle
+    that lets a burst through after idling. The median of FIRST_READS, each on one read at a time from a cold page
+    cache, timed from the iterator's creation (an epoch's start pays that too). The replay of partly cached epochs
+    takes it (tfliquid.analysis.record_reads)."""
+    first_record = pipeline.cache_item_bytes(pipeline.scan_group)[0]  # the first read in stored order
+    reads = pipeline.replace(read_parallelism=1).reads(shuffle=False).take(1)
+    offsets = []
+    for _ in range(FIRST_READS):
+        drop_page_cache(pipeline.files)
+        time.sleep(IDLE_SECONDS)
+        start = time.perf_counter()
+        next(iter(reads))
+        offsets.append(time.perf_counter() - start - first_record / bytes_per_second)
+    return statistics.median(offsets)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,6 +29,8 @@ class InputPipeline:
     cache_item_bytes: scan_group -> the sizes of what a MinIO cache of the read stage admits whole (a PCR record's
       prefix, a file): a cache holds whole items, so less than its capacity. None: items too small to matter.
     files: the storage files, whose page cache a fetch measurement drops first.
+    read_ahead: parallel reads -> how many of the items a cache admits whole (records, files) the read stage opens
+      ahead of the one consumed (tfliquid.analysis.record_reads).
     scan_groups: 0, or the PCR dataset's number of scan groups (the scan-group what-if).
     png: the items are PNG files (the L3 what-if).
     source: how the user would write the read stage, for the recommendation's code: a format string with
@@ -43,6 +45,7 @@ class InputPipeline:
     bytes_per_epoch: Callable[[int | None], int]
     cache_item_bytes: Callable[[int | None], Sequence[int]] | None = None
     files: tuple[str, ...] = ()
+    read_ahead: Callable[[int], int] = lambda parallel_reads: parallel_reads
     scan_group: int | None = None
     scan_groups: int = 0
     png: bool = False
@@ -53,6 +56,10 @@ class InputPipeline:
     def prep(self, element):
         """The CPU work on one raw element: decode, then preprocess."""
         return self.preprocess({"image": self.decode(element["image"]), "label": element["label"]})
+
+    def records_ahead(self, cores: int) -> int:
+        """How many records (or files) the read stage opens ahead, at its parallelism (AUTOTUNE: `cores`)."""
+        return self.read_ahead(self.read_parallelism or cores)
 
     @property
     def bytes_per_item(self) -> float:
@@ -106,6 +113,7 @@ def pcr_pipeline(
         bytes_per_epoch=probe.bytes_per_epoch,
         cache_item_bytes=probe.record_bytes,
         files=tuple(records),
+        read_ahead=_interleave_read_ahead,
         scan_group=scan_group,
         scan_groups=probe.num_scan_groups,
         prep_parallelism=prep_parallelism,
@@ -113,6 +121,13 @@ def pcr_pipeline(
         source=f"tfliquid.PCRDataset({os.path.abspath(path)!r}, "
         "scan_group={scan_group}, decode=False, cache={cache})",
     )
+
+
+def _interleave_read_ahead(parallel_reads: int) -> int:
+    """Records a PCRDataset of k parallel reads opens ahead: tf.data's parallel interleave reads its cycle of k
+    and prefetches 2k more (kDefaultCyclePrefetchFactor); one read at a time is a plain interleave, which opens
+    the next record when the last one ends."""
+    return 1 if parallel_reads == 1 else 3 * parallel_reads
 
 
 def file_pipeline(

@@ -125,6 +125,8 @@ class Report:
                 "prep_by_threads": m.prep_by_threads,
                 "fetch_F": m.fetch,
                 "fetch_bytes_per_second": m.fetch_bytes_per_second,
+                "storage_idle_offset_seconds": m.storage_idle_offset,
+                "read_ahead": m.read_ahead,
                 "cache_fetch_C": m.cache_fetch,
                 "training": m.training,
                 "training_without_fetch": m.training_cached,
@@ -164,7 +166,9 @@ class Report:
             f"  prep P      {m.prep:9.0f} items/s   (1..{m.cores + 1} threads: "
             + ", ".join(f"{m.prep_by_threads[k]:.0f}" for k in sorted(m.prep_by_threads))
             + f"; peak at {m.scaling.threads_at_peak(m.cores)})",
-            f"  fetch F     {m.fetch:9.0f} items/s   ({m.fetch_bytes_per_second / 1e6:.1f} MB/s from storage)",
+            f"  fetch F     {m.fetch:9.0f} items/s   ({m.fetch_bytes_per_second / 1e6:.1f} MB/s from storage; a read"
+            f" from idle storage {m.storage_idle_offset * 1e3:+.0f} ms off its bytes' time; {m.read_ahead} read(s)"
+            " ahead)",
             f"  cache C     {m.cache_fetch:9.0f} items/s   (MinIO cache hits)",
             f"  training    {m.training:9.0f} items/s   (without fetch: {m.training_cached:.0f})",
             *self._response_lines(),
