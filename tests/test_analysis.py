@@ -5,6 +5,7 @@ purpose; the recommendation's code run; the CLI; the thread plan; the monitor in
 
 import dataclasses
 import json
+import math
 import os
 import subprocess
 import sys
@@ -316,8 +317,11 @@ def test_fetch_bound_setup_is_classified_as_fetch(png_files):
     assert report.prediction["rate"] > 2 * m.training
     assert m.l3_prep is not None and 1.0 < m.l3_bytes_ratio < 2.5  # PNG files: L3 was weighed, on the sample
     assert m.raw_prep > m.prep and m.raw_bytes_ratio > 1.5  # and Liquid's raw: no decode, more bytes
-    # On the CPU, how much of a change in prep reaches the job was measured with the prep that differs most: raw's.
-    assert m.response_variant == "raw" and m.response_speedup > 0 and 0 <= m.prep_response <= 1
+    # On the CPU, how much of a change in prep reaches the job was measured with the prep that differs most (raw's
+    # or L3's: both preps ran 2-3x PNG's here, and which is further varies from run to run).
+    own = m.prep_by_scan_group[m.scan_group]
+    differs_most = max(["l3", "raw"], key=lambda v: abs(math.log(m.variant_prep(v) / own)))
+    assert m.response_variant == differs_most and m.response_speedup > 0 and 0 <= m.prep_response <= 1
     # the best ratio with nothing else changed (the recommendation may be another Liquid row, with a cache)
     liquid_rows = [p for name, p in report.whatif_rows() if name.startswith("Liquid png:raw") and "," not in name]
     assert len(liquid_rows) == 1 and liquid_rows[0]["rate"] > 0
@@ -326,10 +330,15 @@ def test_fetch_bound_setup_is_classified_as_fetch(png_files):
         np.testing.assert_array_equal(got, want)  # the analysis trained a copy of the weights, then restored them
     as_json = json.loads(report.to_json())
     assert as_json["stalls"]["bottleneck"] == "fetch" and as_json["recommendation"]["code"] == report.code()
-    assert as_json["prep_response"] == {"beta": m.prep_response, "variant": "raw", "job_speedup": m.response_speedup}
-    # The first read from idle storage: the throttle banks up to 50 ms of idle time, the read stage's start costs a
-    # little; the read stage maps files on its parallel reads (AUTOTUNE: one per core).
-    assert -0.06 <= m.storage_idle_offset < 0.05 and m.read_ahead == os.cpu_count()
+    assert as_json["prep_response"] == {
+        "beta": m.prep_response,
+        "variant": m.response_variant,
+        "job_speedup": m.response_speedup,
+    }
+    # A read from idle storage ends sooner than its bytes at F (the throttle banks up to 50 ms of idle time), but
+    # not before it starts; the read stage maps files on its parallel reads (AUTOTUNE: one per core).
+    second_file_seconds = m.cache_item_bytes[None][1] / m.fetch_bytes_per_second
+    assert -second_file_seconds <= m.storage_idle_offset < 0 and m.read_ahead == os.cpu_count()
     assert as_json["rates_items_per_second"]["storage_idle_offset_seconds"] == m.storage_idle_offset
 
 

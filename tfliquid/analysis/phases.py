@@ -337,25 +337,36 @@ def fetch_rate(pipeline: InputPipeline, items: int) -> ReadRate:
     return ReadRate(timed / seconds, read / seconds, (end[2] - mark[2]) / timed)
 
 
-IDLE_SECONDS = 0.2  # storage left idle before each first read: longer than a read throttle banks (50 ms)
+IDLE_SECONDS = 0.2  # storage left idle before the timed read: longer than a read throttle banks (50 ms)
 FIRST_READS = 3
 
 
 def idle_read_offset(pipeline: InputPipeline, bytes_per_second: float) -> float:
-    """How much longer (negative: shorter) the read stage takes for its first item, from storage left idle, than
-    the item's record (or file) takes at the steady rate `bytes_per_second`: a disk's seek, or a read throttle
-    that lets a burst through after idling. The median of FIRST_READS, each on one read at a time from a cold page
-    cache, timed from the iterator's creation (an epoch's start pays that too). The replay of partly cached epochs
-    takes it (tfliquid.analysis.record_reads)."""
-    first_record = pipeline.cache_item_bytes(pipeline.scan_group)[0]  # the first read in stored order
-    reads = pipeline.replace(read_parallelism=1).reads(shuffle=False).take(1)
+    """How much later (negative: sooner) a read from storage left idle ends than its bytes take at the steady rate
+    `bytes_per_second`: a disk's seek, or a read throttle that lets a burst through after idling. The read stage
+    reads one record (or file) at a time in stored order from a cold page cache; after the first record's items,
+    storage idles for IDLE_SECONDS, and the next item (the second record, opened and read) is timed, less its
+    bytes at the steady rate. Timed mid-stream: a first item's time would count the stage's start (its iterator
+    and threads, 30-40 ms here), which an epoch pays once, not every read. The median of FIRST_READS; 0 with
+    fewer than 2 records. The replay of partly cached epochs takes it (tfliquid.analysis.record_reads)."""
+    sizes = pipeline.cache_item_bytes(pipeline.scan_group)
+    if len(sizes) < 2:
+        return 0.0
+    options = tf.data.Options()
+    # Neither a prefetch tf.data injects nor a map it makes parallel reads the next record ahead.
+    options.experimental_optimization.inject_prefetch = False
+    options.experimental_optimization.map_parallelization = False
+    one_at_a_time = pipeline.replace(read_parallelism=1)
     offsets = []
     for _ in range(FIRST_READS):
         drop_page_cache(pipeline.files)
+        items = iter(one_at_a_time.reads(shuffle=False).with_options(options))
+        for _ in range(pipeline.first_read_items):
+            next(items)
         time.sleep(IDLE_SECONDS)
         start = time.perf_counter()
-        next(iter(reads))
-        offsets.append(time.perf_counter() - start - first_record / bytes_per_second)
+        next(items)
+        offsets.append(time.perf_counter() - start - sizes[1] / bytes_per_second)
     return statistics.median(offsets)
 
 

@@ -31,6 +31,7 @@ class InputPipeline:
     files: the storage files, whose page cache a fetch measurement drops first.
     read_ahead: parallel reads -> how many of the items a cache admits whole (records, files) the read stage opens
       ahead of the one consumed (tfliquid.analysis.record_reads).
+    first_read_items: the items the read stage yields from its first record (or file) in stored order.
     scan_groups: 0, or the PCR dataset's number of scan groups (the scan-group what-if).
     png: the items are PNG files (the L3 what-if).
     source: how the user would write the read stage, for the recommendation's code: a format string with
@@ -46,6 +47,7 @@ class InputPipeline:
     cache_item_bytes: Callable[[int | None], Sequence[int]] | None = None
     files: tuple[str, ...] = ()
     read_ahead: Callable[[int], int] = lambda parallel_reads: parallel_reads
+    first_read_items: int = 1
     scan_group: int | None = None
     scan_groups: int = 0
     png: bool = False
@@ -114,6 +116,7 @@ def pcr_pipeline(
         cache_item_bytes=probe.record_bytes,
         files=tuple(records),
         read_ahead=_interleave_read_ahead,
+        first_read_items=probe.record_images[0],
         scan_group=scan_group,
         scan_groups=probe.num_scan_groups,
         prep_parallelism=prep_parallelism,
@@ -159,7 +162,9 @@ def file_pipeline(
             indices = indices.shuffle(len(paths), seed=seed)
         parallel = AUTOTUNE if num_parallel_reads is None else num_parallel_reads
         if cache is None:
-            return indices.map(fetch, num_parallel_calls=parallel)
+            # One read at a time: a plain map, which reads the next file when asked for it (a parallel map of 1
+            # reads it ahead), unless tf.data's map_parallelization makes it parallel.
+            return indices.map(fetch, num_parallel_calls=None if parallel == 1 else parallel)
         return indices.apply(minio_cache(fetch, cache=cache, num_parallel_calls=parallel))
 
     return InputPipeline(

@@ -284,6 +284,11 @@ class PCRDataset(tf.data.Dataset):
         return len(self._index.records)
 
     @property
+    def record_images(self) -> list[int]:
+        """Images in each record, in the index's order (record_bytes' order)."""
+        return [record.num_images for record in self._index.records]
+
+    @property
     def num_scan_groups(self) -> int:
         """G: the dataset's scan groups; scan group G is full fidelity."""
         return self._index.num_scan_groups
