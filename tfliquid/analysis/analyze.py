@@ -110,9 +110,8 @@ def analyze(
         ledger.charge(pipeline, items)
         idle_offset = 0.0
         if pipeline.cache_item_bytes:  # whole records or files: the what-if replays their reads
-            idle_offset = phases.idle_read_offset(pipeline, fetch.bytes_per_second)
-            records = len(pipeline.cache_item_bytes(pipeline.scan_group))
-            ledger.charge(pipeline, phases.FIRST_READS * 2 * pipeline.num_items // records)  # 2 records each
+            idle_offset, idle_items = phases.idle_read_offset(pipeline, fetch.bytes_per_second)
+            ledger.charge(pipeline, idle_items)
         phase_done()
         steps_per_epoch = items // pipeline.batch_size
         training, training_without_fetch = phases.job_with_and_without_fetch(model, pipeline, raw, items)

@@ -341,17 +341,19 @@ IDLE_SECONDS = 0.2  # storage left idle before the timed read: longer than a rea
 FIRST_READS = 3
 
 
-def idle_read_offset(pipeline: InputPipeline, bytes_per_second: float) -> float:
+def idle_read_offset(pipeline: InputPipeline, bytes_per_second: float) -> tuple[float, int]:
     """How much later (negative: sooner) a read from storage left idle ends than its bytes take at the steady rate
     `bytes_per_second`: a disk's seek, or a read throttle that lets a burst through after idling. The read stage
     reads one record (or file) at a time in stored order from a cold page cache; after the first record's items,
     storage idles for IDLE_SECONDS, and the next item (the second record, opened and read) is timed, less its
     bytes at the steady rate. Timed mid-stream: a first item's time would count the stage's start (its iterator
     and threads, 30-40 ms here), which an epoch pays once, not every read. The median of FIRST_READS; 0 with
-    fewer than 2 records. The replay of partly cached epochs takes it (tfliquid.analysis.record_reads)."""
+    fewer than 2 records. The replay of partly cached epochs takes it (tfliquid.analysis.record_reads). Returns
+    (the offset, seconds; the items of the records it read from storage, the second taken as large as the
+    first)."""
     sizes = pipeline.cache_item_bytes(pipeline.scan_group)
     if len(sizes) < 2:
-        return 0.0
+        return 0.0, 0
     options = tf.data.Options()
     # Neither a prefetch tf.data injects nor a map it makes parallel reads the next record ahead.
     options.experimental_optimization.inject_prefetch = False
@@ -367,7 +369,7 @@ def idle_read_offset(pipeline: InputPipeline, bytes_per_second: float) -> float:
         start = time.perf_counter()
         next(items)
         offsets.append(time.perf_counter() - start - sizes[1] / bytes_per_second)
-    return statistics.median(offsets)
+    return statistics.median(offsets), FIRST_READS * 2 * pipeline.first_read_items
 
 
 @dataclasses.dataclass(frozen=True)
