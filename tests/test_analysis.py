@@ -20,6 +20,7 @@ from PIL import Image
 
 import tfliquid
 from tfliquid.analysis import Change, Measurements, ScalingFit, fit_scaling, phases, predict
+from tfliquid.analysis.recommendation import checked_recommendation
 from tfliquid.analysis.whatif import NEAR_BEST, candidate_changes, fetch_with_cache, recommend
 from tfliquid.samples import photos as sample_photos
 
@@ -293,6 +294,33 @@ def test_job_speedup_pairs_the_jobs_round_by_round(png_files):
     assert 0 < speedup < 0.5, speedup
 
 
+def test_the_recommendations_prep_is_checked_before_it_is_recommended(png_files):
+    # By hand, the job's response unmeasured (1 - m = 0.71), scan group 2's prep (twice as fast) is predicted to
+    # lift the job to 467 items/s with a fifth of it cached: the recommendation. Its prep is then measured in the
+    # job: here "scan group 2" is a heavy prep, so the job runs at less than half the rate with it, the response
+    # to it is 0 (a cheaper prep does not slow the job), and the recommendation moves to full fidelity, 70% cached
+    # (300 items/s: R). The pipeline's own prep needs no check.
+    paths, labels = png_files
+    light = tfliquid.analysis.file_pipeline(paths[:32], labels[:32], _light, BATCH, seed=0)
+    raw, _ = phases.cached_raw(light, 32)
+    guessed = _measured(model_on_cpu=True, prep_by_scan_group={None: 400.0, 2: 800.0})
+    assert recommend(guessed, 1e12)[0] == Change(cache_fraction=0.2, scan_group=2, prep_parallelism=2)
+    variants = {None: (light, raw), 2: (light.replace(preprocess=_heavy), raw)}
+    model = _small_model()
+    before = [w.copy() for w in model.get_weights()]
+    try:
+        checked, (change, prediction, _) = checked_recommendation(model, light, variants, 32, guessed, 1e12)
+    finally:
+        model.set_weights(before)
+    assert set(checked.checked_speedups) == {2} and 0 < checked.checked_speedups[2] < 0.5, checked.checked_speedups
+    assert checked.prep_response_to(2) == 0 and checked.prep_response == guessed.prep_response
+    assert change == Change(cache_fraction=pytest.approx(0.7), scan_group=None, prep_parallelism=2)
+    assert prediction["rate"] == pytest.approx(300)
+    # A checked speed-up is what the change then runs at: 1.1x with group 2 gives 300 * 1.1 uncached.
+    faster = dataclasses.replace(guessed, checked_speedups={2: 1.1})
+    assert predict(faster, Change(scan_group=2))["rate"] == pytest.approx(330)
+
+
 @pytest.mark.slow
 def test_fetch_bound_setup_is_classified_as_fetch(png_files):
     paths, labels = png_files
@@ -334,6 +362,9 @@ def test_fetch_bound_setup_is_classified_as_fetch(png_files):
         "beta": m.prep_response,
         "variant": m.response_variant,
         "job_speedup": m.response_speedup,
+        "checked": [
+            {"variant": v, "job_speedup": s, "beta": m.prep_response_to(v)} for v, s in m.checked_speedups.items()
+        ],
     }
     # A read from idle storage ends sooner than its bytes at F (the throttle banks up to 50 ms of idle time), but
     # not before it starts; the read stage maps files on its parallel reads (AUTOTUNE: one per core).

@@ -105,14 +105,23 @@ class Report:
         m = self.measured
         if not m.model_on_cpu:
             return []
+        own = m.prep_by_scan_group[m.scan_group]
+        checked = [
+            f"  checked for the recommendation: with {_variant_name(v)}'s prep, {m.variant_prep(v) / own:.2f}x as "
+            f"fast, the job ran {speedup:.3f}x as fast (it follows {m.prep_response_to(v):.2f})"
+            for v, speedup in m.checked_speedups.items()
+        ]
         if m.response_speedup is None:
-            return [f"  the job follows {m.prep_response:.2f} of a change in prep's time (1 - m: not measured)"]
-        variant = m.variant_prep(m.response_variant) / m.prep_by_scan_group[m.scan_group]
-        variant_name = {None: "full fidelity", "l3": "L3", "raw": "raw pixels"}
-        name = variant_name.get(m.response_variant, f"scan group {m.response_variant}")
+            return [
+                f"  the job follows {m.prep_response:.2f} of a change in prep's time (1 - m: not measured)",
+                *checked,
+            ]
+        variant = m.variant_prep(m.response_variant) / own
         return [
-            f"  the job follows {m.prep_response:.2f} of a change in prep's time (with {name}'s prep, {variant:.2f}x"
-            f" as fast, it ran {m.response_speedup:.3f}x as fast)"
+            f"  the job follows {m.prep_response:.2f} of a change in prep's time (with "
+            f"{_variant_name(m.response_variant)}'s prep, {variant:.2f}x as fast, it ran {m.response_speedup:.3f}x "
+            "as fast)",
+            *checked,
         ]
 
     def to_dict(self) -> dict:
@@ -135,6 +144,10 @@ class Report:
                 "beta": m.prep_response if m.model_on_cpu else None,
                 "variant": m.response_variant,
                 "job_speedup": m.response_speedup,
+                "checked": [
+                    {"variant": v, "job_speedup": speedup, "beta": m.prep_response_to(v)}
+                    for v, speedup in m.checked_speedups.items()
+                ],
             },
             "prep_scaling": dataclasses.asdict(m.scaling) | {"threads_at_peak": m.scaling.threads_at_peak(m.cores)},
             "stalls": {"fetch": fetch_stall, "prep": prep_stall, "bottleneck": self.bottleneck},
@@ -220,3 +233,7 @@ class Report:
         figure.tight_layout()
         figure.savefig(path, dpi=100)
         plt.close(figure)
+
+
+def _variant_name(variant) -> str:
+    return {None: "full fidelity", "l3": "L3", "raw": "raw pixels"}.get(variant, f"scan group {variant}")

@@ -91,6 +91,9 @@ class Measurements:
     # group (None: full fidelity), "l3" or "raw"
     response_speedup: float | None = None  # R_v / R, the job over the subset in memory (phases.job_speedup); None:
     # not measured (no variant's prep differs enough, or the model is on an accelerator)
+    checked_speedups: dict[int | str | None, float] = dataclasses.field(default_factory=dict)  # prep variant ->
+    # R_v / R measured for it besides response_variant's: the recommendation's own, checked before it is made
+    # (analyze), whose change then takes its own response (prep_response_to)
     storage_idle_offset: float = 0.0  # seconds a read from idle storage takes beyond its bytes at
     # fetch_bytes_per_second (phases.idle_read_offset)
     read_ahead: int = 1  # records (or files) the read stage opens ahead (InputPipeline.records_ahead)
@@ -114,8 +117,24 @@ class Measurements:
         the CPU, from the speed-up measured (1 - m when it was not measured)."""
         if self.response_speedup is None:
             return 1 - self.model_share
-        prep_change = self.prep_by_scan_group[self.scan_group] / self.variant_prep(self.response_variant) - 1
-        return min(1.0, max(0.0, (1 / self.response_speedup - 1) / prep_change))
+        return self._response(self.response_variant, self.response_speedup)
+
+    def prep_response_to(self, variant) -> float:
+        """beta for a change to the prep variant `variant` (a scan group, "l3" or "raw"): from the job's speed-up
+        measured with that variant when it was checked (the change then runs at exactly that speed-up), else
+        prep_response. The response is not linear in prep's time: scan group 6's prep measured 1.12x as fast as
+        full fidelity's and its job 0.99-1.04x as fast (the benchmark's), where scan group 1's response (1.27x,
+        1.08x) predicted 1.04x; scan group 2's (1.23x) ran 1.03-1.09x as fast, and 1.07x predicted."""
+        speedup = self.checked_speedups.get(variant)
+        if speedup is None:
+            return self.prep_response
+        return self._response(variant, speedup)
+
+    def _response(self, variant, speedup: float) -> float:
+        prep_change = self.prep_by_scan_group[self.scan_group] / self.variant_prep(variant) - 1
+        if not prep_change:
+            return 0.0  # a prep as fast as the pipeline's: no change to follow
+        return min(1.0, max(0.0, (1 / speedup - 1) / prep_change))
 
     def cache_capacity(self, change: Change) -> int:
         """The capacity of a MinIO cache that holds the change's fraction of the dataset as the change stores it:
@@ -249,7 +268,9 @@ def predict(measured: Measurements, change: Change) -> dict[str, float]:
         return {"ingestion": g, "prep": prep, "fetch": fetch, "rate": rate}
     model_share = measured.model_share
     cpu_scale = model_share + (1 - model_share) * measured.prep / base_prep
-    time_scale = 1 + measured.prep_response * (measured.prep / base_prep - 1)
+    variant_name = "l3" if change.l3 else group
+    response = measured.prep_response if change.liquid_ratio is not None else measured.prep_response_to(variant_name)
+    time_scale = 1 + response * (measured.prep / base_prep - 1)
     k = change.prep_parallelism if change.prep_parallelism in measured.training_served_by_threads else None
     without_fetch = measured.training_served_by_threads[k] / time_scale
     # The base was measured with every read a cache hit at the pipeline's scan group; hits at another group, and

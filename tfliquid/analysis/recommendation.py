@@ -1,0 +1,42 @@
+"""The recommendation, with the job's response to its own prep measured before it is made (on the CPU)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tfliquid.analysis import phases
+from tfliquid.analysis.pipeline import InputPipeline
+from tfliquid.analysis.whatif import Change, Measurements, recommend
+
+# The recommendations' prep variants whose job speed-up analyze measures before recommending, at most: each check
+# takes 8-10 s (phases.job_speedup) and may move the recommendation to another variant.
+RESPONSE_CHECKS = 2
+
+
+def checked_recommendation(
+    model,
+    pipeline: InputPipeline,
+    prep_variants: dict,
+    items: int,
+    measured: Measurements,
+    memory_budget_bytes: float,
+) -> tuple[Measurements, tuple[Change, dict[str, float], float]]:
+    """(`measured` with the job's speed-up checked for the recommendation's prep variant, whatif.recommend's
+    answer then). The response measured with one variant does not carry to every other
+    (Measurements.prep_response_to), so the variant a recommendation rests on is measured itself
+    (phases.job_speedup over `items` items), up to RESPONSE_CHECKS times as the recommendation moves.
+    `prep_variants` maps a variant (a scan group, "l3", "raw") to (its pipeline, its subset in memory), as analyze
+    measured them. Trains `model`: the caller restores its weights."""
+    choice = recommend(measured, memory_budget_bytes)
+    for _ in range(RESPONSE_CHECKS):
+        change = choice[0]
+        if change.liquid_ratio is not None:
+            break  # a mix of two preps: the Liquid profiler's model
+        variant = "l3" if change.l3 else change.group(measured)
+        if variant in (pipeline.scan_group, measured.response_variant) or variant in measured.checked_speedups:
+            break
+        (_, raw), (variant_pipeline, variant_raw) = prep_variants[pipeline.scan_group], prep_variants[variant]
+        speedup = phases.job_speedup(model, pipeline, raw, variant_pipeline, variant_raw, items)
+        measured = dataclasses.replace(measured, checked_speedups={**measured.checked_speedups, variant: speedup})
+        choice = recommend(measured, memory_budget_bytes)
+    return measured, choice
