@@ -6,11 +6,11 @@ Setup: the sample CNN trained with model.fit on a PCR dataset of the shipped pho
 of 64 images), read at full fidelity and at scan group 2.
   - fetch-bound: reads through tfliquid's throttle (--read-bandwidth), light preprocessing (the sample model's);
   - prep-bound: no throttle, a heavy preprocessing (repeated resizes).
-For each setup, 5 rounds: an analysis (a 128-item subset), then the grid and the first analysis' recommendation,
+For each setup, 7 rounds: an analysis (a 128-item subset), then the grid and the first analysis' recommendation,
 each configuration measured as model.fit epochs over the whole dataset (the median of the epochs after the first,
 at least 3 and 4 s of them; the first fills the cache, sized as the recommendation sizes it), in turns (each round
-in its own seeded shuffled order). A configuration's prediction is the median of the 5 analyses', its measurement the
-median of the 5 rounds (a configuration's rate moved by up to 10% between runs here); each analysis' own errors
+in its own seeded shuffled order). A configuration's prediction is the median of the 7 analyses', its measurement the
+median of the 7 rounds (a configuration's rate moved by up to 10% between runs here); each analysis' own errors
 are summarised too:
   fetch-bound: MinIO cache 0 / 50 / 100% x scan group full / 2 x prep parallelism 1 / 2 (12);
   prep-bound: MinIO cache 0 / 100% x prep parallelism 1 / 2 (4).
@@ -48,7 +48,7 @@ from benchmarks import common
 
 BATCH = 32
 SUBSET = 128
-ROUNDS = 5
+ROUNDS = 7
 
 
 def heavy_preprocess(element):

@@ -316,6 +316,10 @@ def test_the_recommendations_prep_is_checked_before_it_is_recommended(png_files)
     assert checked.prep_response_to(2) == 0 and checked.prep_response == guessed.prep_response
     assert change == Change(cache_fraction=pytest.approx(0.7), scan_group=None, prep_parallelism=2)
     assert prediction["rate"] == pytest.approx(300)
+    # A prep within a tenth of the pipeline's is not checked: the job's response to it is within its noise.
+    close = _measured(model_on_cpu=True, prep_by_scan_group={None: 400.0, 2: 420.0})
+    unchecked, choice = checked_recommendation(model, light, variants, 32, close, 1e12)
+    assert choice[0].scan_group == 2 and unchecked.checked_speedups == {} and choice == recommend(close, 1e12)
     # A checked speed-up is what the change then runs at: 1.1x with group 2 gives 300 * 1.1 uncached.
     faster = dataclasses.replace(guessed, checked_speedups={2: 1.1})
     assert predict(faster, Change(scan_group=2))["rate"] == pytest.approx(330)

@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from tfliquid._common.progress import Progress
 from tfliquid.analysis import phases
+from tfliquid.analysis.phases import RESPONSE_MIN_DIFFERENCE
 from tfliquid.analysis.pipeline import InputPipeline
 from tfliquid.analysis.recommendation import checked_recommendation
 from tfliquid.analysis.report import Report
@@ -17,10 +18,6 @@ from tfliquid.analysis.scaling import fit_scaling
 from tfliquid.analysis.whatif import Measurements, recommend
 
 DEFAULT_SUBSET_BATCHES = 16
-# The job's speed-up with another prep is measured when some variant's prep rate differs from the pipeline's by this
-# share: the speed-up is known to about 2% (phases.job_speedup), so a smaller difference cannot tell how much of it
-# reaches the job (whatif.Measurements.prep_response), and changes that small move the job by no more than that.
-RESPONSE_MIN_DIFFERENCE = 0.1
 
 
 def _stored_sample(pipeline: InputPipeline, raw: tf.data.Dataset, items: int, store) -> tuple[tf.data.Dataset, float]:

@@ -160,6 +160,12 @@ def job_with_and_without_fetch(
     return rates["storage"].items_per_second, rates["memory"].items_per_second
 
 
+# The job's speed-up with another prep is measured when some variant's prep rate differs from the pipeline's by this
+# share (for the response, and for the recommendation's check): the speed-up is known to about 2% (job_speedup), so
+# a smaller difference cannot tell how much of it reaches the job (whatif.Measurements.prep_response), and changes
+# that small move the job by no more than that.
+RESPONSE_MIN_DIFFERENCE = 0.1
+
 # The job's speed-up with another prep (the what-if's response of the job to its prep on the CPU) is a ratio of
 # two jobs whose rates move by up to 10% from round to round on 2 shared cores, and of which the ratio is a few
 # percent: each round pairs them, and the speed-up is the median of the rounds' ratios. 16 such rounds of 1.5 s put

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from tfliquid.analysis import phases
+from tfliquid.analysis.phases import RESPONSE_MIN_DIFFERENCE
 from tfliquid.analysis.pipeline import InputPipeline
 from tfliquid.analysis.whatif import Change, Measurements, recommend
 
@@ -35,6 +36,9 @@ def checked_recommendation(
         variant = "l3" if change.l3 else change.group(measured)
         if variant in (pipeline.scan_group, measured.response_variant) or variant in measured.checked_speedups:
             break
+        own = measured.prep_by_scan_group[measured.scan_group]
+        if abs(own / measured.variant_prep(variant) - 1) < RESPONSE_MIN_DIFFERENCE:
+            break  # the job's response to so small a change in prep is within its speed-up's noise
         (_, raw), (variant_pipeline, variant_raw) = prep_variants[pipeline.scan_group], prep_variants[variant]
         speedup = phases.job_speedup(model, pipeline, raw, variant_pipeline, variant_raw, items)
         measured = dataclasses.replace(measured, checked_speedups={**measured.checked_speedups, variant: speedup})
