@@ -10,7 +10,6 @@ import tensorflow as tf
 
 from tfliquid._common.progress import Progress
 from tfliquid.analysis import phases
-from tfliquid.analysis.phases import RESPONSE_MIN_DIFFERENCE
 from tfliquid.analysis.pipeline import InputPipeline
 from tfliquid.analysis.recommendation import checked_recommendation
 from tfliquid.analysis.report import Report
@@ -40,16 +39,15 @@ def _stored_sample(pipeline: InputPipeline, raw: tf.data.Dataset, items: int, st
 
 def _job_response(model, pipeline: InputPipeline, prep_variants: dict, prep_by_variant: dict, items: int):
     """(the prep variant, the job's speed-up with it) for the variant whose prep rate differs most from the
-    pipeline's, or (None, None) when none differs by RESPONSE_MIN_DIFFERENCE."""
+    pipeline's, or (None, None) when none differs enough (phases.prep_differs)."""
     own = prep_by_variant[pipeline.scan_group]
     others = [variant for variant in prep_variants if variant != pipeline.scan_group]
     if not others:
         return None, None
     variant = max(others, key=lambda v: abs(math.log(prep_by_variant[v] / own)))
-    if abs(own / prep_by_variant[variant] - 1) < RESPONSE_MIN_DIFFERENCE:
+    if not phases.prep_differs(own, prep_by_variant[variant]):
         return None, None
-    (_, raw), (variant_pipeline, variant_raw) = prep_variants[pipeline.scan_group], prep_variants[variant]
-    return variant, phases.job_speedup(model, pipeline, raw, variant_pipeline, variant_raw, items)
+    return variant, phases.variant_speedup(model, pipeline, prep_variants, variant, items)
 
 
 def analyze(

@@ -178,6 +178,19 @@ RESPONSE_ROUNDS = 8
 RESPONSE_SECONDS = 0.5
 
 
+def prep_differs(own: float, other: float) -> bool:
+    """Whether a variant's prep rate differs from the pipeline's by RESPONSE_MIN_DIFFERENCE: enough for the job's
+    speed-up with it to tell how much of the change reaches the job."""
+    return abs(own / other - 1) >= RESPONSE_MIN_DIFFERENCE
+
+
+def variant_speedup(model, pipeline: InputPipeline, prep_variants: dict, variant, items: int) -> float:
+    """job_speedup with the prep variant `variant` against the pipeline's own, both from `prep_variants` (a variant
+    -> (its pipeline, its subset in memory), the pipeline's own under its scan group)."""
+    (_, raw), (variant_pipeline, variant_raw) = prep_variants[pipeline.scan_group], prep_variants[variant]
+    return job_speedup(model, pipeline, raw, variant_pipeline, variant_raw, items)
+
+
 def job_speedup(
     model,
     pipeline: InputPipeline,

@@ -5,9 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from tfliquid.analysis import phases
-from tfliquid.analysis.phases import RESPONSE_MIN_DIFFERENCE
 from tfliquid.analysis.pipeline import InputPipeline
-from tfliquid.analysis.whatif import Change, Measurements, recommend
+from tfliquid.analysis.whatif import LIQUID_MIX, Change, Measurements, recommend
 
 # The recommendations' prep variants whose job speed-up analyze measures before recommending, at most: each check
 # takes 8-10 s (phases.job_speedup) and may move the recommendation to another variant.
@@ -30,17 +29,13 @@ def checked_recommendation(
     measured them. Trains `model`: the caller restores its weights."""
     choice = recommend(measured, memory_budget_bytes)
     for _ in range(RESPONSE_CHECKS):
-        change = choice[0]
-        if change.liquid_ratio is not None:
-            break  # a mix of two preps: the Liquid profiler's model
-        variant = "l3" if change.l3 else change.group(measured)
-        if variant in (pipeline.scan_group, measured.response_variant) or variant in measured.checked_speedups:
+        variant = choice[0].prep_variant(measured)
+        if variant in (LIQUID_MIX, pipeline.scan_group, measured.response_variant, *measured.checked_speedups):
             break
         own = measured.prep_by_scan_group[measured.scan_group]
-        if abs(own / measured.variant_prep(variant) - 1) < RESPONSE_MIN_DIFFERENCE:
+        if not phases.prep_differs(own, measured.variant_prep(variant)):
             break  # the job's response to so small a change in prep is within its speed-up's noise
-        (_, raw), (variant_pipeline, variant_raw) = prep_variants[pipeline.scan_group], prep_variants[variant]
-        speedup = phases.job_speedup(model, pipeline, raw, variant_pipeline, variant_raw, items)
+        speedup = phases.variant_speedup(model, pipeline, prep_variants, variant, items)
         measured = dataclasses.replace(measured, checked_speedups={**measured.checked_speedups, variant: speedup})
         choice = recommend(measured, memory_budget_bytes)
     return measured, choice

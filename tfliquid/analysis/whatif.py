@@ -49,6 +49,7 @@ from tfliquid.liquid.profiling import STEPS, predicted_rates
 # up to 3.5% there) put them below 0.95 of the best measured in one run of four (stop 30's, 0.909). 0.97 leaves
 # a margin of about two median errors.
 NEAR_BEST = 0.97
+LIQUID_MIX = "liquid"  # Change.prep_variant of a Liquid png:raw ratio
 CACHE_SLACK = 1.01  # a cache's capacity over its measured need (Measurements.cache_capacity)
 
 
@@ -120,7 +121,7 @@ class Measurements:
         return self._response(self.response_variant, self.response_speedup)
 
     def prep_response_to(self, variant) -> float:
-        """beta for a change to the prep variant `variant` (a scan group, "l3" or "raw"): from the job's speed-up
+        """beta for a change to the prep variant `variant` (Change.prep_variant): from the job's speed-up
         measured with that variant when it was checked (the change then runs at exactly that speed-up), else
         prep_response. The response is not linear in prep's time: scan group 6's prep measured 1.12x as fast as
         full fidelity's and its job 0.99-1.04x as fast (the benchmark's), where scan group 1's response (1.27x,
@@ -201,6 +202,13 @@ class Change:
         """The scan group the change reads: its own, or the pipeline's."""
         return measured.scan_group if self.scan_group is None else self.scan_group
 
+    def prep_variant(self, measured: Measurements):
+        """The prep the change runs: "l3", its scan group (None: full fidelity), or LIQUID_MIX (a png:raw mix of two
+        preps, which the Liquid profiler's model rates; no single variant's response is measured for it)."""
+        if self.liquid_ratio is not None:
+            return LIQUID_MIX
+        return "l3" if self.l3 else self.group(measured)
+
     def cost(self, measured: Measurements) -> tuple:
         """Cheapest first: no conversion (to L3 or Liquid), then the least fidelity given up, then the least
         memory, then a fixed prep parallelism rather than AUTOTUNE. Threads cost nothing, and the fixed one is
@@ -268,9 +276,7 @@ def predict(measured: Measurements, change: Change) -> dict[str, float]:
         return {"ingestion": g, "prep": prep, "fetch": fetch, "rate": rate}
     model_share = measured.model_share
     cpu_scale = model_share + (1 - model_share) * measured.prep / base_prep
-    variant_name = "l3" if change.l3 else group
-    response = measured.prep_response if change.liquid_ratio is not None else measured.prep_response_to(variant_name)
-    time_scale = 1 + response * (measured.prep / base_prep - 1)
+    time_scale = 1 + measured.prep_response_to(change.prep_variant(measured)) * (measured.prep / base_prep - 1)
     k = change.prep_parallelism if change.prep_parallelism in measured.training_served_by_threads else None
     without_fetch = measured.training_served_by_threads[k] / time_scale
     # The base was measured with every read a cache hit at the pipeline's scan group; hits at another group, and
