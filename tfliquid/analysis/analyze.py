@@ -111,8 +111,8 @@ def analyze(
             ledger.charge(pipeline, idle_items)
         phase_done()
         steps_per_epoch = items // pipeline.batch_size
-        training, training_without_fetch = phases.job_with_and_without_fetch(model, pipeline, raw, items)
-        ledger.charge(pipeline, phases.STALL_WINDOWS_READ * items)
+        training, training_without_fetch, storage_items = phases.job_with_and_without_fetch(model, pipeline, raw, items)
+        ledger.charge(pipeline, storage_items)
         phase_done()
         with phases.served_subset(pipeline, items) as served:
             ledger.charge(pipeline, items)
@@ -160,46 +160,42 @@ def analyze(
         if model_on_cpu:
             response = _job_response(model, pipeline, prep_variants, prep_by_variant, items)
         phase_done()
-    except BaseException:
-        bar.close()
-        raise
-    finally:
-        model.set_weights(weights)
-    measured = Measurements(
-        ingestion=ingestion,
-        prep=prep,
-        prep_by_threads=by_threads,
-        scaling=scaling,
-        fetch=fetch.items_per_second,
-        fetch_bytes_per_second=fetch.bytes_per_second,
-        fetch_cpu_seconds_per_item=fetch.cpu_seconds_per_item,
-        cache_fetch=cache_fetch.items_per_second,
-        cache_fetch_by_scan_group={g: r.items_per_second for g, r in cache_by_group.items()},
-        cache_cpu_by_scan_group={g: r.cpu_seconds_per_item for g, r in cache_by_group.items()},
-        training=training,
-        training_cached=training_without_fetch,
-        training_served_by_threads={k: r.items_per_second for k, r in served_by_threads.items()},
-        training_cpu_by_threads={k: r.cpu_seconds_per_item for k, r in served_by_threads.items()},
-        cache_bytes_per_stored_byte=served.cache_bytes_per_stored_byte,
-        cache_item_bytes={g: tuple(pipeline.cache_item_bytes(g)) for g in groups} if pipeline.cache_item_bytes else {},
-        bytes_per_item={g: pipeline.bytes_per_epoch(g) / pipeline.num_items for g in groups},
-        scan_group=pipeline.scan_group,
-        scan_groups=pipeline.scan_groups,
-        prep_by_scan_group=prep_by_group,
-        read_cpu_by_scan_group=read_cpu_by_group,
-        model_on_cpu=model_on_cpu,
-        cores=cores,
-        dataset_bytes=pipeline.bytes_per_epoch(pipeline.scan_group),
-        l3_prep=l3_prep,
-        l3_bytes_ratio=l3_ratio,
-        raw_prep=raw_prep,
-        raw_bytes_ratio=raw_ratio,
-        response_variant=response[0],
-        response_speedup=response[1],
-        storage_idle_offset=idle_offset,
-        read_ahead=pipeline.records_ahead(cores),
-    )
-    try:
+        measured = Measurements(
+            ingestion=ingestion,
+            prep=prep,
+            prep_by_threads=by_threads,
+            scaling=scaling,
+            fetch=fetch.items_per_second,
+            fetch_bytes_per_second=fetch.bytes_per_second,
+            fetch_cpu_seconds_per_item=fetch.cpu_seconds_per_item,
+            cache_fetch=cache_fetch.items_per_second,
+            cache_fetch_by_scan_group={g: r.items_per_second for g, r in cache_by_group.items()},
+            cache_cpu_by_scan_group={g: r.cpu_seconds_per_item for g, r in cache_by_group.items()},
+            training=training,
+            training_cached=training_without_fetch,
+            training_served_by_threads={k: r.items_per_second for k, r in served_by_threads.items()},
+            training_cpu_by_threads={k: r.cpu_seconds_per_item for k, r in served_by_threads.items()},
+            cache_bytes_per_stored_byte=served.cache_bytes_per_stored_byte,
+            cache_item_bytes={g: tuple(pipeline.cache_item_bytes(g)) for g in groups}
+            if pipeline.cache_item_bytes
+            else {},
+            bytes_per_item={g: pipeline.bytes_per_epoch(g) / pipeline.num_items for g in groups},
+            scan_group=pipeline.scan_group,
+            scan_groups=pipeline.scan_groups,
+            prep_by_scan_group=prep_by_group,
+            read_cpu_by_scan_group=read_cpu_by_group,
+            model_on_cpu=model_on_cpu,
+            cores=cores,
+            dataset_bytes=pipeline.bytes_per_epoch(pipeline.scan_group),
+            l3_prep=l3_prep,
+            l3_bytes_ratio=l3_ratio,
+            raw_prep=raw_prep,
+            raw_bytes_ratio=raw_ratio,
+            response_variant=response[0],
+            response_speedup=response[1],
+            storage_idle_offset=idle_offset,
+            read_ahead=pipeline.records_ahead(cores),
+        )
         if model_on_cpu:
             measured, (change, prediction, best) = checked_recommendation(
                 model, pipeline, prep_variants, items, measured, budget
