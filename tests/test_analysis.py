@@ -202,6 +202,11 @@ def test_training_rate_runs_epochs_until_min_seconds():
     rate = phases.training_rate(model, data, 2, BATCH, epochs=3, callbacks=[EpochCount()], min_seconds=0.5)
     # epochs of a few milliseconds: many more than 3, until the ones after the first last 0.5 s
     assert EpochCount.epochs > 3 and time.perf_counter() - start >= 0.5 and rate.items_per_second > 0
+    assert rate.epochs == EpochCount.epochs
+    # pooled: the timed epochs' items over their time
+    EpochCount.epochs = 0
+    pooled = phases.training_rate(model, data, 2, BATCH, epochs=3, callbacks=[EpochCount()], pooled=True)
+    assert pooled.epochs == EpochCount.epochs == 3 and pooled.items_per_second > 0 and pooled.cpu_seconds_per_item > 0
     with pytest.raises(ValueError, match="at least 2"):
         phases.training_rate(model, data, 2, BATCH, epochs=1)
 
@@ -345,6 +350,7 @@ def test_fetch_bound_setup_is_classified_as_fetch(png_files):
         stats = cache.stats()
     assert stats.items == len(paths) and stats.epochs[1].misses == 0 and stats.bytes > m.dataset_bytes, str(stats)
     assert m.fetch * pipeline.bytes_per_item < 400e3  # the throttle's 300 KB/s, give or take a burst
+    assert m.training * pipeline.bytes_per_item < 400e3  # and the job as it is reads no faster
     assert report.change.cache_fraction > 0  # the cure for a fetch stall: cache what storage cannot deliver
     assert report.prediction["rate"] > 2 * m.training
     assert m.l3_prep is not None and 1.0 < m.l3_bytes_ratio < 2.5  # PNG files: L3 was weighed, on the sample

@@ -82,6 +82,7 @@ def _epoch_clock():
 class TrainingRate:
     items_per_second: float
     cpu_seconds_per_item: float  # CPU time of the whole process (all threads) per item trained
+    epochs: int  # that ran, the first (not timed) included
 
 
 # An epoch of the analysis' subset, or of a small dataset, can take a tenth of a second on a fast job: single
@@ -100,11 +101,12 @@ def training_rate(
     epochs: int = 2,
     callbacks=(),
     min_seconds: float = 0.0,
+    pooled: bool = False,
 ) -> TrainingRate:
     """model.fit over `dataset` (repeated, on one iterator; `steps` batches an epoch): the median of the epochs
     after the first (which traces and warms up), of which there are `epochs` - 1, or more until they last
-    `min_seconds`. `before_epoch` runs before each epoch, outside the timing (e.g. dropping caches); `callbacks`
-    run besides the clock."""
+    `min_seconds`; `pooled`: their items over their time instead (see STORAGE_SECONDS). `before_epoch` runs before
+    each epoch, outside the timing (e.g. dropping caches); `callbacks` run besides the clock."""
     if epochs < 2:
         raise ValueError(f"epochs must be at least 2 (the first is not timed), got {epochs}")
     clock = _epoch_clock()(before_epoch, epochs, min_seconds)
@@ -116,15 +118,24 @@ def training_rate(
         verbose=0,
         callbacks=[*callbacks, clock],
     )
+    seconds, cpu_seconds = clock.seconds[1:], clock.cpu_seconds[1:]
     items = steps * batch_size
-    return TrainingRate(items / statistics.median(clock.seconds[1:]), statistics.median(clock.cpu_seconds[1:]) / items)
+    if pooled:
+        items, seconds, cpu_seconds = items * len(seconds), [sum(seconds)], [sum(cpu_seconds)]
+    return TrainingRate(items / statistics.median(seconds), statistics.median(cpu_seconds) / items, len(clock.seconds))
 
 
 # Rounds of the training measurements made in turns (the job's differential pair, from storage and from memory;
 # the job served by the cache at each prep parallelism): windows of a small subset (tens of milliseconds in the
 # tests) on 2 shared cores, so each rate is a median of rounds.
 TRAINING_ROUNDS = 3
-STALL_WINDOWS_READ = 2 * TRAINING_ROUNDS  # subsets the storage turns read: a warm-up window and a timed one each
+
+# The job from storage, when storage limits it, receives its items in bursts of a record (or file) each, and a
+# window of the subset (a few records) starts and ends on a burst's edge, one record more or less: timed over one
+# window, the benchmark's throttled job (records of 64 items, windows of 128) ran at 400 items/s or at 800 by the
+# bursts' phase, and two medians of three rounds in ten came out 800. The storage turn is timed over windows that
+# last STORAGE_SECONDS, its rate their items over their time.
+STORAGE_SECONDS = 1.0
 
 
 def _rates_in_turns(model, runs: dict, steps: int, batch_size: int, rounds: int, min_seconds: float = 0.0) -> dict:
@@ -137,27 +148,45 @@ def _rates_in_turns(model, runs: dict, steps: int, batch_size: int, rounds: int,
     return rates
 
 
+def _median_run(runs_of: list[TrainingRate]) -> TrainingRate:
+    return sorted(runs_of, key=lambda r: r.items_per_second)[len(runs_of) // 2]
+
+
 def _training_in_turns(model, runs: dict, steps: int, batch_size: int, rounds: int, min_seconds: float = 0.0) -> dict:
     """{key: the median by rate of its `rounds` TrainingRates} (see _rates_in_turns)."""
     rates = _rates_in_turns(model, runs, steps, batch_size, rounds, min_seconds)
-    return {key: sorted(runs_of, key=lambda r: r.items_per_second)[len(runs_of) // 2] for key, runs_of in rates.items()}
+    return {key: _median_run(runs_of) for key, runs_of in rates.items()}
 
 
 def job_with_and_without_fetch(
     model, pipeline: InputPipeline, raw: tf.data.Dataset, items: int, rounds: int = TRAINING_ROUNDS
-) -> tuple[float, float]:
-    """(the job as it is, the job without fetch), items/s: model.fit over the dataset read from storage (page
-    cache dropped before each window) and over the subset `raw` in memory, `items` a window, in turns for
-    `rounds` rounds; the medians. Each turn is one pipeline timed from its second window on, so neither rate
-    counts a pipeline's start (which a job's epoch pays once, not once per subset): the fetch stall is their
-    difference (paper, section 4.2). One run after the other, with the storage run restarting its pipeline per
-    subset, put 0.27 of a prep-bound job's time down as fetch stall."""
-    runs = {
-        "storage": (pipeline.prepared(pipeline.reads().repeat()), lambda: drop_page_cache(pipeline.files)),
-        "memory": (pipeline.prepared(raw.repeat()), None),
-    }
-    rates = _training_in_turns(model, runs, items // pipeline.batch_size, pipeline.batch_size, rounds)
-    return rates["storage"].items_per_second, rates["memory"].items_per_second
+) -> tuple[float, float, int]:
+    """(the job as it is, the job without fetch, items/s; the items read from storage): model.fit over the dataset
+    read from storage (page cache dropped before each window; timed over STORAGE_SECONDS of windows, pooled) and
+    over the subset `raw` in memory, `items` a window, in turns for `rounds` rounds; the medians. Each turn is one
+    pipeline timed from its second window on, so neither rate counts a pipeline's start (which a job's epoch pays
+    once, not once per subset): the fetch stall is their difference (paper, section 4.2). One run after the other,
+    with the storage run restarting its pipeline per subset, put 0.27 of a prep-bound job's time down as fetch
+    stall."""
+    from_storage = pipeline.prepared(pipeline.reads().repeat())
+    in_memory = pipeline.prepared(raw.repeat())
+    steps = items // pipeline.batch_size
+    storage, memory = [], []
+    for _ in range(rounds):
+        storage.append(
+            training_rate(
+                model,
+                from_storage,
+                steps,
+                pipeline.batch_size,
+                lambda: drop_page_cache(pipeline.files),
+                min_seconds=STORAGE_SECONDS,
+                pooled=True,
+            )
+        )
+        memory.append(training_rate(model, in_memory, steps, pipeline.batch_size))
+    items_read = sum(run.epochs for run in storage) * items
+    return _median_run(storage).items_per_second, _median_run(memory).items_per_second, items_read
 
 
 # The job's speed-up with another prep is measured when some variant's prep rate differs from the pipeline's by this
