@@ -11,7 +11,8 @@ each configuration measured as model.fit epochs over the whole dataset (the medi
 at least 3 and 4 s of them; the first fills the cache, sized as the recommendation sizes it), in turns (each round
 in its own seeded shuffled order). A configuration's prediction is the median of the 7 analyses', its measurement the
 median of the 7 rounds (a configuration's rate moved by up to 10% between runs here); each analysis' own errors
-are summarised too:
+are summarised too, and the analyses' ingestion rates G (the same train steps each time: this machine's own
+speed, round by round):
   fetch-bound: MinIO cache 0 / 50 / 100% x scan group full / 2 x prep parallelism 1 / 2 (12);
   prep-bound: MinIO cache 0 / 100% x prep parallelism 1 / 2 (4).
 Then Lobster's thread plan against AUTOTUNE and a fixed split (the pipeline alone, peers in turns, 11 rounds),
@@ -135,6 +136,13 @@ def validate(name: str, model, pipeline, grid: list[Change], rounds: int = ROUND
     print(
         f"  recommendations of the {rounds} analyses: "
         + "; ".join(f"{describe(r.change)} ({r.cost.seconds:.0f} s)" for r in reports)
+    )
+    # The same train steps on one batch in memory, timed in each analysis: how far this machine's own speed moved
+    # over the rounds, which no prediction made minutes before a measurement can follow.
+    print(
+        "  this machine's speed over the rounds: ingestion G (the analyses' train steps on one batch) "
+        + common.median_and_range([r.measured.ingestion for r in reports], "{:.0f}")
+        + " items/s"
     )
     errors, single, best_errors = [], [], []
     medians = {change: statistics.median(m.rates) for change, m in results.items()}
