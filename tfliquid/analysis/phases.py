@@ -139,24 +139,18 @@ TRAINING_ROUNDS = 3
 STORAGE_SECONDS = 1.0
 
 
-def _rates_in_turns(model, runs: dict, steps: int, batch_size: int, rounds: int, min_seconds: float = 0.0) -> dict:
-    """{key: its `rounds` TrainingRates, round by round}: `runs` maps a key to (dataset, before_epoch), and each
-    round runs every one of them in turn, a model.fit of its own (see training_rate)."""
+def _rates_in_turns(model, runs: dict, steps: int, batch_size: int, rounds: int) -> dict:
+    """{key: its `rounds` TrainingRates, round by round}: `runs` maps a key to (dataset, its training_rate options:
+    before_epoch, min_seconds, pooled), and each round runs every one of them in turn, a model.fit of its own."""
     rates = {key: [] for key in runs}
     for _ in range(rounds):
-        for key, (dataset, before_epoch) in runs.items():
-            rates[key].append(training_rate(model, dataset, steps, batch_size, before_epoch, min_seconds=min_seconds))
+        for key, (dataset, options) in runs.items():
+            rates[key].append(training_rate(model, dataset, steps, batch_size, **options))
     return rates
 
 
 def _median_run(runs_of: list[TrainingRate]) -> TrainingRate:
     return sorted(runs_of, key=lambda r: r.items_per_second)[len(runs_of) // 2]
-
-
-def _training_in_turns(model, runs: dict, steps: int, batch_size: int, rounds: int, min_seconds: float = 0.0) -> dict:
-    """{key: the median by rate of its `rounds` TrainingRates} (see _rates_in_turns)."""
-    rates = _rates_in_turns(model, runs, steps, batch_size, rounds, min_seconds)
-    return {key: _median_run(runs_of) for key, runs_of in rates.items()}
 
 
 def job_with_and_without_fetch(
@@ -169,25 +163,14 @@ def job_with_and_without_fetch(
     once, not once per subset): the fetch stall is their difference (paper, section 4.2). One run after the other,
     with the storage run restarting its pipeline per subset, put 0.27 of a prep-bound job's time down as fetch
     stall."""
-    from_storage = pipeline.prepared(pipeline.reads().repeat())
-    in_memory = pipeline.prepared(raw.repeat())
-    steps = items // pipeline.batch_size
-    storage, memory = [], []
-    for _ in range(rounds):
-        storage.append(
-            training_rate(
-                model,
-                from_storage,
-                steps,
-                pipeline.batch_size,
-                lambda: drop_page_cache(pipeline.files),
-                min_seconds=STORAGE_SECONDS,
-                pooled=True,
-            )
-        )
-        memory.append(training_rate(model, in_memory, steps, pipeline.batch_size))
-    items_read = sum(run.epochs for run in storage) * items
-    return _median_run(storage).items_per_second, _median_run(memory).items_per_second, items_read
+    from_storage = dict(before_epoch=lambda: drop_page_cache(pipeline.files), min_seconds=STORAGE_SECONDS, pooled=True)
+    runs = {
+        "storage": (pipeline.prepared(pipeline.reads().repeat()), from_storage),
+        "memory": (pipeline.prepared(raw.repeat()), {}),
+    }
+    rates = _rates_in_turns(model, runs, items // pipeline.batch_size, pipeline.batch_size, rounds)
+    items_read = sum(run.epochs for run in rates["storage"]) * items
+    return _median_run(rates["storage"]).items_per_second, _median_run(rates["memory"]).items_per_second, items_read
 
 
 # The job's speed-up with another prep is measured when some variant's prep rate differs from the pipeline's by this
@@ -233,11 +216,12 @@ def job_speedup(
     """R_variant / R: the job over the variant's subset in memory (`variant_raw`, prepared by `variant`) against
     the job over the pipeline's (`raw`), `items` a window, each a model.fit of a warm-up window and as many more as
     last RESPONSE_SECONDS, in turns for `rounds` rounds; the median of the rounds' ratios."""
+    timed = dict(min_seconds=RESPONSE_SECONDS)
     runs = {
-        "pipeline": (pipeline.prepared(raw.repeat()), None),
-        "variant": (variant.prepared(variant_raw.repeat()), None),
+        "pipeline": (pipeline.prepared(raw.repeat()), timed),
+        "variant": (variant.prepared(variant_raw.repeat()), timed),
     }
-    rates = _rates_in_turns(model, runs, items // pipeline.batch_size, pipeline.batch_size, rounds, RESPONSE_SECONDS)
+    rates = _rates_in_turns(model, runs, items // pipeline.batch_size, pipeline.batch_size, rounds)
     pairs = zip(rates["pipeline"], rates["variant"])
     return statistics.median(theirs.items_per_second / own.items_per_second for own, theirs in pairs)
 
@@ -464,8 +448,9 @@ def served_training_rates(
     model.fit per parallelism of a warm-up window and as many more as last SERVED_SECONDS, in turns for `rounds`
     rounds; the median run by rate (each run's rate the median of its windows)."""
     epoch = served.reads.repeat(max(1, round(pipeline.num_items / served.items)))
-    runs = {k: (pipeline.prepared(epoch, k), None) for k in parallelisms}
-    return _training_in_turns(model, runs, steps, pipeline.batch_size, rounds, SERVED_SECONDS)
+    runs = {k: (pipeline.prepared(epoch, k), dict(min_seconds=SERVED_SECONDS)) for k in parallelisms}
+    rates = _rates_in_turns(model, runs, steps, pipeline.batch_size, rounds)
+    return {k: _median_run(runs_of) for k, runs_of in rates.items()}
 
 
 def cache_fetch_rate(pipeline: InputPipeline, served: ServedSubset) -> ReadRate:
