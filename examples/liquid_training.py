@@ -65,6 +65,12 @@ def main():
     parser.add_argument("--workdir", help="where the datasets go (default: a temporary directory)")
     parser.add_argument("--images-per-class", type=int, default=60)
     parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument(
+        "--profile-pass-images",
+        type=int,
+        default=1024,
+        help="images per timed pass of the ratio profiler (fewer: a quicker, noisier profile)",
+    )
     args = parser.parse_args()
     workdir = args.workdir or tempfile.mkdtemp(prefix="tfliquid-liquid-")
     folder = os.path.join(workdir, "photos")
@@ -82,7 +88,9 @@ def main():
     # between PNG's and raw's unthrottled byte rates: PNG alone stays decode-bound, raw alone becomes disk-bound
     bandwidth = float(np.sqrt(png_rate * bytes_per_image(png) * raw_rate * bytes_per_image(raw)))
     print(f"emulated disk: {bandwidth / 1e6:.1f} MB/s (tfliquid's read throttle)")
-    result = profile(folder, "png,raw", sample=128, read_bandwidth=bandwidth, progress=False)
+    result = profile(
+        folder, "png,raw", sample=128, read_bandwidth=bandwidth, pass_images=args.profile_pass_images, progress=False
+    )
     print(result)
     mixed = convert(folder, os.path.join(workdir, f"png-raw-{result.chosen}"), result.formats, result.ratio)
 

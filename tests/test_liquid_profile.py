@@ -45,15 +45,15 @@ def test_profile_measures_every_ratio_and_chooses_the_best_prediction(tmp_path):
     src = tmp_path / "photos"
     sample_photos.write_image_folder(str(src), 12, size=128, seed=0)
     result = profiling.profile(
-        str(src), "png,raw", sample=60, read_bandwidth=4e6, exhaustive=True, epochs=2, pass_images=60, progress=False
+        str(src), "png,raw", sample=60, read_bandwidth=8e6, exhaustive=True, epochs=2, pass_images=60, progress=False
     )
     assert all(row.measured > 0 for row in result.rows)  # how close to the prediction: benchmarks.liquid
     assert result.rows[result.chosen].predicted == max(row.predicted for row in result.rows)
-    assert result.bandwidth == 4e6 and result.sample == 60
+    assert result.bandwidth == 8e6 and result.sample == 60
     for row in result.rows:  # load is the throttle's rate over the mix's bytes per image
         share = row.weight / profiling.STEPS
         mix = share * result.bytes_per_image["png"] + (1 - share) * result.bytes_per_image["raw"]
-        assert row.load_rate == pytest.approx(4e6 / mix)
+        assert row.load_rate == pytest.approx(8e6 / mix)
     plot = tmp_path / "profile.png"
     result.plot(str(plot))
     assert plot.read_bytes()[:4] == b"\x89PNG"
@@ -93,6 +93,7 @@ def test_training_example_runs(tmp_path):
 
     example = os.path.join(os.path.dirname(__file__), "..", "examples", "liquid_training.py")
     args = [sys.executable, example, "--workdir", str(tmp_path), "--epochs", "1", "--images-per-class", "8"]
+    args += ["--profile-pass-images", "256"]
     result = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     runs = result.stdout.split("reading through the disk:")[1].splitlines()[1:4]
