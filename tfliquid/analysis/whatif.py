@@ -61,7 +61,7 @@ class Measurements:
     prep: float  # P, the pipeline's prep parallelism (AUTOTUNE by default), all cores
     prep_by_threads: dict[int, float]
     scaling: ScalingFit
-    fetch: float  # F, items/s at the pipeline's scan group, over the subset
+    fetch: float  # F, items/s at the pipeline's scan group: fetch_bytes_per_second / bytes_per_item
     fetch_bytes_per_second: float  # what storage delivered meanwhile (bytes the process read / time)
     fetch_cpu_seconds_per_item: float  # CPU time (all threads) the reads took per item
     cache_fetch: float  # C, at the pipeline's scan group
