@@ -12,9 +12,7 @@ at least 3 and 4 s of them; the first fills the cache, sized as the recommendati
 in its own seeded shuffled order). A configuration's prediction is the median of the 7 analyses', its measurement the
 median of the 7 rounds (a configuration's rate moved by up to 10% between runs here); each analysis' own errors
 are summarised too, and the analyses' ingestion rates G (the same train steps each time: this machine's own
-speed, round by round). G is probed again before and after each measurement; where the CPU alone limits a
-configuration, its predictions scaled by the probe over their analysis' G are compared too (this machine's speed
-moved by 20-50% between rounds in some runs, which no prediction made minutes ahead can follow):
+speed, round by round):
   fetch-bound: MinIO cache 0 / 50 / 100% x scan group full / 2 x prep parallelism 1 / 2 (12);
   prep-bound: MinIO cache 0 / 100% x prep parallelism 1 / 2 (4).
 Then Lobster's thread plan against AUTOTUNE and a fixed split (the pipeline alone, peers in turns, 11 rounds),
@@ -73,17 +71,6 @@ def pcr_dataset(workdir: str, images_per_class: int) -> str:
 class Measured:
     rates: list[float] = dataclasses.field(default_factory=list)  # items/s, one per round
     hit_ratios: list[float] = dataclasses.field(default_factory=list)  # the cache's, after the epoch that fills it
-    # G measured just before and just after each round's measurement (their mean), as the analysis measures it
-    ingestion: list[float] = dataclasses.field(default_factory=list)
-
-
-# The train steps of the probe of this machine's speed: the analysis' own G (analyze's default steps).
-PROBE_STEPS = 20
-
-
-def machine_speed(model, batch) -> float:
-    """G, the train steps of the analysis on one batch in memory: a probe of how fast this machine runs now."""
-    return phases.ingestion_rate(model, batch, PROBE_STEPS)
 
 
 # An epoch of the whole dataset takes 0.17 s on the fast configurations: medians of 3 epochs spread by +-10% there,
@@ -91,12 +78,12 @@ def machine_speed(model, batch) -> float:
 MEASURED_SECONDS = 4.0
 
 
-def measure(model, pipeline, change: Change, measured: Measurements, into: Measured, probe_batch) -> None:
+def measure(model, pipeline, change: Change, measured: Measurements, into: Measured) -> None:
     """Items/s of model.fit over the whole dataset in the configuration: the median of the epochs after the first
     (at least 3, and as many as last MEASURED_SECONDS), on one iterator (repeat, steps_per_epoch): the pipeline
     under the repeat starts again every epoch, as a job's epoch does (and as the analysis' served job does: one
     pipeline running on without restarts ran 7-9% slower on 2 prep threads). A cache is sized as the analysis'
-    recommendation sizes it (Measurements.cache_capacity). G on `probe_batch` is measured before and after."""
+    recommendation sizes it (Measurements.cache_capacity)."""
     config = pipeline.replace(
         scan_group=change.scan_group if change.scan_group is not None else pipeline.scan_group,
         prep_parallelism=change.prep_parallelism,
@@ -106,11 +93,9 @@ def measure(model, pipeline, change: Change, measured: Measurements, into: Measu
         cache = tfliquid.MinIOCache(measured.cache_capacity(change))
     try:
         steps = config.num_items // config.batch_size
-        before = machine_speed(model, probe_batch)
         rate = phases.training_rate(
             model, config.dataset(cache=cache), steps, config.batch_size, epochs=4, min_seconds=MEASURED_SECONDS
         )
-        into.ingestion.append((before + machine_speed(model, probe_batch)) / 2)
         into.rates.append(rate.items_per_second)
         if cache is not None:
             later = cache.stats().epochs[1:]
@@ -126,9 +111,7 @@ def describe(change: Change) -> str:
     return f"cache {change.cache_fraction:4.0%}, group {group:>4}, prep {threads:>8}"
 
 
-def validate(
-    name: str, model, pipeline, grid: list[Change], cpu_bound, rounds: int = ROUNDS
-) -> tuple[list[float], float]:
+def validate(name: str, model, pipeline, grid: list[Change], rounds: int = ROUNDS) -> tuple[list[float], float]:
     """`rounds` rounds, each an analysis, then the grid and the first analysis' recommendation measured in turns
     (each round in its own seeded shuffled order, so that no configuration keeps its place beside the same
     neighbours and the analysis round after round: with the order reversed every other round, one configuration
@@ -138,11 +121,8 @@ def validate(
     analysis' own error against the measured median is printed too), its measurement the median of the rounds:
     analyses and measurements taken in the same turns see the same drift of this machine's speed (one
     configuration's epochs moved from 3,150 to 3,800 items/s over a minute). Returns (|error| per configuration,
-    the recommendation's rate over the best configuration's (by median) in each round). `cpu_bound(change)`: whether
-    storage plays no part in the configuration's rate, whose prediction is then also given scaled by this machine's
-    speed (G) probed beside its measurement over the speed its analysis measured."""
+    the recommendation's rate over the best configuration's (by median) in each round)."""
     reports, results = [], {}
-    probe_batch = next(iter(pipeline.dataset()))
     for round_ in range(rounds):
         report = tfliquid.analysis.analyze(model, pipeline, subset_items=SUBSET, progress=False)
         reports.append(report)
@@ -151,7 +131,7 @@ def validate(
             results = {change: Measured() for change in dict.fromkeys([*grid, report.change])}
         configurations = list(results)
         for change in random.Random(round_).sample(configurations, len(configurations)):
-            measure(model, pipeline, change, report.measured, results[change], probe_batch)
+            measure(model, pipeline, change, report.measured, results[change])
     recommended = reports[0].change
     print(
         f"  recommendations of the {rounds} analyses: "
@@ -164,11 +144,11 @@ def validate(
         + common.median_and_range([r.measured.ingestion for r in reports], "{:.0f}")
         + " items/s"
     )
-    errors, single, best_errors, same_round, scaled_errors = [], [], [], [], []
+    errors, single, best_errors, same_round = [], [], [], []
     medians = {change: statistics.median(m.rates) for change, m in results.items()}
     print(
         f"  {'configuration':42s} {'predicted (median [range])':>26s} {'measured (median [range])':>26s}  error  "
-        "same round  G-scaled  cache hits"
+        "same round  cache hits"
     )
     for change, measured in results.items():
         predictions = [predict(r.measured, change)["rate"] for r in reports]
@@ -176,33 +156,18 @@ def validate(
         # Each round's prediction against the same round's measurement, minutes apart rather than up to half an
         # hour: the error that this machine's drift over the run does not reach.
         round_error = statistics.median(abs(p / m - 1) for p, m in zip(predictions, measured.rates))
-        # Where only the CPU limits the rate, each round's prediction scaled by how much faster (or slower) this
-        # machine ran the same train steps beside the measurement than in the analysis: the error its drift leaves.
-        scaled_error = None
-        if cpu_bound(change):
-            speeds = zip(predictions, measured.ingestion, reports)
-            scaled = [p * probe / r.measured.ingestion for p, probe, r in speeds]
-            scaled_error = statistics.median(scaled) / medians[change] - 1
         if change in grid:
             errors.append(abs(error))
             single += [abs(p / medians[change] - 1) for p in predictions]
             best_errors.append(abs(max(predictions) / max(measured.rates) - 1))
             same_round.append(round_error)
-            if scaled_error is not None:
-                scaled_errors.append(abs(scaled_error))
         hits = measured.hit_ratios
         label = describe(change) + ("" if change in grid else " *")
         print(
             f"  {label:42s} {common.median_and_range(predictions, '{:.0f}'):>26s} "
             f"{common.median_and_range(measured.rates, '{:.0f}'):>26s}  {error:+6.1%}  {round_error:9.1%}  "
-            f"{'' if scaled_error is None else f'{scaled_error:+7.1%}':>8s}  "
             f"{common.median_and_range(hits, '{:.3f}') if hits else ''}"
         )
-    print(
-        "  G beside the measurements (before and after each): "
-        + common.median_and_range([g for m in results.values() for g in m.ingestion], "{:.0f}")
-        + " items/s"
-    )
     # Judged round by round, as a ratio to the best configuration measured beside it: this machine's speed shifts
     # by up to 15% for tens of seconds, which a ratio of medians taken from different rounds counts as a difference
     # between the configurations.
@@ -217,8 +182,6 @@ def validate(
         f" largest {max(single):.1%}\n"
         f"  each round's prediction against its own round's measurement: the configurations' median |error| "
         f"{statistics.median(same_round):.1%}, largest {max(same_round):.1%}\n"
-        f"  the CPU-bound configurations' predictions scaled by this machine's speed at the measurement over its speed "
-        f"at the analysis: |error| median {statistics.median(scaled_errors):.1%}, largest {max(scaled_errors):.1%}\n"
         f"  the fastest analysis' prediction against the fastest round (both in this machine's fast state, see "
         f"docs/analysis.md): |error| median {statistics.median(best_errors):.1%}, largest {max(best_errors):.1%}"
     )
@@ -325,17 +288,12 @@ def main():
     try:
         fetch_bound = pcr_pipeline(path, sample_model.preprocess, BATCH, seed=0)
         grid = [Change(f, g, k) for f in (0.0, 0.5, 1.0) for g in (None, 2) for k in (1, 2)]
-        name = f"fetch-bound: reads at {args.read_bandwidth / 1e6:g} MB/s"
-        # all cached, storage plays no part
-        errors, share = validate(name, model, fetch_bound, grid, lambda change: change.cache_fraction == 1.0)
+        errors, share = validate(f"fetch-bound: reads at {args.read_bandwidth / 1e6:g} MB/s", model, fetch_bound, grid)
     finally:
         tfliquid.io.set_read_bandwidth(None)
     prep_bound = pcr_pipeline(path, heavy_preprocess, BATCH, seed=0)
     grid = [Change(f, None, k) for f in (0.0, 1.0) for k in (1, 2)]
-    # 67 MB/s from storage against the 6 MB/s the job reads: the CPU limits every configuration
-    prep_errors, prep_share = validate(
-        "prep-bound: no throttle, heavy preprocessing", model, prep_bound, grid, lambda change: True
-    )
+    prep_errors, prep_share = validate("prep-bound: no throttle, heavy preprocessing", model, prep_bound, grid)
     plan_ratios = thread_plans(prep_bound)
     overhead, step_seconds = monitor_overhead(model, prep_bound)
     per_batch = monitor_pipeline_cost(prep_bound)
