@@ -48,7 +48,6 @@ def _measured(**overrides) -> Measurements:
         prep=400.0,
         prep_by_threads={1: 200.0, 2: 400.0, 3: 400.0},
         scaling=ScalingFit(0.0, 200.0, 2.0),
-        fetch=100.0,
         fetch_bytes_per_second=100_000.0,
         fetch_cpu_seconds_per_item=0.0002,
         cache_fetch=10_000.0,

@@ -160,16 +160,11 @@ def analyze(
         if model_on_cpu:
             response = _job_response(model, pipeline, prep_variants, prep_by_variant, items)
         phase_done()
-        bytes_per_item = {g: pipeline.bytes_per_epoch(g) / pipeline.num_items for g in groups}
         measured = Measurements(
             ingestion=ingestion,
             prep=prep,
             prep_by_threads=by_threads,
             scaling=scaling,
-            # F in items/s as the what-if sees it: storage's bytes/s over an item's bytes. The read stage's items over
-            # its time run behind by the records it reads ahead (6 here): over a subset of one 64-image record, the
-            # sample PCR dataset's stage yielded 50 items/s where storage delivered the bytes of 133.
-            fetch=fetch.bytes_per_second / bytes_per_item[pipeline.scan_group],
             fetch_bytes_per_second=fetch.bytes_per_second,
             fetch_cpu_seconds_per_item=fetch.cpu_seconds_per_item,
             cache_fetch=cache_fetch.items_per_second,
@@ -183,7 +178,7 @@ def analyze(
             cache_item_bytes={g: tuple(pipeline.cache_item_bytes(g)) for g in groups}
             if pipeline.cache_item_bytes
             else {},
-            bytes_per_item=bytes_per_item,
+            bytes_per_item={g: pipeline.bytes_per_epoch(g) / pipeline.num_items for g in groups},
             scan_group=pipeline.scan_group,
             scan_groups=pipeline.scan_groups,
             prep_by_scan_group=prep_by_group,
