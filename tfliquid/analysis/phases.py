@@ -358,8 +358,10 @@ def _marginal_read_rate(pipeline: InputPipeline, dataset: tf.data.Dataset, times
 def fetch_rate(pipeline: InputPipeline, items: int) -> ReadRate:
     """F: the read stage alone over `items` items from storage (page cache dropped first), timed from its first
     quarter on: a read throttle lets a burst through after idling, and readers start up. The bytes are those the
-    process read meanwhile (a reader reads whole records or blocks ahead of the items it yields); without
-    /proc/self/io, items times their mean size."""
+    process read meanwhile; without /proc/self/io, items times their mean size. Its items/s are storage's bytes/s
+    over an item's bytes, not the items the stage yielded meanwhile: a reader reads whole records or blocks ahead
+    of the items it yields, so over a subset of a few records its own count lags (one 64-image PCR record: 50
+    items/s yielded where storage delivered the bytes of 133)."""
     drop_page_cache(pipeline.files)
     skip, count, mark = max(1, items // 4), 0, None
     for _ in pipeline.reads().take(items):
@@ -371,7 +373,7 @@ def fetch_rate(pipeline: InputPipeline, items: int) -> ReadRate:
         raise ValueError(f"the read stage yielded {count} items, fewer than the {items} asked")
     seconds, timed = end[0] - mark[0], count - skip
     read = end[1] - mark[1] if mark[1] is not None else timed * pipeline.bytes_per_item
-    return ReadRate(timed / seconds, read / seconds, (end[2] - mark[2]) / timed)
+    return ReadRate(read / seconds / pipeline.bytes_per_item, read / seconds, (end[2] - mark[2]) / timed)
 
 
 IDLE_SECONDS = 0.2  # storage left idle before the timed read: longer than a read throttle banks (50 ms)

@@ -108,10 +108,7 @@ class Measurements:
 
     @property
     def fetch(self) -> float:
-        """F, items/s at the pipeline's scan group as the what-if sees it: storage's bytes/s over an item's bytes.
-        Not the read stage's own items over its time, which lag by the records it reads ahead: over a subset of one
-        64-image record, the sample PCR dataset's stage yielded 50 items/s where storage delivered the bytes of
-        133."""
+        """F, items/s at the pipeline's scan group: storage's bytes/s over an item's bytes (phases.fetch_rate)."""
         return self.fetch_bytes_per_second / self.bytes_per_item[self.scan_group]
 
     @property
