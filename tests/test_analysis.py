@@ -426,7 +426,11 @@ def test_cli_on_the_example_script_and_the_recommended_code_runs(tmp_path):
     report = json.loads(report_path.read_text())
     assert plot_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert report["recommendation"]["speedup"] > 1.5
-    assert [row["change"] for row in report["whatif"]][0] == "as it is"
+    as_it_is = report["whatif"][0]
+    assert as_it_is["change"] == "as it is"
+    assert report["recommendation"]["predicted_speedup"] == pytest.approx(
+        report["recommendation"]["predicted"] / as_it_is["rate"]
+    )
     assert any(row["change"].startswith("scan group") for row in report["whatif"])  # a PCR dataset: groups weighed
     namespace = {"tfliquid": tfliquid, "tf": tf, "prep": lambda e: (tf.io.decode_jpeg(e["image"]), e["label"])}
     exec(report["recommendation"]["code"], namespace)

@@ -49,6 +49,14 @@ class Report:
         limit = min(("fetch", now["fetch"]), ("prep", now["prep"]), ("ingestion", now["ingestion"]), key=lambda x: x[1])
         return limit[0]
 
+    @property
+    def predicted_speedup(self) -> float:
+        """The recommendation's predicted rate over the what-if's own for the job as it is: the two predictions
+        share their errors, where the measured rate does not (a prep-bound analysis in the benchmark measured the
+        job at 684 items/s, ahead of the about 630 the what-if gives it, and quoted its recommendation at "0.94x
+        the measured rate")."""
+        return self.prediction["rate"] / predict(self.measured, Change())["rate"]
+
     def code(self) -> str:
         """Python that applies the recommendation (the pipeline's read stage, as its `source` writes it)."""
         change, measured, lines = self.change, self.measured, []
@@ -159,6 +167,7 @@ class Report:
                 "description": _describe(self.change, self.pipeline),
                 "predicted": self.prediction["rate"],
                 "speedup": self.prediction["rate"] / m.training,
+                "predicted_speedup": self.predicted_speedup,
                 "best_predicted": self.best,
                 "code": self.code(),
             },
@@ -200,8 +209,8 @@ class Report:
         lines += [
             "",
             f"recommendation: {_describe(self.change, self.pipeline)}: predicted "
-            f"{self.prediction['rate']:.0f} items/s, {speedup:.2f}x the measured rate (the best any change reaches: "
-            f"{self.best:.0f})",
+            f"{self.prediction['rate']:.0f} items/s, {speedup:.2f}x the measured rate, {self.predicted_speedup:.2f}x "
+            f"the prediction as it is (the best any change reaches: {self.best:.0f})",
             *("    " + line for line in self.code().splitlines()),
         ]
         return "\n".join(lines)
