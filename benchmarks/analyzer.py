@@ -190,6 +190,7 @@ def validate(name: str, model, pipeline, grid: list[Change], rounds: int = ROUND
     )
     errors, raw_errors, single = [], [], []
     medians = {change: statistics.median(m.rates) for change, m in results.items()}
+    reference_predicted = [predict(r.measured, REFERENCE)["rate"] for r in reports]
     print(
         f"  {'configuration':42s} {'predicted (median [range])':>26s} {'measured (median [range])':>26s}  error  "
         f"{'at the reference speed':>24s}  cache hits"
@@ -198,8 +199,8 @@ def validate(name: str, model, pipeline, grid: list[Change], rounds: int = ROUND
         predictions = [predict(r.measured, change)["rate"] for r in reports]
         raw_error = statistics.median(predictions) / medians[change] - 1
         at_speed = []
-        for report, around, rate in zip(reports, references, measured.rates):
-            speed = around[change] / predict(report.measured, REFERENCE)["rate"]
+        for report, predicted, around, rate in zip(reports, reference_predicted, references, measured.rates):
+            speed = around[change] / predicted
             at_speed.append(predict(at_cpu_speed(report.measured, speed), change)["rate"] / rate - 1)
         error = statistics.median(at_speed)
         if change in grid:
@@ -355,20 +356,21 @@ def main():
         f"times move by up to 10% between rounds here) {common.median_and_range(overhead)}"
     )
     print("\nsummary")
-    for setup, judged in (("fetch-bound", fetch_judged), ("prep-bound", prep_judged)):
+    setups = {"fetch-bound": fetch_judged, "prep-bound": prep_judged}
+    for setup, judged in setups.items():
         ok &= common.verdict(
             f"largest |prediction error| at the reference's speed, {setup} grid",
             max(judged.errors),
             0.05,
             higher_is_better=False,
         )
-    for setup, judged in (("fetch-bound", fetch_judged), ("prep-bound", prep_judged)):
+    for setup, judged in setups.items():
         ok &= common.verdict(f"recommendation / best measured, {setup}", judged.recommendation_share, 0.95)
     ok &= common.verdict("thread plan / AUTOTUNE (pipeline alone)", plan_ratios, 1.0)
     ok &= common.verdict(
         "StallMonitor's cost per step (pipeline + callback) / step time", monitor_cost, 0.02, higher_is_better=False
     )
-    for setup, judged in (("fetch-bound", fetch_judged), ("prep-bound", prep_judged)):
+    for setup, judged in setups.items():
         print(
             f"  {setup}, |error| at the reference's speed: median {statistics.median(judged.errors):.1%}; as made "
             f"(not judged: the machine's speed moved between the analyses and the measurements): median "
