@@ -43,9 +43,14 @@ class Report:
         return self.measured.stall_fractions()
 
     @property
+    def as_it_is(self) -> dict[str, float]:
+        """The what-if's prediction for the job with no change: its stage rates and the rate they allow."""
+        return predict(self.measured, Change())
+
+    @property
     def bottleneck(self) -> str:
         """What limits the job as it is: "fetch", "prep" or "ingestion" (the model)."""
-        now = predict(self.measured, Change())
+        now = self.as_it_is
         limit = min(("fetch", now["fetch"]), ("prep", now["prep"]), ("ingestion", now["ingestion"]), key=lambda x: x[1])
         return limit[0]
 
@@ -55,7 +60,7 @@ class Report:
         share their errors, where the measured rate does not (a prep-bound analysis in the benchmark measured the
         job at 684 items/s, ahead of the about 630 the what-if gives it, and quoted its recommendation at "0.94x
         the measured rate")."""
-        return self.prediction["rate"] / predict(self.measured, Change())["rate"]
+        return self.prediction["rate"] / self.as_it_is["rate"]
 
     def code(self) -> str:
         """Python that applies the recommendation (the pipeline's read stage, as its `source` writes it)."""
