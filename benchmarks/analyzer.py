@@ -6,13 +6,13 @@ Setup: the sample CNN trained with model.fit on a PCR dataset of the shipped pho
 of 64 images), read at full fidelity and at scan group 2.
   - fetch-bound: reads through tfliquid's throttle (--read-bandwidth), light preprocessing (the sample model's);
   - prep-bound: no throttle, a heavy preprocessing (repeated resizes).
-For each setup, 5 rounds: an analysis (a 128-item subset), then the grid and the first analysis' recommendation,
-each configuration measured as model.fit epochs over the whole dataset (the median of the epochs after the first,
-at least 3 and 4 s of them; the first fills the cache, sized as the recommendation sizes it), in turns (each round
-in its own seeded shuffled order), with a reference configuration (all cached, full fidelity, prep on 2 threads)
-measured before the first and after each: this machine's speed beside every measurement. Each configuration is
-judged by the round's analysis' prediction at that speed (the CPU's rates scaled by the reference's measured rate
-over its predicted one; storage's as measured) against its measurement, the median of the rounds' ratios; the
+For each setup, 5 rounds: an analysis (a 128-item subset), then the grid and the first analysis' recommendation
+in turns (each round in its own seeded shuffled order), each configuration measured as model.fit epochs over the
+whole dataset (the median of at least 3 epochs and 4 s of them; the cache sized as the recommendation sizes it) in
+blocks of 4 epochs, in turns with blocks of a reference configuration (all cached, full fidelity, prep on 2
+threads): this machine's speed beside every epoch measured. Each configuration is judged by the round's analysis'
+prediction at that speed (the CPU's rates scaled by the reference's measured rate over its predicted one;
+storage's as measured) against its measurement, the median of the epochs' and then of the rounds' ratios; the
 predictions as made are printed beside them:
   fetch-bound: MinIO cache 0 / 50 / 100% x scan group full / 2 x prep parallelism 1 / 2 (12);
   prep-bound: MinIO cache 0 / 100% x prep parallelism 1 / 2 (4).
@@ -68,9 +68,21 @@ def pcr_dataset(workdir: str, images_per_class: int) -> str:
     return pcr
 
 
+# A configuration the CPU alone limits in both setups (the whole dataset in the cache, prep on 2 threads), measured
+# in turns with every configuration (measure): this machine's speed beside every measurement. The model, prep and
+# reads share 2 cores, and their speed moved by 20-50% within a run (stops 32-33: all-cached configurations measured
+# 2,168-4,034 items/s across rounds, the analyses' G 3,455-6,978); a probe of the train steps on one batch did not
+# follow the whole job's speed (stop 33). Measured before and after each configuration instead, 4-5 s each, the
+# reference still spread by +-20% around the same configuration between them (stop 34): the machine's speed moves
+# within seconds.
+REFERENCE = Change(cache_fraction=1.0, scan_group=None, prep_parallelism=2)
+
+
 @dataclasses.dataclass
 class Measured:
     rates: list[float] = dataclasses.field(default_factory=list)  # items/s, one per round
+    beside: list[list[tuple[float, float]]] = dataclasses.field(default_factory=list)  # per round: each timed
+    # epoch's items/s and the reference's around it
     hit_ratios: list[float] = dataclasses.field(default_factory=list)  # the cache's, after the epoch that fills it
 
 
@@ -78,32 +90,87 @@ class Measured:
 # medians of 10 by +-3.5% (60 epochs of one configuration, one after the other).
 MEASURED_SECONDS = 4.0
 
+# The configuration and the reference take turns in blocks of this many epochs, one after the other within a block
+# as a job's are. Epoch by epoch, each of the configuration's reads through the throttle would follow an epoch of
+# the reference's that reads nothing, and start on the throttle's banked idle time (50 ms; a configuration reading
+# the whole dataset at 3 MB/s ran 406-411 items/s so, 399-401 back to back). The first epoch of each block follows
+# the other configuration and is not timed.
+BLOCK_EPOCHS = 4
+
+
+class EpochSeconds(keras.callbacks.Callback):
+    """Each epoch's seconds; stops the fit once `enough(seconds)` holds after an epoch."""
+
+    def __init__(self, enough):
+        super().__init__()
+        self.seconds, self._enough = [], enough
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._start = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.seconds.append(time.perf_counter() - self._start)
+        if self._enough(self.seconds):
+            self.model.stop_training = True
+
+
+def _blocks(seconds: list[float]) -> list[list[float]]:
+    """The epochs' seconds in blocks of BLOCK_EPOCHS (REFERENCE's first, then the configuration's, in turns), each
+    without its first epoch."""
+    return [seconds[i + 1 : i + BLOCK_EPOCHS] for i in range(0, len(seconds), BLOCK_EPOCHS)]
+
+
+def _enough(seconds: list[float]) -> bool:
+    """A reference block has just ended, and the configuration's timed epochs are at least 3 and MEASURED_SECONDS."""
+    timed = [s for block in _blocks(seconds)[1::2] for s in block]
+    return len(seconds) % (2 * BLOCK_EPOCHS) == BLOCK_EPOCHS and len(timed) >= 3 and sum(timed) >= MEASURED_SECONDS
+
 
 def measure(model, pipeline, change: Change, measured: Measurements, into: Measured) -> None:
-    """Items/s of model.fit over the whole dataset in the configuration: the median of the epochs after the first
-    (at least 3, and as many as last MEASURED_SECONDS), on one iterator (repeat, steps_per_epoch): the pipeline
-    under the repeat starts again every epoch, as a job's epoch does (and as the analysis' served job does: one
-    pipeline running on without restarts ran 7-9% slower on 2 prep threads). A cache is sized as the analysis'
-    recommendation sizes it (Measurements.cache_capacity)."""
-    config = pipeline.replace(
-        scan_group=change.scan_group if change.scan_group is not None else pipeline.scan_group,
-        prep_parallelism=change.prep_parallelism,
-    )
-    cache = None
-    if change.cache_fraction:
-        cache = tfliquid.MinIOCache(measured.cache_capacity(change))
+    """The configuration beside REFERENCE, in one model.fit on one iterator: blocks of BLOCK_EPOCHS epochs of each
+    in turns, the reference's first, each pipeline starting again in its every epoch as a job's does (and as the
+    analysis' served job does: one pipeline running on without restarts ran 7-9% slower on 2 prep threads). The
+    first block of each fills its cache, sized as the analysis' recommendation sizes it
+    (Measurements.cache_capacity). Adds the median of the configuration's timed epochs (at least 3, and as many as
+    last MEASURED_SECONDS), each with the reference's rate around it: the mean of the medians of the reference's
+    blocks before and after."""
+    steps = pipeline.num_items // pipeline.batch_size
+    datasets, caches = [], []
     try:
-        steps = config.num_items // config.batch_size
-        rate = phases.training_rate(
-            model, config.dataset(cache=cache), steps, config.batch_size, epochs=4, min_seconds=MEASURED_SECONDS
+        for each in (REFERENCE, change):
+            config = pipeline.replace(
+                scan_group=each.scan_group if each.scan_group is not None else pipeline.scan_group,
+                prep_parallelism=each.prep_parallelism,
+            )
+            cache = tfliquid.MinIOCache(measured.cache_capacity(each)) if each.cache_fraction else None
+            caches.append(cache)
+            datasets.append(config.dataset(cache=cache).take(steps).repeat(BLOCK_EPOCHS))
+        clock = EpochSeconds(_enough)
+        model.fit(
+            datasets[0].concatenate(datasets[1]).repeat(),
+            steps_per_epoch=steps,
+            epochs=phases.MAX_EPOCHS,
+            shuffle=False,
+            verbose=0,
+            callbacks=[clock],
         )
-        into.rates.append(rate.items_per_second)
-        if cache is not None:
-            later = cache.stats().epochs[1:]
+        items = steps * pipeline.batch_size
+        blocks = [[items / s for s in block] for block in _blocks(clock.seconds)]
+        references = [statistics.median(block) for block in blocks[::2]]
+        beside = [
+            (rate, (before + after) / 2)
+            for block, before, after in zip(blocks[1::2], references, references[1:])
+            for rate in block
+        ]
+        into.rates.append(statistics.median(rate for rate, _ in beside))
+        into.beside.append(beside)
+        if caches[1] is not None:
+            later = caches[1].stats().epochs[1:]
             into.hit_ratios.append(sum(e.hits for e in later) / max(1, sum(e.hits + e.misses for e in later)))
     finally:
-        if cache is not None:
-            cache.release()
+        for cache in caches:
+            if cache is not None:
+                cache.release()
 
 
 def describe(change: Change) -> str:
@@ -111,13 +178,6 @@ def describe(change: Change) -> str:
     threads = "AUTOTUNE" if change.prep_parallelism is None else str(change.prep_parallelism)
     return f"cache {change.cache_fraction:4.0%}, group {group:>4}, prep {threads:>8}"
 
-
-# A configuration the CPU alone limits in both setups (the whole dataset in the cache, prep on 2 threads), measured
-# before the first configuration of a round and after each: this machine's speed beside every measurement. The
-# model, prep and reads share 2 cores, and their speed moved by 20-50% within a run (stops 32-33: all-cached
-# configurations measured 2,168-4,034 items/s across rounds, the analyses' G 3,455-6,978); a probe of the train
-# steps on one batch did not follow the whole job's speed (stop 33).
-REFERENCE = Change(cache_fraction=1.0, scan_group=None, prep_parallelism=2)
 
 # The Measurements fields the CPU sets: rates (items/s) and CPU seconds per item. Storage's bytes/s and its idle
 # offset, the bytes, and ratios (the job's response, the scaling fit used as a ratio) are not the CPU's speed.
@@ -152,30 +212,26 @@ def validate(name: str, model, pipeline, grid: list[Change], rounds: int = ROUND
     """`rounds` rounds, each an analysis, then the grid and the first analysis' recommendation measured in turns
     (each round in its own seeded shuffled order, so that no configuration keeps its place beside the same
     neighbours and the analysis round after round: with the order reversed every other round, one configuration
-    ran 5-13% behind the others for four rounds in a row and then 3-10% ahead for three), REFERENCE measured
-    before the first and after each.
+    ran 5-13% behind the others for four rounds in a row and then 3-10% ahead for three), each in turns with
+    REFERENCE (measure).
 
-    A configuration is judged by its predictions at this machine's speed when it was measured: each round's
-    analysis predicts it with the CPU's rates scaled by the reference's rate measured beside it (the mean of the
-    one before and the one after) over the analysis' prediction for the reference (at_cpu_speed); its error is
-    the median of the rounds' ratios, prediction over measurement. Where storage limits a configuration, the
+    A configuration is judged by its predictions at this machine's speed when it was measured: for each of its
+    timed epochs, the round's analysis predicts it with the CPU's rates scaled by the reference's rate around
+    that epoch over the analysis' prediction for the reference (at_cpu_speed); a round's error is the median of
+    its epochs' ratios, prediction over measurement, and the configuration's the median of the rounds'. Where
+    storage limits a configuration, the
     scaling leaves its prediction as it was; where the CPU does, it judges the what-if's rate relative to the
     reference's, on a machine whose speed the what-if cannot know in advance. The analyses' predictions as made
     (their median against the measurements' median) are printed and summarised too."""
-    reports, results, references = [], {}, []
+    reports, results = [], {}
     for round_ in range(rounds):
         report = tfliquid.analysis.analyze(model, pipeline, subset_items=SUBSET, progress=False)
         reports.append(report)
         if round_ == 0:
             print(f"\n== {name} ==\n{report}\n")
             results = {change: Measured() for change in dict.fromkeys([*grid, report.change])}
-        order = random.Random(round_).sample(list(results), len(results))
-        beside = Measured()
-        measure(model, pipeline, REFERENCE, report.measured, beside)
-        for change in order:
+        for change in random.Random(round_).sample(list(results), len(results)):
             measure(model, pipeline, change, report.measured, results[change])
-            measure(model, pipeline, REFERENCE, report.measured, beside)
-        references.append({change: (beside.rates[i] + beside.rates[i + 1]) / 2 for i, change in enumerate(order)})
     recommended = reports[0].change
     print(
         f"  recommendations of the {rounds} analyses: "
@@ -183,7 +239,9 @@ def validate(name: str, model, pipeline, grid: list[Change], rounds: int = ROUND
     )
     print(
         f"  this machine's speed over the rounds: the reference ({describe(REFERENCE)}) measured "
-        + common.median_and_range([rate for around in references for rate in around.values()], "{:.0f}")
+        + common.median_and_range(
+            [reference for m in results.values() for beside in m.beside for _, reference in beside], "{:.0f}"
+        )
         + " items/s; the analyses' ingestion G "
         + common.median_and_range([r.measured.ingestion for r in reports], "{:.0f}")
         + " items/s"
@@ -198,10 +256,13 @@ def validate(name: str, model, pipeline, grid: list[Change], rounds: int = ROUND
     for change, measured in results.items():
         predictions = [predict(r.measured, change)["rate"] for r in reports]
         raw_error = statistics.median(predictions) / medians[change] - 1
-        at_speed = []
-        for report, predicted, around, rate in zip(reports, reference_predicted, references, measured.rates):
-            speed = around[change] / predicted
-            at_speed.append(predict(at_cpu_speed(report.measured, speed), change)["rate"] / rate - 1)
+        at_speed = [
+            statistics.median(
+                predict(at_cpu_speed(report.measured, reference / predicted), change)["rate"] / rate - 1
+                for rate, reference in beside
+            )
+            for report, predicted, beside in zip(reports, reference_predicted, measured.beside)
+        ]
         error = statistics.median(at_speed)
         if change in grid:
             errors.append(abs(error))
