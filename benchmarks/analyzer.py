@@ -219,10 +219,10 @@ def validate(name: str, model, pipeline, grid: list[Change], rounds: int = ROUND
     timed epochs, the round's analysis predicts it with the CPU's rates scaled by the reference's rate around
     that epoch over the analysis' prediction for the reference (at_cpu_speed); a round's error is the median of
     its epochs' ratios, prediction over measurement, and the configuration's the median of the rounds'. Where
-    storage limits a configuration, the
-    scaling leaves its prediction as it was; where the CPU does, it judges the what-if's rate relative to the
-    reference's, on a machine whose speed the what-if cannot know in advance. The analyses' predictions as made
-    (their median against the measurements' median) are printed and summarised too."""
+    storage limits a configuration, the scaling leaves its prediction as it was; where the CPU does, it judges the
+    what-if's rate relative to the reference's, on a machine whose speed the what-if cannot know in advance. The
+    analyses' predictions as made (their median against the measurements' median) are printed and summarised
+    too."""
     reports, results = [], {}
     for round_ in range(rounds):
         report = tfliquid.analysis.analyze(model, pipeline, subset_items=SUBSET, progress=False)
