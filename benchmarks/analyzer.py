@@ -80,10 +80,14 @@ REFERENCE = Change(cache_fraction=1.0, scan_group=None, prep_parallelism=2)
 
 @dataclasses.dataclass
 class Measured:
-    rates: list[float] = dataclasses.field(default_factory=list)  # items/s, one per round
     beside: list[list[tuple[float, float]]] = dataclasses.field(default_factory=list)  # per round: each timed
     # epoch's items/s and the reference's around it
     hit_ratios: list[float] = dataclasses.field(default_factory=list)  # the cache's, after the epoch that fills it
+
+    @property
+    def rates(self) -> list[float]:
+        """Items/s, one per round: the median of its timed epochs."""
+        return [statistics.median(rate for rate, _ in epochs) for epochs in self.beside]
 
 
 # An epoch of the whole dataset takes 0.17 s on the fast configurations: medians of 3 epochs spread by +-10% there,
@@ -131,9 +135,9 @@ def measure(model, pipeline, change: Change, measured: Measurements, into: Measu
     in turns, the reference's first, each pipeline starting again in its every epoch as a job's does (and as the
     analysis' served job does: one pipeline running on without restarts ran 7-9% slower on 2 prep threads). The
     first block of each fills its cache, sized as the analysis' recommendation sizes it
-    (Measurements.cache_capacity). Adds the median of the configuration's timed epochs (at least 3, and as many as
-    last MEASURED_SECONDS), each with the reference's rate around it: the mean of the medians of the reference's
-    blocks before and after."""
+    (Measurements.cache_capacity). Adds the configuration's timed epochs (at least 3, and as many as last
+    MEASURED_SECONDS), each with the reference's rate around it: the mean of the medians of the reference's blocks
+    before and after."""
     steps = pipeline.num_items // pipeline.batch_size
     datasets, caches = [], []
     try:
@@ -162,7 +166,6 @@ def measure(model, pipeline, change: Change, measured: Measurements, into: Measu
             for block, before, after in zip(blocks[1::2], references, references[1:])
             for rate in block
         ]
-        into.rates.append(statistics.median(rate for rate, _ in beside))
         into.beside.append(beside)
         if caches[1] is not None:
             later = caches[1].stats().epochs[1:]
