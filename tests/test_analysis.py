@@ -171,6 +171,22 @@ def test_recommendation_is_the_cheapest_change_near_the_best():
     assert prediction["rate"] == pytest.approx(1 / (0.2 / 40_000 + 0.8 / 400))
     # AUTOTUNE is predicted alike, but a fixed parallelism is preferred: the one predicted fastest (1 thread: 250)
     assert change.prep_parallelism == 2
+    # AUTOTUNE's runs measured ahead of every fixed parallelism (360 against 300 on 2 threads, model on the CPU, both
+    # fidelities' prep alike): it is predicted at most as fast as 2 threads, and those are recommended, with the
+    # least cache that reaches them: f = 0.7 (storage allows 100 / 0.3 = 333 items/s; f = 0.6, 250).
+    autotune_ahead = _measured(
+        model_on_cpu=True,
+        prep_by_scan_group={None: 400.0, 2: 400.0},
+        training_served_by_threads={None: 360.0, 1: 250.0, 2: 300.0},
+    )
+    assert predict(autotune_ahead, Change(cache_fraction=1.0))["rate"] == pytest.approx(300)
+    assert predict(autotune_ahead, Change(cache_fraction=0.7))["rate"] == pytest.approx(300)
+    change, prediction, best = recommend(autotune_ahead, memory_budget_bytes=1e12)
+    assert change == Change(cache_fraction=pytest.approx(0.7), scan_group=None, prep_parallelism=2)
+    assert prediction["rate"] == best == pytest.approx(300)
+    # measured behind them, it is predicted as measured
+    autotune_behind = dataclasses.replace(autotune_ahead, training_served_by_threads={None: 280.0, 1: 250.0, 2: 300.0})
+    assert predict(autotune_behind, Change(cache_fraction=1.0))["rate"] == pytest.approx(280)
     # When both fidelities reach the best (400), keeping full fidelity wins over saving memory: f = 0.8 (480.8
     # items/s of fetch; f = 0.7 gives 325.7) rather than group 2 without a cache.
     same_prep = _measured(prep_by_scan_group={None: 400.0, 2: 400.0})
@@ -182,6 +198,21 @@ def test_recommendation_is_the_cheapest_change_near_the_best():
     assert change.scan_group == 2 and change.cache_fraction == 0 and prediction["rate"] == pytest.approx(400)
     fetch_stall, prep_stall = _measured().stall_fractions()
     assert fetch_stall == pytest.approx(1 - 95 / 300) and prep_stall == pytest.approx((1 / 300 - 1 / 1000) * 95)
+
+
+def test_served_runs_are_paired_within_their_rounds():
+    # Two parallelisms in 3 rounds while the machine's speed moves (1, 1.3, 0.8): 2 threads ran 1.95, 2.0 and 2.1
+    # times 1 thread's rate. The medians of each one's own runs (100 and 195) give 1.95; paired within the rounds,
+    # 2.0, the median of the rounds' ratios, at the level of the rounds' median geometric mean (139.6).
+    def runs(*rates):
+        return [phases.TrainingRate(rate, 1 / rate, 5) for rate in rates]
+
+    paired = phases._paired_runs({1: runs(100.0, 130.0, 80.0), 2: runs(195.0, 260.0, 168.0)})
+    assert paired[2].items_per_second / paired[1].items_per_second == pytest.approx(2.0)
+    level = (100.0 * 195.0) ** 0.5
+    assert paired[1].items_per_second * paired[2].items_per_second == pytest.approx(level**2)
+    # the CPU seconds per item of each one's median run
+    assert paired[1].cpu_seconds_per_item == pytest.approx(1 / 100) and paired[2].cpu_seconds_per_item == 1 / 195
 
 
 def test_training_rate_runs_epochs_until_min_seconds():

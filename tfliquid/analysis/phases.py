@@ -448,11 +448,27 @@ def served_training_rates(
     """The job on the subset the cache serves, prep at each of `parallelisms` (None: AUTOTUNE), `steps` batches a
     window, its pipeline started again every epoch of the job's size (the subset repeated to num_items): a
     model.fit per parallelism of a warm-up window and as many more as last SERVED_SECONDS, in turns for `rounds`
-    rounds; the median run by rate (each run's rate the median of its windows)."""
+    rounds (each run's rate the median of its windows); paired within the rounds (_paired_runs)."""
     epoch = served.reads.repeat(max(1, round(pipeline.num_items / served.items)))
     runs = {k: (pipeline.prepared(epoch, k), dict(min_seconds=SERVED_SECONDS)) for k in parallelisms}
-    rates = _rates_in_turns(model, runs, steps, pipeline.batch_size, rounds)
-    return {k: _median_run(runs_of) for k, runs_of in rates.items()}
+    return _paired_runs(_rates_in_turns(model, runs, steps, pipeline.batch_size, rounds))
+
+
+def _paired_runs(rates: dict) -> dict:
+    """{key: a TrainingRate} from `rates` ({key: its runs, round by round}, every key run once a round): each
+    key's rate the median over the rounds of its ratio to the round's geometric mean over the keys, times the
+    median of those means; its CPU seconds per item its median run's. The what-if takes one parallelism's job
+    relative to another's, and this machine's speed shifts by up to 15% for tens of seconds at a time: a round's
+    runs are seconds apart, the medians of each key's own runs come from different rounds."""
+    keys, rounds = list(rates), len(next(iter(rates.values())))
+    means = [statistics.geometric_mean(rates[k][r].items_per_second for k in keys) for r in range(rounds)]
+    level = statistics.median(means)
+    paired = {}
+    for key in keys:
+        ratio = statistics.median(run.items_per_second / mean for run, mean in zip(rates[key], means))
+        median_run = _median_run(rates[key])
+        paired[key] = dataclasses.replace(median_run, items_per_second=level * ratio)
+    return paired
 
 
 def cache_fetch_rate(pipeline: InputPipeline, served: ServedSubset) -> ReadRate:
