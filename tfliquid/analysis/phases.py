@@ -153,6 +153,17 @@ def _median_run(runs_of: list[TrainingRate]) -> TrainingRate:
     return sorted(runs_of, key=lambda r: r.items_per_second)[len(runs_of) // 2]
 
 
+def _items_per_second(rates: dict) -> dict:
+    """{key: its runs' items/s, round by round} from _rates_in_turns' {key: its TrainingRates}."""
+    return {key: [run.items_per_second for run in runs] for key, runs in rates.items()}
+
+
+def _median_ratio(rates: list[float], anchors: list[float]) -> float:
+    """The median over the rounds of a rate over the same round's anchor: measurements paired within their rounds,
+    where this machine's speed shifts by up to 15% for tens of seconds between rounds."""
+    return statistics.median(rate / anchor for rate, anchor in zip(rates, anchors))
+
+
 def job_with_and_without_fetch(
     model, pipeline: InputPipeline, raw: tf.data.Dataset, items: int, rounds: int = TRAINING_ROUNDS
 ) -> tuple[float, float, int]:
@@ -222,8 +233,8 @@ def job_speedup(
         "variant": (variant.prepared(variant_raw.repeat()), timed),
     }
     rates = _rates_in_turns(model, runs, items // pipeline.batch_size, pipeline.batch_size, rounds)
-    pairs = zip(rates["pipeline"], rates["variant"])
-    return statistics.median(theirs.items_per_second / own.items_per_second for own, theirs in pairs)
+    per_second = _items_per_second(rates)
+    return _median_ratio(per_second["variant"], per_second["pipeline"])
 
 
 def ingestion_rate(model, batch, steps: int) -> float:
@@ -298,7 +309,7 @@ def prep_rates_in_turns(variants: dict, reference, parallelism: int, rounds: int
             pipeline, raw = variants[key]
             rates[key].append(_prep_pass(pipeline, raw, parallelism, repeats[key]).rate)
     best, by_round = max(rates[reference]), rates[reference]
-    return {key: best * statistics.median(r / ref for r, ref in zip(rates[key], by_round)) for key in variants}
+    return {key: best * _median_ratio(rates[key], by_round) for key in variants}
 
 
 def bytes_read_by_this_process() -> int | None:
@@ -460,15 +471,15 @@ def _paired_runs(rates: dict) -> dict:
     median of those means; its CPU seconds per item its median run's. The what-if takes one parallelism's job
     relative to another's, and this machine's speed shifts by up to 15% for tens of seconds at a time: a round's
     runs are seconds apart, the medians of each key's own runs come from different rounds."""
-    keys, rounds = list(rates), len(next(iter(rates.values())))
-    means = [statistics.geometric_mean(rates[k][r].items_per_second for k in keys) for r in range(rounds)]
+    per_second = _items_per_second(rates)
+    means = [statistics.geometric_mean(round_) for round_ in zip(*per_second.values())]
     level = statistics.median(means)
-    paired = {}
-    for key in keys:
-        ratio = statistics.median(run.items_per_second / mean for run, mean in zip(rates[key], means))
-        median_run = _median_run(rates[key])
-        paired[key] = dataclasses.replace(median_run, items_per_second=level * ratio)
-    return paired
+    return {
+        key: dataclasses.replace(
+            _median_run(rates[key]), items_per_second=level * _median_ratio(per_second[key], means)
+        )
+        for key in rates
+    }
 
 
 def cache_fetch_rate(pipeline: InputPipeline, served: ServedSubset) -> ReadRate:
