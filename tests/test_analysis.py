@@ -20,6 +20,7 @@ from PIL import Image
 
 import tfliquid
 from tfliquid.analysis import Change, Measurements, ScalingFit, fit_scaling, phases, predict
+from tfliquid.analysis.monotone import monotone_prep_by_group
 from tfliquid.analysis.recommendation import checked_recommendation
 from tfliquid.analysis.whatif import NEAR_BEST, candidate_changes, fetch_with_cache, recommend
 from tfliquid.samples import photos as sample_photos
@@ -40,6 +41,20 @@ def test_fit_recovers_a_piecewise_linear_curve():
     assert flat.threads_at_peak() == 1 and flat.peak == pytest.approx(200, rel=0.01)
     with pytest.raises(ValueError, match="two or more thread counts"):
         fit_scaling([2, 2], [1, 1])
+
+
+def test_prep_by_scan_group_is_held_to_the_decoding_order():
+    # Groups 2 and 3 measured out of order (3 faster than 2): pooled at their mean time per item, 1 / ((1/90 +
+    # 1/95) / 2) = 92.43; group 1 and full fidelity keep theirs.
+    fitted = monotone_prep_by_group({None: 50.0, 3: 95.0, 1: 100.0, 2: 90.0})
+    assert fitted == pytest.approx({1: 100.0, 2: 2 / (1 / 90 + 1 / 95), 3: 2 / (1 / 90 + 1 / 95), None: 50.0})
+    # A run of three, full fidelity in it: group 5 at 80 after group 6's 85 and full fidelity's 90.
+    fitted = monotone_prep_by_group({4: 100.0, 5: 80.0, 6: 85.0, None: 90.0})
+    assert fitted[4] == 100.0 and fitted[5] == fitted[6] == fitted[None] == pytest.approx(
+        3 / (1 / 80 + 1 / 85 + 1 / 90)
+    )
+    in_order = {1: 9.0, 2: 8.0, None: 7.0}
+    assert monotone_prep_by_group(in_order) == in_order and monotone_prep_by_group({None: 5.0}) == {None: 5.0}
 
 
 def _measured(**overrides) -> Measurements:
@@ -113,6 +128,22 @@ def test_whatif_arithmetic_by_hand():
     assert predict(responsive, Change(cache_fraction=1.0))["rate"] == pytest.approx(300)  # its own prep: R
     # A cheaper prep that measured slower (noise) does not make the job slower: beta is 0, not negative.
     assert dataclasses.replace(responsive, response_speedup=0.98).prep_response == 0
+    # A second speed-up measured (a check): scan group 3's prep 1.25x as fast (x = 400 / 500 - 1 = -0.2), its job
+    # 1 / 0.9x as fast (y = -0.1). One response is fitted to both points: beta = (0.5 * 0.2 + 0.2 * 0.1) / (0.5^2 +
+    # 0.2^2) = 0.4138, which every variant then takes: group 2's job at R / (1 - 0.4138 * 0.5) = 378.3, not the 375
+    # its own speed-up alone gave.
+    checked = dataclasses.replace(
+        responsive, prep_by_scan_group={None: 400.0, 2: 800.0, 3: 500.0}, checked_speedups={3: 1 / 0.9}
+    )
+    assert checked.prep_response == pytest.approx(0.12 / 0.29)
+    assert predict(checked, Change(scan_group=2, cache_fraction=1.0))["rate"] == pytest.approx(
+        300 / (1 - 0.12 / 0.29 * 0.5)
+    )
+    # A prep within a tenth of the pipeline's (scan group 2 at 430 against 400) is predicted as the pipeline's: the
+    # job's rate and its CPU unchanged (300, where 430 would give 300 / (1 - 0.4 * 0.07) = 308.6).
+    close = dataclasses.replace(responsive, prep_by_scan_group={None: 400.0, 2: 430.0})
+    group_2 = predict(close, Change(scan_group=2, cache_fraction=1.0))
+    assert (group_2["prep"], group_2["rate"]) == pytest.approx((400, 300))
 
 
 def test_cache_capacity_by_hand():
@@ -324,7 +355,7 @@ def test_job_speedup_pairs_the_jobs_round_by_round(png_files):
     light = tfliquid.analysis.file_pipeline(paths[:32], labels[:32], _light, BATCH, seed=0)
     raw, _ = phases.cached_raw(light, 32)
     model = _small_model()
-    speedup = phases.job_speedup(model, light, raw, light.replace(preprocess=_heavy), raw, 32, rounds=2)
+    speedup = phases.job_speedup(model, light, raw, light.replace(preprocess=_heavy), raw, 32, 2, rounds=2)
     # The heavy prep (12 resizes at twice the size, each way) holds the job to less than half its rate.
     assert 0 < speedup < 0.5, speedup
 
@@ -348,14 +379,15 @@ def test_the_recommendations_prep_is_checked_before_it_is_recommended(png_files)
     finally:
         model.set_weights(before)
     assert set(checked.checked_speedups) == {2} and 0 < checked.checked_speedups[2] < 0.5, checked.checked_speedups
-    assert checked.prep_response_to(2) == 0 and checked.prep_response == guessed.prep_response
+    assert checked.prep_response == 0 and guessed.prep_response > 0.5  # fitted to the check: 1 - m no longer
     assert change == Change(cache_fraction=pytest.approx(0.7), scan_group=None, prep_parallelism=2)
     assert prediction["rate"] == pytest.approx(300)
-    # A prep within a tenth of the pipeline's is not checked: the job's response to it is within its noise.
+    # A prep within a tenth of the pipeline's is not checked: it is predicted as the pipeline's (whatif.same_prep).
+    # With memory for under a tenth of the dataset at full fidelity, scan group 2 is recommended for its bytes.
     close = _measured(model_on_cpu=True, prep_by_scan_group={None: 400.0, 2: 420.0})
-    unchecked, choice = checked_recommendation(model, light, variants, 32, close, 1e12)
-    assert choice[0].scan_group == 2 and unchecked.checked_speedups == {} and choice == recommend(close, 1e12)
-    # A checked speed-up is what the change then runs at: 1.1x with group 2 gives 300 * 1.1 uncached.
+    unchecked, choice = checked_recommendation(model, light, variants, 32, close, 100_000)
+    assert choice[0].scan_group == 2 and unchecked.checked_speedups == {} and choice == recommend(close, 100_000)
+    # With one speed-up measured, the response fitted to it runs the change at it: 1.1x with group 2, 300 * 1.1.
     faster = dataclasses.replace(guessed, checked_speedups={2: 1.1})
     assert predict(faster, Change(scan_group=2))["rate"] == pytest.approx(330)
 
@@ -402,9 +434,7 @@ def test_fetch_bound_setup_is_classified_as_fetch(png_files):
         "beta": m.prep_response,
         "variant": m.response_variant,
         "job_speedup": m.response_speedup,
-        "checked": [
-            {"variant": v, "job_speedup": s, "beta": m.prep_response_to(v)} for v, s in m.checked_speedups.items()
-        ],
+        "checked": [{"variant": v, "job_speedup": s} for v, s in m.checked_speedups.items()],
     }
     # A read from idle storage ends sooner than its bytes at F (the throttle banks up to 50 ms of idle time), but
     # not before it starts; the read stage maps files on its parallel reads (AUTOTUNE: one per core).

@@ -10,11 +10,12 @@ import tensorflow as tf
 
 from tfliquid._common.progress import Progress
 from tfliquid.analysis import phases
+from tfliquid.analysis.monotone import monotone_prep_by_group
 from tfliquid.analysis.pipeline import InputPipeline
 from tfliquid.analysis.recommendation import checked_recommendation
 from tfliquid.analysis.report import Report
 from tfliquid.analysis.scaling import fit_scaling
-from tfliquid.analysis.whatif import Measurements, recommend
+from tfliquid.analysis.whatif import Measurements, recommend, same_prep
 
 DEFAULT_SUBSET_BATCHES = 16
 
@@ -37,17 +38,17 @@ def _stored_sample(pipeline: InputPipeline, raw: tf.data.Dataset, items: int, st
     return converted.map(lambda e: {"image": e["image"], "label": e["label"]}), stored_bytes / png_bytes
 
 
-def _job_response(model, pipeline: InputPipeline, prep_variants: dict, prep_by_variant: dict, items: int):
+def _job_response(model, pipeline: InputPipeline, prep_variants: dict, prep_by_variant: dict, items: int, cores: int):
     """(the prep variant, the job's speed-up with it) for the variant whose prep rate differs most from the
-    pipeline's, or (None, None) when none differs enough (phases.prep_differs)."""
+    pipeline's, or (None, None) when none differs enough (whatif.same_prep)."""
     own = prep_by_variant[pipeline.scan_group]
     others = [variant for variant in prep_variants if variant != pipeline.scan_group]
     if not others:
         return None, None
     variant = max(others, key=lambda v: abs(math.log(prep_by_variant[v] / own)))
-    if not phases.prep_differs(own, prep_by_variant[variant]):
+    if same_prep(own, prep_by_variant[variant]):
         return None, None
-    return variant, phases.variant_speedup(model, pipeline, prep_variants, variant, items)
+    return variant, phases.variant_speedup(model, pipeline, prep_variants, variant, items, cores)
 
 
 def analyze(
@@ -151,14 +152,15 @@ def analyze(
             prep_variants["raw"] = (pipeline.replace(decode=tf.identity), pixels)
             phase_done()
         prep_by_variant = phases.prep_rates_in_turns(prep_variants, pipeline.scan_group, cores)
-        prep_by_group = {group: prep_by_variant[group] for group in groups}
+        prep_by_group = monotone_prep_by_group({group: prep_by_variant[group] for group in groups})
+        prep_by_variant |= prep_by_group
         l3_prep, raw_prep = prep_by_variant.get("l3"), prep_by_variant.get("raw")
         phase_done()
         # On the CPU, how much of a cheaper (or dearer) prep reaches the job: measured with the variant that
         # differs most (whatif.Measurements.prep_response).
         response = (None, None)
         if model_on_cpu:
-            response = _job_response(model, pipeline, prep_variants, prep_by_variant, items)
+            response = _job_response(model, pipeline, prep_variants, prep_by_variant, items, cores)
         phase_done()
         measured = Measurements(
             ingestion=ingestion,

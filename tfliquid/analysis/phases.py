@@ -184,37 +184,34 @@ def job_with_and_without_fetch(
     return _median_run(rates["storage"]).items_per_second, _median_run(rates["memory"]).items_per_second, items_read
 
 
-# The job's speed-up with another prep is measured when some variant's prep rate differs from the pipeline's by this
-# share (for the response, and for the recommendation's check): the speed-up is known to about 2% (job_speedup), so
-# a smaller difference cannot tell how much of it reaches the job (whatif.Measurements.prep_response), and changes
-# that small move the job by no more than that.
-RESPONSE_MIN_DIFFERENCE = 0.1
-
 # The job's speed-up with another prep (the what-if's response of the job to its prep on the CPU) is a ratio of
 # two jobs whose rates move by up to 10% from round to round on 2 shared cores, and of which the ratio is a few
 # percent: each round pairs them, and the speed-up is the median of the rounds' ratios. 16 such rounds of 1.5 s put
 # scan group 2's speed-up on the benchmark's job at 1.06 (1.01-1.14). With 4 rounds, analyses of the benchmark's
 # fetch-bound job measured beta at 0.00 (scan group 3's prep 1.24x as fast, its job 0.971x) to 0.36 (group 1's,
 # 1.27x and 1.08x); at 0 the what-if saw no gain in any lower scan group where group 2 all cached ran 6% faster than
-# full fidelity. 8 rounds of half a second: as long in all as 4 of a second, and the pairs closer in time, where
-# this machine's speed drifts over tens of seconds.
-RESPONSE_ROUNDS = 8
+# full fidelity. Rounds of half a second: the pairs closer in time, where this machine's speed drifts over tens of
+# seconds. With 8 of them (at AUTOTUNE), three analyses in a row measured beta at 0.00, 0.51 and 0.32, and the one
+# at 0 recommended full fidelity all cached, which stop 36's grid measured at 0.935 of scan group 2 all cached; with
+# 16, four at 0.10, 0.34, 0.22 and 0.00 (for the zeros, see job_speedup's parallelism). 16 rounds, 16-20 s a
+# speed-up on 2 cores, halve the variance of their median.
+RESPONSE_ROUNDS = 16
 RESPONSE_SECONDS = 0.5
 
 
-def prep_differs(own: float, other: float) -> bool:
-    """Whether a variant's prep rate differs from the pipeline's by RESPONSE_MIN_DIFFERENCE: enough for the job's
-    speed-up with it to tell how much of the change reaches the job."""
-    return abs(own / other - 1) >= RESPONSE_MIN_DIFFERENCE
-
-
-def variant_speedup(model, pipeline: InputPipeline, prep_variants: dict, variant, items: int) -> float:
+def variant_speedup(
+    model, pipeline: InputPipeline, prep_variants: dict, variant, items: int, parallelism: int
+) -> float:
     """job_speedup with the prep variant `variant` against the pipeline's own, both from `prep_variants` (a variant
     -> (its pipeline, its subset in memory), the pipeline's own under its scan group)."""
     (_, raw), (variant_pipeline, variant_raw) = prep_variants[pipeline.scan_group], prep_variants[variant]
-    return job_speedup(model, pipeline, raw, variant_pipeline, variant_raw, items)
+    return job_speedup(model, pipeline, raw, variant_pipeline, variant_raw, items, parallelism)
 
 
+# The job's speed-up is measured with both preps on a fixed parallelism (analyze: every core), not AUTOTUNE, which
+# settles each prep at a parallelism of its own run by run: at AUTOTUNE the speed-up read below 1 in one analysis of
+# three or four of the benchmark's fetch-bound job (scan group 1's prep 1.26x as fast, its job 0.983x; group 5's
+# 1.34x, 0.981x), where on 2 fixed threads the same check of scan group 2 read 1.03-1.13 in 5 runs of 5.
 def job_speedup(
     model,
     pipeline: InputPipeline,
@@ -222,15 +219,17 @@ def job_speedup(
     variant: InputPipeline,
     variant_raw: tf.data.Dataset,
     items: int,
+    parallelism: int,
     rounds: int = RESPONSE_ROUNDS,
 ) -> float:
     """R_variant / R: the job over the variant's subset in memory (`variant_raw`, prepared by `variant`) against
-    the job over the pipeline's (`raw`), `items` a window, each a model.fit of a warm-up window and as many more as
-    last RESPONSE_SECONDS, in turns for `rounds` rounds; the median of the rounds' ratios."""
+    the job over the pipeline's (`raw`), both with prep on `parallelism` threads, `items` a window, each a
+    model.fit of a warm-up window and as many more as last RESPONSE_SECONDS, in turns for `rounds` rounds; the
+    median of the rounds' ratios."""
     timed = dict(min_seconds=RESPONSE_SECONDS)
     runs = {
-        "pipeline": (pipeline.prepared(raw.repeat()), timed),
-        "variant": (variant.prepared(variant_raw.repeat()), timed),
+        "pipeline": (pipeline.prepared(raw.repeat(), parallelism), timed),
+        "variant": (variant.prepared(variant_raw.repeat(), parallelism), timed),
     }
     rates = _rates_in_turns(model, runs, items // pipeline.batch_size, pipeline.batch_size, rounds)
     per_second = _items_per_second(rates)
@@ -293,8 +292,10 @@ def prep_rate(
 
 
 # This machine's speed shifts by up to 15% for tens of seconds at a time (the prep-bound job ran near 710 or near
-# 815 items/s on the same 1.95 cores of CPU), so prep variants compared with each other are measured in turns.
-PREP_TURNS = 3
+# 815 items/s on the same 1.95 cores of CPU), so prep variants compared with each other are measured in turns. With
+# 3 turns, nine analyses of the benchmark's fetch-bound job reported scan group 1's prep at 1.05x to 1.53x full
+# fidelity's (median 1.31x), and at 1.05x the what-if saw no gain in any scan group; 5 turns.
+PREP_TURNS = 5
 
 
 def prep_rates_in_turns(variants: dict, reference, parallelism: int, rounds: int = PREP_TURNS) -> dict:

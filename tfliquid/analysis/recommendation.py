@@ -6,10 +6,10 @@ import dataclasses
 
 from tfliquid.analysis import phases
 from tfliquid.analysis.pipeline import InputPipeline
-from tfliquid.analysis.whatif import LIQUID_MIX, Change, Measurements, recommend
+from tfliquid.analysis.whatif import LIQUID_MIX, Change, Measurements, recommend, same_prep
 
 # The recommendations' prep variants whose job speed-up analyze measures before recommending, at most: each check
-# takes 8-10 s (phases.job_speedup) and may move the recommendation to another variant.
+# takes 16-20 s (phases.job_speedup) and may move the recommendation to another variant.
 RESPONSE_CHECKS = 2
 
 
@@ -22,9 +22,9 @@ def checked_recommendation(
     memory_budget_bytes: float,
 ) -> tuple[Measurements, tuple[Change, dict[str, float], float]]:
     """(`measured` with the job's speed-up checked for the recommendation's prep variant, whatif.recommend's
-    answer then). The response measured with one variant does not carry to every other
-    (Measurements.prep_response_to), so the variant a recommendation rests on is measured itself
-    (phases.job_speedup over `items` items), up to RESPONSE_CHECKS times as the recommendation moves.
+    answer then). The job's speed-up with the variant a recommendation rests on is measured itself
+    (phases.job_speedup over `items` items), up to RESPONSE_CHECKS times as the recommendation moves: each check
+    is one more point of the job's response to its prep (Measurements.prep_response), where it matters.
     `prep_variants` maps a variant (a scan group, "l3", "raw") to (its pipeline, its subset in memory), as analyze
     measured them. Trains `model`: the caller restores its weights."""
     choice = recommend(measured, memory_budget_bytes)
@@ -33,9 +33,9 @@ def checked_recommendation(
         if variant in (LIQUID_MIX, pipeline.scan_group, measured.response_variant, *measured.checked_speedups):
             break
         own = measured.prep_by_scan_group[measured.scan_group]
-        if not phases.prep_differs(own, measured.variant_prep(variant)):
+        if same_prep(own, measured.variant_prep(variant)):
             break  # the job's response to so small a change in prep is within its speed-up's noise
-        speedup = phases.variant_speedup(model, pipeline, prep_variants, variant, items)
+        speedup = phases.variant_speedup(model, pipeline, prep_variants, variant, items, measured.cores)
         measured = dataclasses.replace(measured, checked_speedups={**measured.checked_speedups, variant: speedup})
         choice = recommend(measured, memory_budget_bytes)
     return measured, choice

@@ -121,19 +121,18 @@ class Report:
         own = m.prep_by_scan_group[m.scan_group]
         checked = [
             f"  checked for the recommendation: with {_variant_name(v)}'s prep, {m.variant_prep(v) / own:.2f}x as "
-            f"fast, the job ran {speedup:.3f}x as fast (it follows {m.prep_response_to(v):.2f})"
+            f"fast, the job ran {speedup:.3f}x as fast"
             for v, speedup in m.checked_speedups.items()
         ]
         if m.response_speedup is None:
-            return [
-                f"  the job follows {m.prep_response:.2f} of a change in prep's time (1 - m: not measured)",
-                *checked,
-            ]
+            measured_with = "1 - m: not measured" if not checked else "fitted to the speed-ups below"
+            return [f"  the job follows {m.prep_response:.2f} of a change in prep's time ({measured_with})", *checked]
         variant = m.variant_prep(m.response_variant) / own
+        fitted = ", and those below" if checked else ""
         return [
-            f"  the job follows {m.prep_response:.2f} of a change in prep's time (with "
+            f"  the job follows {m.prep_response:.2f} of a change in prep's time (fitted to its speed-ups: with "
             f"{_variant_name(m.response_variant)}'s prep, {variant:.2f}x as fast, it ran {m.response_speedup:.3f}x "
-            "as fast)",
+            f"as fast{fitted})",
             *checked,
         ]
 
@@ -157,10 +156,7 @@ class Report:
                 "beta": m.prep_response if m.model_on_cpu else None,
                 "variant": m.response_variant,
                 "job_speedup": m.response_speedup,
-                "checked": [
-                    {"variant": v, "job_speedup": speedup, "beta": m.prep_response_to(v)}
-                    for v, speedup in m.checked_speedups.items()
-                ],
+                "checked": [{"variant": v, "job_speedup": speedup} for v, speedup in m.checked_speedups.items()],
             },
             "prep_scaling": dataclasses.asdict(m.scaling) | {"threads_at_peak": m.scaling.threads_at_peak(m.cores)},
             "stalls": {"fetch": fetch_stall, "prep": prep_stall, "bottleneck": self.bottleneck},
