@@ -9,7 +9,8 @@ item, and ties go to the change that keeps more fidelity (whatif.Change.cost).""
 from __future__ import annotations
 
 
-def _scans_order(group) -> float:
+def scans_order(group) -> float:
+    """A scan group's place in the order of scans read: group 1 first, full fidelity (None) last."""
     return float("inf") if group is None else group
 
 
@@ -17,7 +18,7 @@ def monotone_prep_by_group(prep_by_group: dict) -> dict:
     """{scan group (None: full fidelity): items/s}, fitted to be non-increasing from group 1 to full fidelity: a
     least-squares fit of the times per item (pool adjacent violators, equal weights)."""
     blocks = []  # runs of adjacent groups, each [summed time per item, [groups]]
-    for group in sorted(prep_by_group, key=_scans_order):
+    for group in sorted(prep_by_group, key=scans_order):
         blocks.append([1 / prep_by_group[group], [group]])
         while len(blocks) > 1 and _mean(blocks[-2]) > _mean(blocks[-1]):
             seconds, groups = blocks.pop()

@@ -30,7 +30,7 @@ def checked_recommendation(
     choice = recommend(measured, memory_budget_bytes)
     for _ in range(RESPONSE_CHECKS):
         variant = choice[0].prep_variant(measured)
-        if variant in (LIQUID_MIX, pipeline.scan_group, measured.response_variant, *measured.checked_speedups):
+        if variant in (LIQUID_MIX, pipeline.scan_group, *measured.measured_speedups):
             break
         own = measured.prep_by_scan_group[measured.scan_group]
         if same_prep(own, measured.variant_prep(variant)):

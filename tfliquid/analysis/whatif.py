@@ -41,6 +41,7 @@ import dataclasses
 import math
 
 from tfliquid.analysis.cache_fill import held_share
+from tfliquid.analysis.monotone import scans_order
 from tfliquid.analysis.record_reads import MAX_RECORDS, replayed_rate
 from tfliquid.analysis.scaling import ScalingFit
 from tfliquid.liquid.profiling import STEPS, predicted_rates
@@ -240,10 +241,6 @@ def same_prep(own: float, other: float) -> bool:
     return abs(own / other - 1) < PREP_RESOLUTION
 
 
-def _group_order(group):
-    return float("inf") if group is None else group
-
-
 def fetch_with_cache(fetch: float, cache_fetch: float, fraction: float) -> float:
     """F'(f): items/s when a fraction f of the items comes from the cache and the rest from storage."""
     return 1.0 / (fraction / cache_fetch + (1.0 - fraction) / fetch)
@@ -367,7 +364,7 @@ def candidate_changes(measured: Measurements, memory_budget_bytes: float) -> lis
     ..., 1, every scan group measured, prep parallelism AUTOTUNE or 1..cores, and L3 and the Liquid png:raw
     ratios 0:10 ... 9:1 when they were measured."""
     fractions = [f / 10 for f in range(11)]
-    groups = sorted(measured.prep_by_scan_group, key=_group_order)
+    groups = sorted(measured.prep_by_scan_group, key=scans_order)
     parallelisms = [None, *range(1, measured.cores + 1)]
     changes = [
         Change(cache_fraction=f, scan_group=g, prep_parallelism=k)
