@@ -375,7 +375,7 @@ def test_the_recommendations_prep_is_checked_before_it_is_recommended(png_files)
     model = _small_model()
     before = [w.copy() for w in model.get_weights()]
     try:
-        checked, (change, prediction, _) = checked_recommendation(model, light, variants, 32, guessed, 1e12)
+        checked, (change, prediction, _) = checked_recommendation(model, light, variants, 32, guessed, 1e12, 3)
     finally:
         model.set_weights(before)
     assert set(checked.checked_speedups) == {2} and 0 < checked.checked_speedups[2] < 0.5, checked.checked_speedups
@@ -400,7 +400,7 @@ def test_fetch_bound_setup_is_classified_as_fetch(png_files):
     before = [w.copy() for w in model.get_weights()]
     tfliquid.io.set_read_bandwidth(1e6)
     try:
-        report = tfliquid.analysis.analyze(model, pipeline, subset_items=64, steps=5, progress=False)
+        report = tfliquid.analysis.analyze(model, pipeline, subset_items=64, steps=5, quick=True, progress=False)
     finally:
         tfliquid.io.set_read_bandwidth(None)
     m = report.measured
@@ -425,11 +425,12 @@ def test_fetch_bound_setup_is_classified_as_fetch(png_files):
     # the best ratio with nothing else changed (the recommendation may be another Liquid row, with a cache)
     liquid_rows = [p for name, p in report.whatif_rows() if name.startswith("Liquid png:raw") and "," not in name]
     assert len(liquid_rows) == 1 and liquid_rows[0]["rate"] > 0
-    assert report.cost.items_read >= 64 * 4 and report.cost.seconds > 0
+    assert report.cost.items_read >= 64 * 4 and report.cost.seconds > 0 and "(quick: " in str(report)
     for got, want in zip(model.get_weights(), before):
         np.testing.assert_array_equal(got, want)  # the analysis trained a copy of the weights, then restored them
     as_json = json.loads(report.to_json())
     assert as_json["stalls"]["bottleneck"] == "fetch" and as_json["recommendation"]["code"] == report.code()
+    assert as_json["cost"]["rounds"] == {"training": 1, "response": 3, "prep_turns": 1}
     assert as_json["prep_response"] == {
         "beta": m.prep_response,
         "variant": m.response_variant,
@@ -447,7 +448,7 @@ def test_fetch_bound_setup_is_classified_as_fetch(png_files):
 def test_prep_bound_setup_is_classified_as_prep(png_files):
     paths, labels = png_files
     pipeline = tfliquid.analysis.file_pipeline(paths, labels, _heavy, BATCH, seed=0)
-    report = tfliquid.analysis.analyze(_small_model(), pipeline, subset_items=64, steps=5, progress=False)
+    report = tfliquid.analysis.analyze(_small_model(), pipeline, subset_items=64, steps=5, quick=True, progress=False)
     assert report.bottleneck == "prep", str(report)
     fetch_stall, prep_stall = report.stalls
     # Most of the stall is prep's. Not an absolute bound on the fetch stall: the files are read from the disk
@@ -472,6 +473,7 @@ def test_cli_on_the_example_script_and_the_recommended_code_runs(tmp_path):
             "64",
             "--steps",
             "5",
+            "--quick",
             "--json",
             str(report_path),
             "--plot",

@@ -465,6 +465,11 @@ def _add_analyze(verbs):
         default=None,
         help="bytes the recommended cache may take (default: half of this machine's memory)",
     )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="one round of most measurements made in turns: about half the time, the predictions scatter more",
+    )
     p.add_argument("--json", dest="json_path", help="also write the report as JSON to this file")
     p.add_argument(
         "--plot",
@@ -487,6 +492,7 @@ def _add_analyze(verbs):
             subset_items=args.subset,
             steps=args.steps,
             memory_budget_bytes=args.memory_budget,
+            quick=args.quick,
             progress=not args.quiet,
         )
         print(report)

@@ -38,7 +38,9 @@ def _stored_sample(pipeline: InputPipeline, raw: tf.data.Dataset, items: int, st
     return converted.map(lambda e: {"image": e["image"], "label": e["label"]}), stored_bytes / png_bytes
 
 
-def _job_response(model, pipeline: InputPipeline, prep_variants: dict, prep_by_variant: dict, items: int, cores: int):
+def _job_response(
+    model, pipeline: InputPipeline, prep_variants: dict, prep_by_variant: dict, items: int, cores: int, rounds: int
+):
     """(the prep variant, the job's speed-up with it) for the variant whose prep rate differs most from the
     pipeline's, or (None, None) when none differs enough (whatif.same_prep)."""
     own = prep_by_variant[pipeline.scan_group]
@@ -48,7 +50,7 @@ def _job_response(model, pipeline: InputPipeline, prep_variants: dict, prep_by_v
     variant = max(others, key=lambda v: abs(math.log(prep_by_variant[v] / own)))
     if same_prep(own, prep_by_variant[variant]):
         return None, None
-    return variant, phases.variant_speedup(model, pipeline, prep_variants, variant, items, cores)
+    return variant, phases.variant_speedup(model, pipeline, prep_variants, variant, items, cores, rounds)
 
 
 def analyze(
@@ -58,6 +60,7 @@ def analyze(
     subset_items: int | None = None,
     steps: int = 20,
     memory_budget_bytes: float | None = None,
+    quick: bool = False,
     progress: bool = True,
 ) -> Report:
     """Measures where `model` trained on `pipeline` stalls, predicts what each change would reach, and
@@ -73,6 +76,8 @@ def analyze(
       pipeline: the input pipeline, an `InputPipeline` (e.g. from `pcr_pipeline` or `file_pipeline`).
       memory_budget_bytes: the largest MinIO cache the recommendation may use (default: half this machine's
         memory).
+      quick: one round of most measurements made in turns instead of 3 to 16 (phases.QUICK_ROUNDS), in about half
+        the time: the bottleneck and the stall split hold, the predictions scatter more than the default's 5%.
     """
     cores = os.cpu_count() or 1
     items = min(pipeline.num_items, subset_items or DEFAULT_SUBSET_BATCHES * pipeline.batch_size)
@@ -81,7 +86,8 @@ def analyze(
         raise ValueError(f"the subset ({items} items) holds no whole batch of {pipeline.batch_size}")
     budget = memory_budget_bytes if memory_budget_bytes is not None else _half_of_memory()
     model_on_cpu = not tf.config.list_logical_devices("GPU")
-    ledger = phases.Ledger()
+    rounds = phases.QUICK_ROUNDS if quick else phases.Rounds()
+    ledger = phases.Ledger(rounds=rounds)
     start = time.perf_counter()
     weights = model.get_weights()
     groups = [None] if not pipeline.scan_groups else [None, *range(1, pipeline.scan_groups)]
@@ -112,7 +118,9 @@ def analyze(
             ledger.charge(pipeline, idle_items)
         phase_done()
         steps_per_epoch = items // pipeline.batch_size
-        training, training_without_fetch, storage_items = phases.job_with_and_without_fetch(model, pipeline, raw, items)
+        training, training_without_fetch, storage_items = phases.job_with_and_without_fetch(
+            model, pipeline, raw, items, rounds.training
+        )
         ledger.charge(pipeline, storage_items)
         phase_done()
         with phases.served_subset(pipeline, items) as served:
@@ -121,7 +129,7 @@ def analyze(
             phase_done()
             # The job as a cache serves it (the what-if's base on the CPU): its reads' CPU is in it, measured.
             served_by_threads = phases.served_training_rates(
-                model, pipeline, served, [None, *range(1, cores + 1)], max(steps_per_epoch, steps)
+                model, pipeline, served, [None, *range(1, cores + 1)], max(steps_per_epoch, steps), rounds.training
             )
         phase_done()
         ops = phases.op_table(pipeline.prepared(pipeline.reads().take(items)), steps_per_epoch - 1)
@@ -151,7 +159,7 @@ def analyze(
             pixels, raw_ratio = _stored_sample(pipeline, raw, items, tf.identity)
             prep_variants["raw"] = (pipeline.replace(decode=tf.identity), pixels)
             phase_done()
-        prep_by_variant = phases.prep_rates_in_turns(prep_variants, pipeline.scan_group, cores)
+        prep_by_variant = phases.prep_rates_in_turns(prep_variants, pipeline.scan_group, cores, rounds.prep_turns)
         prep_by_group = monotone_prep_by_group({group: prep_by_variant[group] for group in groups})
         prep_by_variant |= prep_by_group
         l3_prep, raw_prep = prep_by_variant.get("l3"), prep_by_variant.get("raw")
@@ -160,7 +168,7 @@ def analyze(
         # differs most (whatif.Measurements.prep_response).
         response = (None, None)
         if model_on_cpu:
-            response = _job_response(model, pipeline, prep_variants, prep_by_variant, items, cores)
+            response = _job_response(model, pipeline, prep_variants, prep_by_variant, items, cores, rounds.response)
         phase_done()
         measured = Measurements(
             ingestion=ingestion,
@@ -199,7 +207,7 @@ def analyze(
         )
         if model_on_cpu:
             measured, (change, prediction, best) = checked_recommendation(
-                model, pipeline, prep_variants, items, measured, budget
+                model, pipeline, prep_variants, items, measured, budget, rounds.response
             )
         else:
             change, prediction, best = recommend(measured, budget)

@@ -29,8 +29,10 @@ from tfliquid.analysis.pipeline import InputPipeline
 
 @dataclasses.dataclass
 class Ledger:
-    """What the analysis cost: items it read from storage and the time its phases took."""
+    """What the analysis cost: items it read from storage, the time its phases took, and the rounds of its
+    measurements made in turns."""
 
+    rounds: Rounds
     items_read: int = 0
     bytes_read: float = 0.0
     seconds: float = 0.0
@@ -200,12 +202,12 @@ RESPONSE_SECONDS = 0.5
 
 
 def variant_speedup(
-    model, pipeline: InputPipeline, prep_variants: dict, variant, items: int, parallelism: int
+    model, pipeline: InputPipeline, prep_variants: dict, variant, items: int, parallelism: int, rounds: int
 ) -> float:
     """job_speedup with the prep variant `variant` against the pipeline's own, both from `prep_variants` (a variant
     -> (its pipeline, its subset in memory), the pipeline's own under its scan group)."""
     (_, raw), (variant_pipeline, variant_raw) = prep_variants[pipeline.scan_group], prep_variants[variant]
-    return job_speedup(model, pipeline, raw, variant_pipeline, variant_raw, items, parallelism)
+    return job_speedup(model, pipeline, raw, variant_pipeline, variant_raw, items, parallelism, rounds)
 
 
 # The job's speed-up is measured with both preps on a fixed parallelism (analyze: every core), not AUTOTUNE, which
@@ -311,6 +313,23 @@ def prep_rates_in_turns(variants: dict, reference, parallelism: int, rounds: int
             rates[key].append(_prep_pass(pipeline, raw, parallelism, repeats[key]).rate)
     best, by_round = max(rates[reference]), rates[reference]
     return {key: best * _median_ratio(rates[key], by_round) for key in variants}
+
+
+@dataclasses.dataclass(frozen=True)
+class Rounds:
+    """How often analyze repeats its measurements made in turns, of which the what-if takes medians: the job with
+    and without fetch and the job served by the cache (`training`), each job speed-up (`response`), the prep
+    variants (`prep_turns`). The defaults are the rounds benchmarks.analyzer validates the predictions with."""
+
+    training: int = TRAINING_ROUNDS
+    response: int = RESPONSE_ROUNDS
+    prep_turns: int = PREP_TURNS
+
+
+# analyze(quick=True): one round of each but the speed-ups' (3: a median), about half the time of an analysis. For
+# a first look: its bottleneck and stall split hold, its predictions scatter more (single runs of 2 shared cores'
+# jobs spread by +-10%, see MAX_EPOCHS).
+QUICK_ROUNDS = Rounds(training=1, response=3, prep_turns=1)
 
 
 def bytes_read_by_this_process() -> int | None:

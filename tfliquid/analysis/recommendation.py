@@ -20,11 +20,13 @@ def checked_recommendation(
     items: int,
     measured: Measurements,
     memory_budget_bytes: float,
+    rounds: int = phases.RESPONSE_ROUNDS,
 ) -> tuple[Measurements, tuple[Change, dict[str, float], float]]:
     """(`measured` with the job's speed-up checked for the recommendation's prep variant, whatif.recommend's
     answer then). The job's speed-up with the variant a recommendation rests on is measured itself
-    (phases.job_speedup over `items` items), up to RESPONSE_CHECKS times as the recommendation moves: each check
-    is one more point of the job's response to its prep (Measurements.prep_response), where it matters.
+    (phases.job_speedup over `items` items, `rounds` rounds), up to RESPONSE_CHECKS times as the recommendation
+    moves: each check is one more point of the job's response to its prep (Measurements.prep_response), where it
+    matters.
     `prep_variants` maps a variant (a scan group, "l3", "raw") to (its pipeline, its subset in memory), as analyze
     measured them. Trains `model`: the caller restores its weights."""
     choice = recommend(measured, memory_budget_bytes)
@@ -35,7 +37,7 @@ def checked_recommendation(
         own = measured.prep_by_scan_group[measured.scan_group]
         if same_prep(own, measured.variant_prep(variant)):
             break  # the job's response to so small a change in prep is within its speed-up's noise
-        speedup = phases.variant_speedup(model, pipeline, prep_variants, variant, items, measured.cores)
+        speedup = phases.variant_speedup(model, pipeline, prep_variants, variant, items, measured.cores, rounds)
         measured = dataclasses.replace(measured, checked_speedups={**measured.checked_speedups, variant: speedup})
         choice = recommend(measured, memory_budget_bytes)
     return measured, choice

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from tfliquid.analysis.phases import Ledger, OpRow
+from tfliquid.analysis.phases import QUICK_ROUNDS, Ledger, OpRow
 from tfliquid.analysis.pipeline import InputPipeline
 from tfliquid.analysis.whatif import Change, Measurements, predict
 from tfliquid.liquid.profiling import STEPS
@@ -175,6 +175,10 @@ class Report:
             "cost": dataclasses.asdict(self.cost),
         }
 
+    @property
+    def _quick(self) -> bool:
+        return self.cost.rounds == QUICK_ROUNDS
+
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, default=str)
 
@@ -183,7 +187,7 @@ class Report:
         fetch_stall, prep_stall = self.stalls
         lines = [
             f"data-stall analysis: {self.cost.items_read} items ({self.cost.bytes_read / 1e6:.1f} MB) read, "
-            f"{self.cost.seconds:.1f} s",
+            f"{self.cost.seconds:.1f} s" + (" (quick: its predictions scatter more)" if self._quick else ""),
             f"  ingestion G {m.ingestion:9.0f} items/s   (train steps on one batch in memory"
             f"{', on the CPU' if m.model_on_cpu else ''})",
             f"  prep P      {m.prep:9.0f} items/s   (1..{m.cores + 1} threads: "
