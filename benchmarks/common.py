@@ -57,15 +57,17 @@ def pass_of(dataset, batch_size: int = 256):
 
 
 def round_robin(passes: dict, rounds: int) -> dict[str, list[float]]:
-    """Rate (elements/s) of each peer in every round, the peers taking turns: the machine's speed drifts over a
-    run (shared hosts), and taking turns exposes every peer to the same drift. `passes` maps a peer's name to a
+    """Rate (elements/s) of each peer in every round, the peers taking turns, in the order reversed every other
+    round: the machine's speed drifts over a run (shared hosts), and taking turns exposes every peer to the same
+    drift; in one fixed order each peer would always follow the same neighbour. `passes` maps a peer's name to a
     function that runs one pass and returns its PassTiming. The worst iterator teardown is printed: tf.data's
     cost per epoch, kept out of the rates."""
     rates = {name: [] for name in passes}
+    order = list(passes)
     worst = 0.0
-    for _ in range(rounds):
-        for name, run in passes.items():
-            timing: PassTiming = run()
+    for round_ in range(rounds):
+        for name in order if round_ % 2 == 0 else order[::-1]:
+            timing: PassTiming = passes[name]()
             rates[name].append(timing.rate)
             worst = max(worst, timing.teardown_seconds)
     print(f"(worst iterator teardown in these {rounds} rounds: {worst * 1e3:.0f} ms, not counted in the rates)")
