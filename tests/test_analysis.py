@@ -430,7 +430,7 @@ def test_fetch_bound_setup_is_classified_as_fetch(png_files):
         np.testing.assert_array_equal(got, want)  # the analysis trained a copy of the weights, then restored them
     as_json = json.loads(report.to_json())
     assert as_json["stalls"]["bottleneck"] == "fetch" and as_json["recommendation"]["code"] == report.code()
-    assert as_json["cost"]["rounds"] == {"training": 1, "response": 3, "prep_turns": 1}
+    assert as_json["cost"]["rounds"] == dataclasses.asdict(phases.QUICK_ROUNDS)
     assert as_json["prep_response"] == {
         "beta": m.prep_response,
         "variant": m.response_variant,
@@ -489,6 +489,7 @@ def test_cli_on_the_example_script_and_the_recommended_code_runs(tmp_path):
     report = json.loads(report_path.read_text())
     assert plot_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert report["recommendation"]["speedup"] > 1.5
+    assert report["cost"]["rounds"] == dataclasses.asdict(phases.QUICK_ROUNDS)  # --quick reached analyze
     as_it_is = report["whatif"][0]
     assert as_it_is["change"] == "as it is"
     assert report["recommendation"]["predicted_speedup"] == pytest.approx(
