@@ -8,7 +8,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from tfliquid._common.timing import PassTiming, timed_pass  # noqa: E402
+from tfliquid._common.timing import PassTiming, timed_pass, turn_order  # noqa: E402
 from tfliquid.samples import photos as sample_photos  # noqa: E402
 
 
@@ -66,7 +66,7 @@ def round_robin(passes: dict, rounds: int) -> dict[str, list[float]]:
     order = list(passes)
     worst = 0.0
     for round_ in range(rounds):
-        for name in order if round_ % 2 == 0 else order[::-1]:
+        for name in turn_order(order, round_):
             timing: PassTiming = passes[name]()
             rates[name].append(timing.rate)
             worst = max(worst, timing.teardown_seconds)

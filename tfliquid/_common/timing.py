@@ -38,3 +38,9 @@ def timed_pass(dataset: tf.data.Dataset) -> PassTiming:
     seconds = time.perf_counter() - start
     del iterator
     return PassTiming(elements, seconds, time.perf_counter() - start - seconds, batch_seconds)
+
+
+def turn_order(keys: list, round_: int) -> list:
+    """`keys` in the order of round `round_` of measurements made in turns: as given in even rounds, reversed in
+    odd ones, so that no key always runs right after the same neighbour."""
+    return keys if round_ % 2 == 0 else keys[::-1]

@@ -77,7 +77,7 @@ def analyze(
       memory_budget_bytes: the largest MinIO cache the recommendation may use (default: half this machine's
         memory).
       quick: one round of most measurements made in turns instead of 3 to 16 (phases.QUICK_ROUNDS), in about half
-        the time: the bottleneck and the stall split hold, the predictions scatter more than the default's 5%.
+        the time: a first look, whose predictions scatter more than the default's (docs/analysis.md).
     """
     cores = os.cpu_count() or 1
     items = min(pipeline.num_items, subset_items or DEFAULT_SUBSET_BATCHES * pipeline.batch_size)

@@ -23,7 +23,7 @@ import time
 
 import tensorflow as tf
 
-from tfliquid._common.timing import timed_pass
+from tfliquid._common.timing import timed_pass, turn_order
 from tfliquid.analysis.pipeline import InputPipeline
 
 
@@ -308,7 +308,7 @@ def prep_rates_in_turns(variants: dict, reference, parallelism: int, rounds: int
     repeats = {key: _sized_prep_pass(pipeline, raw, parallelism)[0] for key, (pipeline, raw) in variants.items()}
     rates, order = {key: [] for key in variants}, list(variants)
     for round_ in range(rounds):
-        for key in order if round_ % 2 == 0 else order[::-1]:
+        for key in turn_order(order, round_):
             pipeline, raw = variants[key]
             rates[key].append(_prep_pass(pipeline, raw, parallelism, repeats[key]).rate)
     best, by_round = max(rates[reference]), rates[reference]
@@ -327,8 +327,8 @@ class Rounds:
 
 
 # analyze(quick=True): one round of each but the speed-ups' (3: a median), about half the time of an analysis. For
-# a first look: its bottleneck and stall split hold, its predictions scatter more (single runs of 2 shared cores'
-# jobs spread by +-10%, see MAX_EPOCHS).
+# a first look: the tests' fetch-bound and prep-bound setups are classified as by the default, the predictions
+# scatter more (single runs of 2 shared cores' jobs spread by +-10%, see MAX_EPOCHS).
 QUICK_ROUNDS = Rounds(training=1, response=3, prep_turns=1)
 
 
