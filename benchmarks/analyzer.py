@@ -16,7 +16,7 @@ storage's as measured) against its measurement, the median of the epochs' and th
 predictions as made are printed beside them:
   fetch-bound: MinIO cache 0 / 50 / 100% x scan group full / 2 x prep parallelism 1 / 2 (12);
   prep-bound: MinIO cache 0 / 100% x prep parallelism 1 / 2 (4).
-Then Lobster's thread plan against AUTOTUNE and a fixed split (the pipeline alone, peers in turns, 11 rounds),
+Then Lobster's thread plan against AUTOTUNE and a fixed split (the pipeline alone, peers in turns, PLAN_ROUNDS rounds),
 and StallMonitor's cost per step: its stamp on the pipeline alone (microseconds per batch, 7 rounds in turns) and
 its callback's hooks, timed directly, over the step time (model.fit epoch times with and without it, 7 rounds in
 alternating turns, are printed too: on these 2 shared cores they move by up to 10% between rounds, more than the

@@ -129,7 +129,7 @@ def analyze(
             phase_done()
             # The job as a cache serves it (the what-if's base on the CPU): its reads' CPU is in it, measured.
             served_by_threads = phases.served_training_rates(
-                model, pipeline, served, [None, *range(1, cores + 1)], max(steps_per_epoch, steps), rounds.training
+                model, pipeline, served, [None, *range(1, cores + 1)], max(steps_per_epoch, steps), rounds.served
             )
         phase_done()
         ops = phases.op_table(pipeline.prepared(pipeline.reads().take(items)), steps_per_epoch - 1)
