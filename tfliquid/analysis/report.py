@@ -207,9 +207,13 @@ class Report:
             chose = "" if row.parallelism is None else f"{row.parallelism:g}"
             per_element = row.microseconds_per_element
             lines.append(f"    {row.name:30s} {row.elements:9d}  {row.cpu_share:8.0%}  {per_element:10.1f}  {chose}")
-        lines += ["", "  what if (items/s)                       ingestion       prep      fetch  predicted"]
-        for name, p in self.whatif_rows():
-            lines.append(f"    {name:36s} {p['ingestion']:9.0f}  {p['prep']:9.0f}  {p['fetch']:9.0f}  {p['rate']:9.0f}")
+        rows = self.whatif_rows()
+        width = max(36, *(len(name) for name, _ in rows))  # the recommendation's row can name three changes
+        stages = "  ".join(f"{stage:>9s}" for stage in ("ingestion", "prep", "fetch", "predicted"))
+        lines += ["", f"  {'what if (items/s)':{width + 2}s} {stages}"]
+        for name, p in rows:
+            rates = "  ".join(f"{p[stage]:9.0f}" for stage in ("ingestion", "prep", "fetch", "rate"))
+            lines.append(f"    {name:{width}s} {rates}")
         speedup = self.prediction["rate"] / m.training
         lines += [
             "",
