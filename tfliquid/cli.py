@@ -468,7 +468,7 @@ def _add_analyze(verbs):
     p.add_argument(
         "--quick",
         action="store_true",
-        help="one round of most measurements made in turns: about half the time, the predictions scatter more",
+        help="one round of most measurements made in turns: less than half the time, the predictions scatter more",
     )
     p.add_argument("--json", dest="json_path", help="also write the report as JSON to this file")
     p.add_argument(

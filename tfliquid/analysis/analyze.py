@@ -76,7 +76,7 @@ def analyze(
       pipeline: the input pipeline, an `InputPipeline` (e.g. from `pcr_pipeline` or `file_pipeline`).
       memory_budget_bytes: the largest MinIO cache the recommendation may use (default: half this machine's
         memory).
-      quick: one round of most measurements made in turns instead of 3 to 16 (phases.QUICK_ROUNDS), in about half
+      quick: one round of most measurements made in turns instead of 3 to 16 (phases.QUICK_ROUNDS), in less than half
         the time: a first look, whose predictions scatter more than the default's (docs/analysis.md).
     """
     cores = os.cpu_count() or 1

@@ -336,7 +336,7 @@ class Rounds:
     prep_turns: int = PREP_TURNS
 
 
-# analyze(quick=True): one round of each but the speed-ups' (3: a median), about half the time of an analysis. For
+# analyze(quick=True): one round of each but the speed-ups' (3: a median), less than half the time of an analysis. For
 # a first look: the tests' fetch-bound and prep-bound setups are classified as by the default, the predictions
 # scatter more (single runs of 2 shared cores' jobs spread by +-10%, see MAX_EPOCHS).
 QUICK_ROUNDS = Rounds(training=1, served=1, response=3, prep_turns=1)
