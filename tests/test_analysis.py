@@ -273,8 +273,7 @@ def test_training_rate_runs_epochs_until_min_seconds():
 
 
 def test_training_runs_in_turns_reverse_their_order_every_other_round():
-    # In one fixed order each run would always follow the same neighbour: the order moved the served job's
-    # R(1)/R(2) by 10-13% (stop 38).
+    # In one fixed order each run would always follow the same neighbour.
     model = _small_model()
     data = tf.data.Dataset.from_tensors((tf.zeros([BATCH, 32, 32, 3]), tf.zeros([BATCH], tf.int64)))
     started = []

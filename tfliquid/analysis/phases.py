@@ -150,8 +150,9 @@ STORAGE_SECONDS = 1.0
 def _rates_in_turns(model, runs: dict, steps: int, batch_size: int, rounds: int) -> dict:
     """{key: its `rounds` TrainingRates, round by round}: `runs` maps a key to (dataset, its training_rate options:
     before_epoch, min_seconds, pooled), and each round runs every one of them in turn, a model.fit of its own, in
-    turn_order: the order moves the rates (in one fixed order every round, the served job's R(1)/R(2) read 0.98 in
-    analyze's order and 0.85-0.89 in two others; medians of 3 measurements of 5 rounds, stop 38)."""
+    turn_order, so that no run always follows the same neighbour (in one fixed order, the served job's R(1)/R(2) read
+    0.98 in analyze's order and 0.85-0.89 in two others, stop 38; within what such measurements scatter by: with a
+    gc.collect() before each run, 0.83-1.06 in stop 39)."""
     rates = {key: [] for key in runs}
     for round_ in range(rounds):
         for key in turn_order(list(runs), round_):
