@@ -451,6 +451,9 @@ def test_fetch_bound_setup_is_classified_as_fetch(png_files):
     table = lines[header : lines.index("", header)]
     assert len(table) == len(report.whatif_rows()) + 1
     assert {len(line) for line in table} == {len(lines[header])}  # every row's rates under the header's columns
+    ops_header = next(i for i, line in enumerate(lines) if "tf.data ops (output first)" in line)
+    op_rows = lines[ops_header + 1 : lines.index("", ops_header)]
+    assert len(op_rows) == len(report.ops) and len({row.index("%") for row in op_rows}) == 1  # CPU shares aligned
     for got, want in zip(model.get_weights(), before):
         np.testing.assert_array_equal(got, want)  # the analysis trained a copy of the weights, then restored them
     as_json = json.loads(report.to_json())

@@ -200,15 +200,19 @@ class Report:
             f"  training    {m.training:9.0f} items/s   (without fetch: {m.training_cached:.0f})",
             *self._response_lines(),
             f"  stalls: fetch {fetch_stall:.0%}, prep {prep_stall:.0%} of epoch time; bottleneck: {self.bottleneck}",
+        ]
+        op_width = max([30, *(len(row.name) for row in self.ops)])  # names indented by their depth in the pipeline
+        lines += [
             "",
-            "  tf.data ops (output first)       elements  CPU share  us/element  AUTOTUNE chose",
+            f"  {'tf.data ops (output first)':{op_width + 3}s}elements  CPU share  us/element  AUTOTUNE chose",
         ]
         for row in self.ops:
             chose = "" if row.parallelism is None else f"{row.parallelism:g}"
             per_element = row.microseconds_per_element
-            lines.append(f"    {row.name:30s} {row.elements:9d}  {row.cpu_share:8.0%}  {per_element:10.1f}  {chose}")
+            cells = f"{row.elements:9d}  {row.cpu_share:8.0%}  {per_element:10.1f}"
+            lines.append(f"    {row.name:{op_width}s} {cells}  {chose}")
         rows = self.whatif_rows()
-        width = max(36, *(len(name) for name, _ in rows))  # the recommendation's row can name three changes
+        width = max([36, *(len(name) for name, _ in rows)])  # the recommendation's row can name three changes
         stages = "  ".join(f"{stage:>9s}" for stage in ("ingestion", "prep", "fetch", "predicted"))
         lines += ["", f"  {'what if (items/s)':{width + 2}s} {stages}"]
         for name, p in rows:
