@@ -1,6 +1,8 @@
 """The L3 reference codec (tfliquid/l3/codec.py): lossless on every shape, channel count, profile and bit
 width, and strict on corrupt input."""
 
+import tracemalloc
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -90,6 +92,20 @@ def test_corrupt_inputs_are_errors(mutate, message):
     data = l3.encode(_images()["noise"], "default")
     with pytest.raises(l3.L3Error, match=message):
         l3.decode(mutate(data))
+
+
+def test_a_short_header_claiming_millions_of_patches_is_rejected_before_they_are_listed():
+    # Found by the atheris fuzzer: a 1-pixel patch size on a 4863x4557 image claims 22 million patch offsets in
+    # 84 bytes; listing the patch grid before checking the data's length took 4.5 GB.
+    header = l3.HEADER.pack(l3.MAGIC, l3.VERSION, 1, 0, 8, 4863, 4557, 1, 0)
+    tracemalloc.start()
+    try:
+        with pytest.raises(l3.L3Error, match="offset 84: data ends inside the 22160692 patch offsets"):
+            l3.parse_header(header + bytes(60))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
 
 
 def test_bad_segment_width_is_an_error():

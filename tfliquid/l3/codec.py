@@ -60,6 +60,11 @@ def _patch_grid(height: int, width: int, n: int):
     return [(y, min(y + n, height), x, min(x + n, width)) for y in range(0, height, n) for x in range(0, width, n)]
 
 
+def _patch_count(height: int, width: int, n: int) -> int:
+    """len(_patch_grid(...)) without building the grid, which a small header can make millions of patches long."""
+    return -(-height // n) * -(-width // n)
+
+
 def predict(previous: np.ndarray) -> np.ndarray:
     """The custom Paeth prediction of a row from the previous row alone (edges replicate the top pixel)."""
     b = previous.astype(np.int16)
@@ -221,7 +226,7 @@ def parse_params(data: bytes):
 def parse_header(data: bytes):
     """Validates header and offsets; returns (params, height, width, offsets, payload start)."""
     params, height, width = parse_params(data)
-    count = params.channels * len(_patch_grid(height, width, params.patch)) + 1
+    count = params.channels * _patch_count(height, width, params.patch) + 1
     payload = HEADER.size + 4 * count
     if payload > len(data):
         raise L3Error(f"offset {len(data)}: data ends inside the {count} patch offsets")
