@@ -113,22 +113,6 @@ FETCH_BOUND_BLOCK_EPOCHS = 4
 PREP_BOUND_BLOCK_EPOCHS = 2
 
 
-class EpochSeconds(keras.callbacks.Callback):
-    """Each epoch's seconds; stops the fit once `enough(seconds)` holds after an epoch."""
-
-    def __init__(self, enough):
-        super().__init__()
-        self.seconds, self._enough = [], enough
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self._start = time.perf_counter()
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.seconds.append(time.perf_counter() - self._start)
-        if self._enough(self.seconds):
-            self.model.stop_training = True
-
-
 def _blocks(seconds: list[float], block: int) -> list[list[float]]:
     """The epochs' seconds in blocks of `block` epochs (REFERENCE's first, then the configuration's, in turns), each
     without its first epoch."""
@@ -160,7 +144,7 @@ def measure(model, pipeline, change: Change, measured: Measurements, into: Measu
             cache = tfliquid.MinIOCache(measured.cache_capacity(each)) if each.cache_fraction else None
             caches.append(cache)
             datasets.append(config.dataset(cache=cache).take(steps).repeat(block))
-        clock = EpochSeconds(functools.partial(_enough, block=block))
+        clock = phases.epoch_clock()(functools.partial(_enough, block=block))
         model.fit(
             datasets[0].concatenate(datasets[1]).repeat(),
             steps_per_epoch=steps,

@@ -53,18 +53,18 @@ def drop_page_cache(files) -> None:
             os.close(fd)
 
 
-def _epoch_clock():
+def epoch_clock():
     """A Keras callback class timing each epoch (Keras is imported here, on first use)."""
     import keras
 
     class EpochClock(keras.callbacks.Callback):
-        """Times each epoch; stops the fit once `epochs` have run and the ones after the first (which traces and
-        warms up) add up to `min_seconds`."""
+        """Times each epoch (seconds and the process' CPU seconds); stops the fit once `enough(seconds)` holds
+        after an epoch."""
 
-        def __init__(self, before_epoch=None, epochs: int = 2, min_seconds: float = 0.0):
+        def __init__(self, enough, before_epoch=None):
             super().__init__()
-            self.seconds, self.cpu_seconds, self._before = [], [], before_epoch
-            self._epochs, self._min_seconds = epochs, min_seconds
+            self.seconds, self.cpu_seconds = [], []
+            self._enough, self._before = enough, before_epoch
 
         def on_epoch_begin(self, epoch, logs=None):
             if self._before is not None:
@@ -74,7 +74,7 @@ def _epoch_clock():
         def on_epoch_end(self, epoch, logs=None):
             self.seconds.append(time.perf_counter() - self._start)
             self.cpu_seconds.append(_cpu_seconds() - self._cpu_start)
-            if len(self.seconds) >= self._epochs and sum(self.seconds[1:]) >= self._min_seconds:
+            if self._enough(self.seconds):
                 self.model.stop_training = True
 
     return EpochClock
@@ -111,7 +111,8 @@ def training_rate(
     each epoch, outside the timing (e.g. dropping caches); `callbacks` run besides the clock."""
     if epochs < 2:
         raise ValueError(f"epochs must be at least 2 (the first is not timed), got {epochs}")
-    clock = _epoch_clock()(before_epoch, epochs, min_seconds)
+    # the first epoch traces and warms up: the timed ones follow it
+    clock = epoch_clock()(lambda seconds: len(seconds) >= epochs and sum(seconds[1:]) >= min_seconds, before_epoch)
     model.fit(
         dataset.repeat(),
         steps_per_epoch=steps,
