@@ -146,6 +146,33 @@ def test_whatif_arithmetic_by_hand():
     assert (group_2["prep"], group_2["rate"]) == pytest.approx((400, 300))
 
 
+def test_the_response_with_prep_on_fewer_threads_than_the_cores_by_hand():
+    # On every core (2), the job followed 0.4 of scan group 2's change in prep's time (see above). With both preps
+    # on 1 thread, group 2's made the job 1 / 0.7x as fast: beta(1) = (0.7 - 1) / (400 / 800 - 1) = 0.6, so group
+    # 2 all cached on 1 thread runs R(1) / (1 - 0.6 * 0.5) = 250 / 0.7 = 357.1 (the cores' budget, 2 / (6 ms *
+    # 0.643) = 518.5, does not bind); on 2 threads still R(2) / (1 - 0.4 * 0.5) = 375.
+    both = _measured(
+        model_on_cpu=True,
+        prep_by_scan_group={None: 400.0, 2: 800.0},
+        response_variant=2,
+        response_speedup=1.25,
+        single_thread_speedup=1 / 0.7,
+    )
+    assert both.prep_response_at(1) == pytest.approx(0.6)
+    assert both.prep_response_at(2) == both.prep_response_at(None) == both.prep_response == pytest.approx(0.4)
+    assert predict(both, Change(scan_group=2, cache_fraction=1.0, prep_parallelism=1))["rate"] == pytest.approx(
+        250 / 0.7
+    )
+    assert predict(both, Change(scan_group=2, cache_fraction=1.0, prep_parallelism=2))["rate"] == pytest.approx(375)
+    # Unmeasured on 1 thread (1 core, or no response measured), every parallelism takes the cores' response.
+    assert dataclasses.replace(both, single_thread_speedup=None).prep_response_at(1) == pytest.approx(0.4)
+    # On 4 cores, beta moves linearly from 1 thread's to the cores': at 2 threads 0.6 + (0.4 - 0.6) / 3.
+    four = dataclasses.replace(both, cores=4)
+    assert four.prep_response_at(2) == pytest.approx(0.6 - 0.2 / 3) and four.prep_response_at(4) == pytest.approx(0.4)
+    # Clamped as the cores' response is: a cheaper prep that measured slower on 1 thread does not slow the job.
+    assert dataclasses.replace(both, single_thread_speedup=0.97).prep_response_at(1) == 0
+
+
 def test_cache_capacity_by_hand():
     # 1,000 items of 1,000 bytes, and a cache that counted 1.001 bytes per byte stored on the subset: 1,000 bytes
     # of headers and keys for the whole dataset, at any scan group; 1% over.
@@ -464,7 +491,11 @@ def test_fetch_bound_setup_is_classified_as_fetch(png_files):
         "variant": m.response_variant,
         "job_speedup": m.response_speedup,
         "checked": [{"variant": v, "job_speedup": s} for v, s in m.checked_speedups.items()],
+        "single_thread": {"beta": m.prep_response_at(1), "job_speedup": m.single_thread_speedup},
     }
+    assert m.single_thread_speedup > 0 and f"with prep on 1 thread, it follows {m.prep_response_at(1):.2f}" in str(
+        report
+    )
     # A read from idle storage ends sooner than its bytes at F (the throttle banks up to 50 ms of idle time), but
     # not before it starts; the read stage maps files on its parallel reads (AUTOTUNE: one per core).
     second_file_seconds = m.cache_item_bytes[None][1] / m.fetch_bytes_per_second

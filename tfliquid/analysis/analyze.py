@@ -41,16 +41,19 @@ def _stored_sample(pipeline: InputPipeline, raw: tf.data.Dataset, items: int, st
 def _job_response(
     model, pipeline: InputPipeline, prep_variants: dict, prep_by_variant: dict, items: int, cores: int, rounds: int
 ):
-    """(the prep variant, the job's speed-up with it) for the variant whose prep rate differs most from the
-    pipeline's, or (None, None) when none differs enough (whatif.same_prep)."""
+    """(the prep variant, the job's speed-up with it with prep on every core, and with prep on 1 thread) for the
+    variant whose prep rate differs most from the pipeline's, or (None, None, None) when none differs enough
+    (whatif.same_prep); the third is None on 1 core."""
     own = prep_by_variant[pipeline.scan_group]
     others = [variant for variant in prep_variants if variant != pipeline.scan_group]
     if not others:
-        return None, None
+        return None, None, None
     variant = max(others, key=lambda v: abs(math.log(prep_by_variant[v] / own)))
     if same_prep(own, prep_by_variant[variant]):
-        return None, None
-    return variant, phases.variant_speedup(model, pipeline, prep_variants, variant, items, cores, rounds)
+        return None, None, None
+    on_cores = phases.variant_speedup(model, pipeline, prep_variants, variant, items, cores, rounds)
+    on_one = phases.variant_speedup(model, pipeline, prep_variants, variant, items, 1, rounds) if cores > 1 else None
+    return variant, on_cores, on_one
 
 
 def analyze(
@@ -165,8 +168,8 @@ def analyze(
         l3_prep, raw_prep = prep_by_variant.get("l3"), prep_by_variant.get("raw")
         phase_done()
         # On the CPU, how much of a cheaper (or dearer) prep reaches the job: measured with the variant that
-        # differs most (whatif.Measurements.prep_response).
-        response = (None, None)
+        # differs most, with prep on every core and on 1 thread (whatif.Measurements.prep_response_at).
+        response = (None, None, None)
         if model_on_cpu:
             response = _job_response(model, pipeline, prep_variants, prep_by_variant, items, cores, rounds.response)
         phase_done()
@@ -202,6 +205,7 @@ def analyze(
             raw_bytes_ratio=raw_ratio,
             response_variant=response[0],
             response_speedup=response[1],
+            single_thread_speedup=response[2],
             storage_idle_offset=idle_offset,
             read_ahead=pipeline.records_ahead(cores),
         )

@@ -129,10 +129,17 @@ class Report:
             return [f"  the job follows {m.prep_response:.2f} of a change in prep's time ({measured_with})", *checked]
         variant = m.variant_prep(m.response_variant) / own
         fitted = ", and those below" if checked else ""
+        single_thread = []
+        if m.single_thread_speedup is not None:
+            single_thread = [
+                f"  with prep on 1 thread, it follows {m.prep_response_at(1):.2f} (with that prep it ran "
+                f"{m.single_thread_speedup:.3f}x as fast)"
+            ]
         return [
             f"  the job follows {m.prep_response:.2f} of a change in prep's time (fitted to its speed-ups: with "
             f"{_variant_name(m.response_variant)}'s prep, {variant:.2f}x as fast, it ran {m.response_speedup:.3f}x "
             f"as fast{fitted})",
+            *single_thread,
             *checked,
         ]
 
@@ -157,6 +164,9 @@ class Report:
                 "variant": m.response_variant,
                 "job_speedup": m.response_speedup,
                 "checked": [{"variant": v, "job_speedup": speedup} for v, speedup in m.checked_speedups.items()],
+                "single_thread": {"beta": m.prep_response_at(1), "job_speedup": m.single_thread_speedup}
+                if m.single_thread_speedup is not None
+                else None,
             },
             "prep_scaling": dataclasses.asdict(m.scaling) | {"threads_at_peak": m.scaling.threads_at_peak(m.cores)},
             "stalls": {"fetch": fetch_stall, "prep": prep_stall, "bottleneck": self.bottleneck},

@@ -21,11 +21,13 @@ it predicted 3,000: CPU seconds counted include threads spinning for work, which
 CPU seconds per item split between the model and prep as 1/G to 1/P, and a change of prep rate (another scan group,
 L3, Liquid) scales prep's part; its time per item follows a share beta of the change in prep's, measured:
     c_R'(k) = c_R(k) * s,  s = m + (1 - m) * P / P',  m = (1/G) / (1/G + 1/P)
-    R'(k) = R(k) / (1 + beta * (P / P' - 1)),  beta = sum(x_v y_v) / sum(x_v^2), clamped to [0, 1],
+    R'(k) = R(k) / (1 + beta(k) * (P / P' - 1)),  beta = sum(x_v y_v) / sum(x_v^2), clamped to [0, 1],
     x_v = P / P_v - 1,  y_v = R / R_v - 1
-with R_v / R the job's speed-up over the subset in memory with a prep variant v (phases.job_speedup): the one whose
-rate differs most from the pipeline's, and those the recommendation was checked with (recommendation); beta = 1 - m
-(the split's) when no variant differs by a tenth. A variant's P' within a tenth of P is P (same_prep). The split alone
+with R_v / R the job's speed-up over the subset in memory with a prep variant v (phases.job_speedup), prep on
+every core: the variant whose rate differs most from the pipeline's, and those the recommendation was checked with
+(recommendation); beta = 1 - m (the split's) when no variant differs by a tenth. With prep on 1 thread, beta(1) is
+fitted to the first variant's speed-up measured with both preps on 1 thread; between 1 thread and the cores, beta(k)
+is linear in k (Measurements.prep_response_at). A variant's P' within a tenth of P is P (same_prep). The split alone
 credits the job with the whole saving: scan group 2's prep 1.39x as fast (28% less time) made the benchmark's job
 1.06x as fast where it predicted 1.13x (beta 0.22 against 1 - m = 0.41), the job's cores idler with the cheaper prep
 (1.92 -> 1.81 of 2), while its CPU seconds per item fell as the split has them (505 -> 449-474 us, 460 predicted).
@@ -105,6 +107,8 @@ class Measurements:
     checked_speedups: dict[int | str | None, float] = dataclasses.field(default_factory=dict)  # prep variant ->
     # R_v / R measured for it besides response_variant's: the recommendation's own, checked before it is made
     # (recommendation); prep_response is fitted to them all
+    single_thread_speedup: float | None = None  # R_v / R with response_variant's prep, both preps on 1 thread
+    # (response_speedup's are on every core); None: not measured (1 core, or no response measured)
     storage_idle_offset: float = 0.0  # seconds a read from idle storage takes beyond its bytes at
     # fetch_bytes_per_second (phases.idle_read_offset)
     read_ahead: int = 1  # records (or files) the read stage opens ahead (InputPipeline.records_ahead)
@@ -142,12 +146,30 @@ class Measurements:
         about 5% (analyses of the benchmark's job read scan group 2's at 1.02-1.13), the recommendation moved off
         a variant whose check read low and stayed on one whose check read high (scan group 5's prep 1.48x as fast,
         its job 1.034x; group 6's 1.30x and 1.107x), and that one's prediction came out 4% high."""
+        if not self.measured_speedups:
+            return 1 - self.model_share
+        return self._fitted_response(self.measured_speedups)
+
+    def prep_response_at(self, threads: int | None) -> float:
+        """beta(k): prep_response with prep on `threads` threads (None: AUTOTUNE, which settles near the cores, as
+        the speed-ups on every core were measured). With prep on 1 thread it is fitted to single_thread_speedup,
+        and between 1 thread and the cores it moves linearly in k from that to prep_response. One response for
+        every parallelism missed: with prep on fewer threads than cores, prep's thread is the job's bottleneck
+        more often, and the job follows more of prep's change. In the benchmark's fetch-bound job, scan group 2's
+        prep (1.28x as fast on 1 thread, 1.26x on 2) made the job 1.168x as fast on 1 thread (beta 0.66) and
+        1.082x on 2 (beta 0.36), medians of 3 speed-ups each; with the one response of 0.27-0.48 measured on 2,
+        scan group 2 all cached on 1 thread was predicted 18.6% below its measurement (stop 40)."""
+        if threads is None or threads >= self.cores or self.single_thread_speedup is None:
+            return self.prep_response
+        on_one = self._fitted_response({self.response_variant: self.single_thread_speedup})
+        return on_one + (threads - 1) / (self.cores - 1) * (self.prep_response - on_one)
+
+    def _fitted_response(self, speedups: dict) -> float:
+        """beta fitted to {prep variant: R_v / R} (see prep_response), clamped to [0, 1]."""
         points = [
             (self.prep_by_scan_group[self.scan_group] / self.variant_prep(variant) - 1, 1 / speedup - 1)
-            for variant, speedup in self.measured_speedups.items()
+            for variant, speedup in speedups.items()
         ]
-        if not points:
-            return 1 - self.model_share
         spread = sum(x * x for x, _ in points)
         if not spread:
             return 0.0  # preps as fast as the pipeline's: no change to follow
@@ -315,8 +337,8 @@ def _predicted(measured: Measurements, change: Change) -> dict[str, float]:
         return {"ingestion": g, "prep": prep, "fetch": fetch, "rate": rate}
     model_share = measured.model_share
     cpu_scale = model_share + (1 - model_share) * measured.prep / base_prep
-    time_scale = 1 + measured.prep_response * (measured.prep / base_prep - 1)
     k = change.prep_parallelism if change.prep_parallelism in measured.training_served_by_threads else None
+    time_scale = 1 + measured.prep_response_at(k) * (measured.prep / base_prep - 1)
     without_fetch = measured.training_served_by_threads[k] / time_scale
     # The base was measured with every read a cache hit at the pipeline's scan group; hits at another group, and
     # reads from storage instead of hits, cost the CPU seconds per item measured for them (storage reads at another
