@@ -361,13 +361,13 @@ def png_files(tmp_path_factory) -> tuple[list[str], list[int]]:
     return paths, labels
 
 
-def _small_model():
+def _small_model(classes: int = 3):
     model = keras.Sequential(
         [
             keras.Input((32, 32, 3)),
             keras.layers.Conv2D(8, 3, strides=2),
             keras.layers.GlobalAveragePooling2D(),
-            keras.layers.Dense(3),
+            keras.layers.Dense(classes),
         ]
     )
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
@@ -405,6 +405,35 @@ def test_job_speedup_pairs_the_jobs_round_by_round(png_files):
     speedup = phases.job_speedup(model, light, raw, light.replace(preprocess=_heavy), raw, 32, 2, rounds=2)
     # The heavy prep (12 resizes at twice the size, each way) holds the job to less than half its rate.
     assert 0 < speedup < 0.5, speedup
+
+
+def test_a_scan_groups_job_speedup_runs_as_the_cache_serves_it(tmp_path):
+    # A PCR dataset's scan groups each have a subset a cache serves: the job's speed-up with another group's prep
+    # runs both jobs over those (the what-if's base is the served job).
+    folder, pcr = tmp_path / "photos", tmp_path / "pcr"
+    sample_photos.write_image_folder(str(folder), 16, size=64, seed=0)
+    tfliquid.pcr.convert(str(folder), str(pcr), images_per_record=16, progress=False)
+    pipeline = tfliquid.analysis.pcr_pipeline(str(pcr), _light, BATCH, seed=0)
+    heavy = pipeline.replace(scan_group=1, preprocess=_heavy)
+    items = 2 * BATCH
+    prep_variants = {
+        None: (pipeline, phases.cached_raw(pipeline, items)[0]),
+        1: (heavy, phases.cached_raw(heavy, items)[0]),
+    }
+    with phases.served_subset(pipeline, items) as own, phases.served_subset(heavy, items) as variant:
+        served = {None: own, 1: variant}
+        assert sum(1 for _ in phases.served_epoch(pipeline, own)) == pipeline.num_items  # an epoch of the job's size
+        before = [s.cache.stats().epochs for s in (own, variant)]
+        speedup = phases.variant_speedup(
+            _small_model(len(sample_photos.PHOTOS)), pipeline, prep_variants, 1, items, 2, rounds=2, served=served
+        )
+        after = [s.cache.stats().epochs for s in (own, variant)]
+    # The heavy prep (12 resizes at twice the size, each way) holds the job to less than half its rate.
+    assert 0 < speedup < 0.5, speedup
+    # Both jobs read their caches (lookups of whole records), every lookup a hit: the subsets in memory went unread.
+    for old, new in zip(before, after):
+        assert sum(e.hits for e in new) > sum(e.hits for e in old), new
+        assert sum(e.misses for e in new) == sum(e.misses for e in old), new
 
 
 def test_the_recommendations_prep_is_checked_before_it_is_recommended(png_files):

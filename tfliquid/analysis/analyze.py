@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -39,11 +40,19 @@ def _stored_sample(pipeline: InputPipeline, raw: tf.data.Dataset, items: int, st
 
 
 def _job_response(
-    model, pipeline: InputPipeline, prep_variants: dict, prep_by_variant: dict, items: int, cores: int, rounds: int
+    model,
+    pipeline: InputPipeline,
+    prep_variants: dict,
+    prep_by_variant: dict,
+    served: dict,
+    items: int,
+    cores: int,
+    rounds: int,
 ):
     """(the prep variant, the job's speed-up with it with prep on every core, and with prep on 1 thread) for the
     variant whose prep rate differs most from the pipeline's, or (None, None, None) when none differs enough
-    (whatif.same_prep); the third is None on 1 core."""
+    (whatif.same_prep); the third is None on 1 core. `served`: the variants' subsets a cache serves
+    (phases.variant_speedup)."""
     own = prep_by_variant[pipeline.scan_group]
     others = [variant for variant in prep_variants if variant != pipeline.scan_group]
     if not others:
@@ -51,8 +60,10 @@ def _job_response(
     variant = max(others, key=lambda v: abs(math.log(prep_by_variant[v] / own)))
     if same_prep(own, prep_by_variant[variant]):
         return None, None, None
-    on_cores = phases.variant_speedup(model, pipeline, prep_variants, variant, items, cores, rounds)
-    on_one = phases.variant_speedup(model, pipeline, prep_variants, variant, items, 1, rounds) if cores > 1 else None
+    on_cores = phases.variant_speedup(model, pipeline, prep_variants, variant, items, cores, rounds, served)
+    on_one = None
+    if cores > 1:
+        on_one = phases.variant_speedup(model, pipeline, prep_variants, variant, items, 1, rounds, served)
     return variant, on_cores, on_one
 
 
@@ -101,6 +112,9 @@ def analyze(
     def phase_done():
         bar.update(next(done))
 
+    # Each scan group's subset a cache serves stays open until the recommendation's checks: the job's response to
+    # its prep is measured served (phases.variant_speedup).
+    served_subsets = contextlib.ExitStack()
     try:
         raw, read_cpu = phases.cached_raw(pipeline, items)
         ledger.charge(pipeline, phases.CACHED_RAW_READS * items)
@@ -126,14 +140,14 @@ def analyze(
         )
         ledger.charge(pipeline, storage_items)
         phase_done()
-        with phases.served_subset(pipeline, items) as served:
-            ledger.charge(pipeline, items)
-            cache_fetch = phases.cache_fetch_rate(pipeline, served)
-            phase_done()
-            # The job as a cache serves it (the what-if's base on the CPU): its reads' CPU is in it, measured.
-            served_by_threads = phases.served_training_rates(
-                model, pipeline, served, [None, *range(1, cores + 1)], max(steps_per_epoch, steps), rounds.served
-            )
+        served = served_subsets.enter_context(phases.served_subset(pipeline, items))
+        ledger.charge(pipeline, items)
+        cache_fetch = phases.cache_fetch_rate(pipeline, served)
+        phase_done()
+        # The job as a cache serves it (the what-if's base on the CPU): its reads' CPU is in it, measured.
+        served_by_threads = phases.served_training_rates(
+            model, pipeline, served, [None, *range(1, cores + 1)], max(steps_per_epoch, steps), rounds.served
+        )
         phase_done()
         ops = phases.op_table(pipeline.prepared(pipeline.reads().take(items)), steps_per_epoch - 1)
         ledger.charge(pipeline, items)
@@ -143,13 +157,14 @@ def analyze(
         prep_variants = {pipeline.scan_group: (pipeline, raw)}
         read_cpu_by_group = {pipeline.scan_group: read_cpu}
         cache_by_group = {pipeline.scan_group: cache_fetch}
+        served_by_group = {pipeline.scan_group: served}
         for group in groups:
             if group != pipeline.scan_group:
                 variant = pipeline.replace(scan_group=group)
                 variant_raw, read_cpu_by_group[group] = phases.cached_raw(variant, items)
                 prep_variants[group] = (variant, variant_raw)
-                with phases.served_subset(variant, items) as variant_served:
-                    cache_by_group[group] = phases.cache_fetch_rate(variant, variant_served)
+                served_by_group[group] = served_subsets.enter_context(phases.served_subset(variant, items))
+                cache_by_group[group] = phases.cache_fetch_rate(variant, served_by_group[group])
                 ledger.charge(variant, (phases.CACHED_RAW_READS + 1) * items)  # and the cache's fill
             phase_done()
         l3_ratio = raw_ratio = None
@@ -171,7 +186,9 @@ def analyze(
         # differs most, with prep on every core and on 1 thread (whatif.Measurements.prep_response_at).
         response = (None, None, None)
         if model_on_cpu:
-            response = _job_response(model, pipeline, prep_variants, prep_by_variant, items, cores, rounds.response)
+            response = _job_response(
+                model, pipeline, prep_variants, prep_by_variant, served_by_group, items, cores, rounds.response
+            )
         phase_done()
         measured = Measurements(
             ingestion=ingestion,
@@ -211,12 +228,13 @@ def analyze(
         )
         if model_on_cpu:
             measured, (change, prediction, best) = checked_recommendation(
-                model, pipeline, prep_variants, items, measured, budget, rounds.response
+                model, pipeline, prep_variants, items, measured, budget, rounds.response, served_by_group
             )
         else:
             change, prediction, best = recommend(measured, budget)
         phase_done()
     finally:
+        served_subsets.close()
         model.set_weights(weights)
         bar.close()
     ledger.seconds = time.perf_counter() - start

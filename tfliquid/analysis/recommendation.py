@@ -21,6 +21,7 @@ def checked_recommendation(
     measured: Measurements,
     memory_budget_bytes: float,
     rounds: int = phases.RESPONSE_ROUNDS,
+    served: dict | None = None,
 ) -> tuple[Measurements, tuple[Change, dict[str, float], float]]:
     """(`measured` with the job's speed-up checked for the recommendation's prep variant, whatif.recommend's
     answer then). The job's speed-up with the variant a recommendation rests on is measured itself
@@ -28,7 +29,8 @@ def checked_recommendation(
     moves: each check is one more point of the job's response to its prep (Measurements.prep_response), where it
     matters.
     `prep_variants` maps a variant (a scan group, "l3", "raw") to (its pipeline, its subset in memory), as analyze
-    measured them. Trains `model`: the caller restores its weights."""
+    measured them, `served` a variant to its subset a cache serves (phases.variant_speedup). Trains `model`: the
+    caller restores its weights."""
     choice = recommend(measured, memory_budget_bytes)
     for _ in range(RESPONSE_CHECKS):
         variant = choice[0].prep_variant(measured)
@@ -37,7 +39,7 @@ def checked_recommendation(
         own = measured.prep_by_scan_group[measured.scan_group]
         if same_prep(own, measured.variant_prep(variant)):
             break  # the job's response to so small a change in prep is within its speed-up's noise
-        speedup = phases.variant_speedup(model, pipeline, prep_variants, variant, items, measured.cores, rounds)
+        speedup = phases.variant_speedup(model, pipeline, prep_variants, variant, items, measured.cores, rounds, served)
         measured = dataclasses.replace(measured, checked_speedups={**measured.checked_speedups, variant: speedup})
         choice = recommend(measured, memory_budget_bytes)
     return measured, choice

@@ -23,11 +23,12 @@ L3, Liquid) scales prep's part; its time per item follows a share beta of the ch
     c_R'(k) = c_R(k) * s,  s = m + (1 - m) * P / P',  m = (1/G) / (1/G + 1/P)
     R'(k) = R(k) / (1 + beta(k) * (P / P' - 1)),  beta = sum(x_v y_v) / sum(x_v^2), clamped to [0, 1],
     x_v = P / P_v - 1,  y_v = R / R_v - 1
-with R_v / R the job's speed-up over the subset in memory with a prep variant v (phases.job_speedup), prep on
-every core: the variant whose rate differs most from the pipeline's, and those the recommendation was checked with
-(recommendation); beta = 1 - m (the split's) when no variant differs by a tenth. With prep on 1 thread, beta(1) is
-fitted to the first variant's speed-up measured with both preps on 1 thread; between 1 thread and the cores, beta(k)
-is linear in k (Measurements.prep_response_at). A variant's P' within a tenth of P is P (same_prep). The split alone
+with R_v / R the job's speed-up with a prep variant v (phases.variant_speedup: served by a cache as R is, for a scan
+group; over the subsets in memory for L3 or raw, which no cache holds here), prep on every core: the variant whose
+rate differs most from the pipeline's, and those the recommendation was checked with (recommendation); beta = 1 - m
+(the split's) when no variant differs by a tenth. With prep on 1 thread, beta(1) is fitted to the first variant's
+speed-up measured with both preps on 1 thread; between 1 thread and the cores, beta(k) is linear in k
+(Measurements.prep_response_at). A variant's P' within a tenth of P is P (same_prep). The split alone
 credits the job with the whole saving: scan group 2's prep 1.39x as fast (28% less time) made the benchmark's job
 1.06x as fast where it predicted 1.13x (beta 0.22 against 1 - m = 0.41), the job's cores idler with the cheaper prep
 (1.92 -> 1.81 of 2), while its CPU seconds per item fell as the split has them (505 -> 449-474 us, 460 predicted).
@@ -102,7 +103,7 @@ class Measurements:
     # the sizes of what a cache admits whole (PCR record prefixes, files); none: items too small to matter
     response_variant: int | str | None = None  # the prep variant the job's speed-up was measured with: a scan
     # group (None: full fidelity), "l3" or "raw"
-    response_speedup: float | None = None  # R_v / R, the job over the subset in memory (phases.job_speedup); None:
+    response_speedup: float | None = None  # R_v / R, the job served (or in memory: phases.variant_speedup); None:
     # not measured (no variant's prep differs enough, or the model is on an accelerator)
     checked_speedups: dict[int | str | None, float] = dataclasses.field(default_factory=dict)  # prep variant ->
     # R_v / R measured for it besides response_variant's: the recommendation's own, checked before it is made
