@@ -113,28 +113,26 @@ FETCH_BOUND_BLOCK_EPOCHS = 4
 PREP_BOUND_BLOCK_EPOCHS = 2
 
 
-def _blocks(seconds: list[float], block: int) -> list[list[float]]:
-    """The epochs' seconds in blocks of `block` epochs (REFERENCE's first, then the configuration's, in turns), each
-    without its first epoch."""
-    return [seconds[i + 1 : i + block] for i in range(0, len(seconds), block)]
-
-
-def _enough(seconds: list[float], block: int) -> bool:
-    """A reference block has just ended, and the configuration's timed epochs are at least 3 and MEASURED_SECONDS."""
-    timed = [s for epochs in _blocks(seconds, block)[1::2] for s in epochs]
-    return len(seconds) % (2 * block) == block and len(timed) >= 3 and sum(timed) >= MEASURED_SECONDS
+def _timed_block(model, dataset: tf.data.Dataset, steps: int, block: int) -> list[float]:
+    """A model.fit of `block` epochs of `dataset` (one epoch each pass, started again every epoch as a job's
+    pipeline is): the seconds of each epoch after the first."""
+    clock = phases.epoch_clock()(lambda seconds: False)
+    model.fit(dataset.repeat(), steps_per_epoch=steps, epochs=block, shuffle=False, verbose=0, callbacks=[clock])
+    return clock.seconds[1:]
 
 
 def measure(model, pipeline, change: Change, measured: Measurements, into: Measured, block: int) -> None:
-    """The configuration beside REFERENCE, in one model.fit on one iterator: blocks of `block` epochs of each in
-    turns, the reference's first, each pipeline starting again in its every epoch as a job's does (and as the
-    analysis' served job does: one pipeline running on without restarts ran 7-9% slower on 2 prep threads). The
-    first block of each fills its cache, sized as the analysis' recommendation sizes it
-    (Measurements.cache_capacity). Adds the configuration's timed epochs (at least 3, and as many as last
-    MEASURED_SECONDS), each with the reference's rate around it: the mean of the medians of the reference's blocks
-    before and after."""
+    """The configuration beside REFERENCE: blocks of `block` epochs of each in turns, the reference's first and
+    last, each block a model.fit of its own, as a user's job runs one configuration alone. (Until stop 42 the blocks
+    ran in one model.fit on one iterator: there full fidelity all cached on 1 prep thread ran 0.977 of 2 threads'
+    rate, where fits of their own read 0.909 at the same time, 3 repeats in turns, stop 41's probe.) Each epoch
+    starts the pipeline again, as a job's does (and as the analysis' served job does: one pipeline running on
+    without restarts ran 7-9% slower on 2 prep threads). The first block of each fills its cache, sized as the
+    analysis' recommendation sizes it (Measurements.cache_capacity). Adds the configuration's timed epochs (at
+    least 3, and as many as last MEASURED_SECONDS), each with the reference's rate around it: the mean of the
+    medians of the reference's blocks before and after."""
     steps = pipeline.num_items // pipeline.batch_size
-    datasets, caches = [], []
+    epochs, caches = [], []
     try:
         for each in (REFERENCE, change):
             config = pipeline.replace(
@@ -143,23 +141,18 @@ def measure(model, pipeline, change: Change, measured: Measurements, into: Measu
             )
             cache = tfliquid.MinIOCache(measured.cache_capacity(each)) if each.cache_fraction else None
             caches.append(cache)
-            datasets.append(config.dataset(cache=cache).take(steps).repeat(block))
-        clock = phases.epoch_clock()(functools.partial(_enough, block=block))
-        model.fit(
-            datasets[0].concatenate(datasets[1]).repeat(),
-            steps_per_epoch=steps,
-            epochs=phases.MAX_EPOCHS,
-            shuffle=False,
-            verbose=0,
-            callbacks=[clock],
-        )
+            epochs.append(config.dataset(cache=cache).take(steps))
+        references = [_timed_block(model, epochs[0], steps, block)]
+        blocks = []
+        while len([s for b in blocks for s in b]) < 3 or sum(s for b in blocks for s in b) < MEASURED_SECONDS:
+            blocks.append(_timed_block(model, epochs[1], steps, block))
+            references.append(_timed_block(model, epochs[0], steps, block))
         items = steps * pipeline.batch_size
-        blocks = [[items / s for s in epochs] for epochs in _blocks(clock.seconds, block)]
-        references = [statistics.median(block) for block in blocks[::2]]
+        around = [statistics.median(items / s for s in reference) for reference in references]
         beside = [
-            (rate, (before + after) / 2)
-            for block, before, after in zip(blocks[1::2], references, references[1:])
-            for rate in block
+            (items / s, (before + after) / 2)
+            for seconds, before, after in zip(blocks, around, around[1:])
+            for s in seconds
         ]
         into.beside.append(beside)
         if caches[1] is not None:
