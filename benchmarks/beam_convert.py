@@ -20,7 +20,7 @@ import tempfile
 import time
 
 import tfliquid
-from tfliquid._common import sources
+from tfliquid.io import sources
 
 from benchmarks import common
 

@@ -38,7 +38,7 @@ def run_worker(
 
     import tfliquid
     from tfliquid._common.timing import timed_pass
-    from tfliquid.data import SeededOrder
+    from tfliquid.order import SeededOrder
     from tfliquid.pcr import format as pcr_format
 
     index = pcr_format.read_index(dataset)

@@ -23,7 +23,7 @@ import time
 import tensorflow as tf
 
 import tfliquid
-from tfliquid._common import sources
+from tfliquid.io import sources
 
 from benchmarks import common
 

@@ -41,9 +41,12 @@ import tensorflow as tf
 from PIL import Image
 
 import tfliquid
+from tfliquid.cache import cached, each_pass
 from tfliquid.liquid import format as liquid_format
 from tfliquid.liquid import items as liquid_items
 from tfliquid.liquid import profiling
+from tfliquid.records import RecordDataset, record_bytes
+from tfliquid.records.dataset import prefix_name
 
 from benchmarks import common, dali_peer
 
@@ -86,26 +89,17 @@ def plain_minio_mix(path: str, cache: tfliquid.MinIOCache, seed: int) -> tf.data
     manifest = liquid_format.read_manifest(path)
     records = [r for f in manifest.formats for r in f.records]
     files = tf.constant([os.path.join(path, r.path) for r in records])
-    ends = tf.constant([[r.num_bytes] for r in records], tf.int64)
+    sizes = tf.constant([r.num_bytes for r in records], tf.int64)
 
     def one_pass(cache_pass):
-        order = tf.data.Dataset.range(len(records)).shuffle(len(records), seed=seed, reshuffle_each_iteration=True)
-        images = order.interleave(
-            lambda i: tfliquid.pcr.PCRRecordDataset(
-                tf.gather(files, i),
-                tf.gather(ends, i),
-                shuffle=True,
-                seed=i,
-                with_cache_hits=True,
-                cache=cache,
-                cache_pass=cache_pass,
-            ),
-            cycle_length=2,
-            num_parallel_calls=2,
-        )
-        return images.shuffle(256, seed=seed)
+        def open_record(i):
+            file, size = tf.gather(files, i), tf.gather(sizes, i)
+            source = cached(record_bytes(file, size), prefix_name(file, size), i, cache, cache_pass, with_hit=True)
+            return RecordDataset(source, file, shuffle=True, seed=i, item_key="image")
 
-    from tfliquid.cache.minio_cache import each_pass
+        order = tf.data.Dataset.range(len(records)).shuffle(len(records), seed=seed, reshuffle_each_iteration=True)
+        images = order.interleave(open_record, cycle_length=2, num_parallel_calls=2)
+        return images.shuffle(256, seed=seed)
 
     def decoded(x):
         index = liquid_items.format_index(x["image"])

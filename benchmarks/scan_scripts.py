@@ -31,9 +31,9 @@ import tensorflow as tf
 
 import tfliquid
 from tfliquid._common.timing import timed_pass
+from tfliquid.jpeg.ops import jpeg_scan_ends
+from tfliquid.jpeg.scans import EOI
 from tfliquid.pcr import format as pcr_format
-from tfliquid.pcr.jpeg import EOI
-from tfliquid.pcr.jpeg_ops import jpeg_scan_ends
 from tfliquid.samples import model as sample_model
 from tfliquid.samples import photos as sample_photos
 

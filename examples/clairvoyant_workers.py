@@ -27,7 +27,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 import tfliquid  # noqa: E402
-from tfliquid.data import SeededOrder  # noqa: E402
+from tfliquid.order import SeededOrder  # noqa: E402
 from tfliquid.pcr import format as pcr_format  # noqa: E402
 from tfliquid.samples import photos  # noqa: E402
 

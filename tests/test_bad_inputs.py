@@ -7,11 +7,11 @@ import tensorflow as tf
 
 import tfliquid
 from tfliquid.cache.item_format import decode_item, encode_item
+from tfliquid.jpeg import scans as jpeg
 from tfliquid.l3 import codec
 from tfliquid.liquid import format as liquid_format
 from tfliquid.liquid import profiling
 from tfliquid.pcr import format as pcr_format
-from tfliquid.pcr import jpeg
 
 
 @pytest.fixture(scope="module")

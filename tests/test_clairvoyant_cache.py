@@ -11,7 +11,7 @@ import tensorflow as tf
 
 import tfliquid
 from tfliquid.cache import multiworker
-from tfliquid.data import SeededOrder
+from tfliquid.order import SeededOrder
 
 
 @pytest.mark.parametrize(
@@ -42,7 +42,7 @@ def test_huge_orders_need_no_materialising():
 
 
 def test_the_same_order_in_another_process():
-    code = "from tfliquid.data import SeededOrder; print(SeededOrder(500, 42, 3, 1).keys(5).tolist())"
+    code = "from tfliquid.order import SeededOrder; print(SeededOrder(500, 42, 3, 1).keys(5).tolist())"
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert other.strip() == str(SeededOrder(500, 42, 3, 1).keys(5).tolist())
 
@@ -162,7 +162,7 @@ def test_clairvoyant_refuses_what_it_cannot_plan():
     order = SeededOrder(10, 0, num_workers=2, worker_index=0)
     cache = tfliquid.MinIOCache(1000, policy="clairvoyant", order=order)
     strings = tf.data.Dataset.from_tensor_slices(["a.jpg"]).apply(tfliquid.minio_cache(tf.identity, cache=cache))
-    with pytest.raises(tf.errors.InvalidArgumentError, match="got the key 'string:a.jpg'"):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="got 'string:a.jpg', which is not an item of an order"):
         list(strings)
     other_worker = SeededOrder(10, 0, num_workers=2, worker_index=1).dataset(epochs=1)
     with pytest.raises(tf.errors.InvalidArgumentError, match="which its seeded order does not give it"):

@@ -6,7 +6,7 @@ from cache_oracles import best_possible_hits
 
 from tfliquid import cli
 from tfliquid.cache import multiworker
-from tfliquid.data import SeededOrder
+from tfliquid.order import SeededOrder
 
 
 @pytest.mark.parametrize("num_items, workers", [(5, 1), (6, 2), (8, 2), (9, 3)])

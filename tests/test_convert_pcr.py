@@ -9,9 +9,9 @@ import tensorflow as tf
 
 import tfliquid
 from tfliquid import cli
+from tfliquid.jpeg import ops as jpeg_ops
+from tfliquid.jpeg import scans as jpeg_format
 from tfliquid.pcr import format as pcr_format
-from tfliquid.pcr import jpeg as jpeg_format
-from tfliquid.pcr import jpeg_ops
 
 
 def test_cpp_scan_split_matches_the_reference(zoo):

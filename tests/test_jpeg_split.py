@@ -1,4 +1,4 @@
-"""Tests of the scan-splitting reference (tfliquid/pcr/jpeg.py) against real JPEGs (tests/jpeg_samples.py)."""
+"""Tests of the scan-splitting reference (tfliquid/jpeg/scans.py) against real JPEGs (tests/jpeg_samples.py)."""
 
 import io
 
@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from tfliquid.pcr.jpeg import (
+from tfliquid.jpeg.scans import (
     EOI,
     MAX_SCANS,
     JpegError,

@@ -139,7 +139,7 @@ def test_corrupt_and_truncated_records_name_the_file_and_offset(mixed, tmp_path)
     record = sorted((copy / "records").glob("raw-*.lqr"))[0]
     data = record.read_bytes()
     record.write_bytes(data[:-100] + bytes([data[-100] ^ 1]) + data[-99:])
-    with pytest.raises(tf.errors.DataLossError, match=rf"{record.name}: offset \d+: scan group 1 CRC32C mismatch"):
+    with pytest.raises(tf.errors.DataLossError, match=rf"{record.name}: offset \d+: group 1 CRC32C mismatch"):
         list(tfliquid.LiquidDataset(str(copy), batch_size=8))
     record.write_bytes(data[:-100])
     with pytest.raises(tf.errors.DataLossError, match=rf"{record.name}: offset \d+: file is \d+ bytes"):
@@ -215,22 +215,25 @@ def test_raw_item_op_matches_the_reference_and_names_the_offset_of_bad_items():
 
 
 def test_raw_records_are_read_as_pixels_and_name_the_file_and_offset_of_a_mismatch(crops, mixed, tmp_path):
-    """LiquidDataset reads raw items as pixels in the record reader (raw_item_channels): the same pixels as the
+    """LiquidDataset reads raw items as pixels in the record reader (item format "raw"): the same pixels as the
     item decoder; an item of other channels, or a record that is not of whole items, names the file and offset."""
-    from tfliquid.pcr import PCRRecordDataset
+    from tfliquid.records import RecordDataset, record_bytes
+
+    def read(path, size, **options):
+        return [x["item"] for x in RecordDataset(record_bytes(path, size), path, **options).as_numpy_iterator()]
 
     manifest = liquid_format.read_manifest(str(mixed))
     record = next(f for f in manifest.formats if f.name == "raw").records[0]
-    path, ends = str(mixed / record.path), [record.num_bytes]
-    as_pixels = [x["image"] for x in PCRRecordDataset(path, ends, raw_item_channels=3).as_numpy_iterator()]
-    as_items = [x["image"] for x in PCRRecordDataset(path, ends).as_numpy_iterator()]
+    path = str(mixed / record.path)
+    as_pixels = read(path, record.num_bytes, item_format="raw", item_channels=3)
+    as_items = read(path, record.num_bytes)
     assert len(as_pixels) == record.num_images
     for pixels, item in zip(as_pixels, as_items):
         np.testing.assert_array_equal(pixels, liquid_format.decode_raw(item))
     with pytest.raises(tf.errors.DataLossError, match=rf"{record.path}: offset \d+: 3 channels, the dataset has 1"):
-        list(PCRRecordDataset(path, ends, raw_item_channels=1))
+        read(path, record.num_bytes, item_format="raw", item_channels=1)
     pcr = tmp_path / "pcr"
     tfliquid.pcr.convert(str(crops), str(pcr), images_per_record=60, progress=False)
     first = tfliquid.pcr.format.read_index(str(pcr)).records[0]
-    with pytest.raises(tf.errors.InvalidArgumentError, match=rf"{first.path}: offset 0: raw_item_channels reads"):
-        list(PCRRecordDataset(str(pcr / first.path), list(first.prefix_ends), raw_item_channels=3))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=rf"{first.path}: offset 0: the item format 'raw' reads"):
+        read(str(pcr / first.path), first.prefix_ends[-1], item_format="raw", item_channels=3)

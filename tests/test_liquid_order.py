@@ -9,9 +9,9 @@ import pytest
 import tensorflow as tf
 
 import tfliquid
-from tfliquid.data import SeededOrder
 from tfliquid.liquid import format as liquid_format
 from tfliquid.liquid.dataset import batch_rows
+from tfliquid.order import SeededOrder
 from tfliquid.samples import photos as sample_photos
 
 FORMATS = ("png", "raw", "l3")

@@ -23,12 +23,12 @@ import sys
 # Attributes whose value is checked when the kernel is built, so that "input-checks" would fail before any input is.
 VALID_ATTRS = {("Liquid>SeededOrderKeys", "order"): "10,0,2,1"}
 RANKS = {
-    ("Liquid>PCRRecordDataset", "prefix_ends"): 1,
-    ("Liquid>PCRRecordDataset", "scan_group_variable"): None,
+    ("Liquid>ScanGroupDataset", "scan_group_variable"): None,
     ("Liquid>ScanGroupVariableToken", "variable"): None,
     ("Liquid>EncodeL3", "image"): 3,
     ("Liquid>DecodeL3Batch", "encoded"): 1,
-    ("Liquid>CacheInsert", "values"): None,
+    ("Liquid>RecordDataset", "input_dataset"): None,
+    ("Liquid>CacheDataset", "input_dataset"): None,
     ("Liquid>StallStampDataset", "input_dataset"): None,
 }
 MODES = ("eager", "hidden shape", "static shape")
@@ -73,6 +73,8 @@ def _probe_all_ops(skip: int):
     def valid_value(op, arg):
         if dtype_of(arg) == tf.resource:  # a variable's handle (a list of them may be empty)
             return [] if arg.number_attr else variable.handle
+        if dtype_of(arg) == tf.variant:  # an input dataset: one of strings, which a record reader takes
+            return tf.data.Dataset.from_tensors(tf.constant("x"))._variant_tensor
         rank = RANKS.get((op.name, arg.name), 0)
         if rank is None:  # an item's tensors
             return [filled(dtype_of(arg), [])] if arg.type_list_attr or arg.number_attr else filled(dtype_of(arg), [])
@@ -177,7 +179,7 @@ def test_every_op_rejects_inputs_of_the_wrong_rank_without_aborting():
                 "message": fatal[-1] if fatal else result.stderr[-1000:],
             }
         )
-    assert "Liquid>ReadFile" in ops and "Liquid>PCRRecordDataset" in ops
+    assert "Liquid>ReadFile" in ops and "Liquid>RecordDataset" in ops
     stale = [key for key in RANKS if key[0] not in ops or key[1] not in ops[key[0]]]
     assert not stale, f"RANKS names inputs the library does not have: {stale}"
     expected = sum(

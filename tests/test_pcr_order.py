@@ -10,7 +10,7 @@ from PIL import Image
 import tfliquid
 from tfliquid._common.errors import ArgumentError
 from tfliquid.cache import multiworker
-from tfliquid.data import SeededOrder
+from tfliquid.order import SeededOrder
 from tfliquid.pcr import format as pcr_format
 from tfliquid.samples.photos import photo_path
 
@@ -96,8 +96,10 @@ def test_orders_and_caches_that_do_not_fit_are_refused(same_size_records):
     order = SeededOrder(RECORDS, 0, num_workers=2, worker_index=0)
     with pytest.raises(ArgumentError, match="order is over 11 items, the dataset has 10 records"):
         tfliquid.PCRDataset(same_size_records, order=SeededOrder(RECORDS + 1, 0))
-    with pytest.raises(ArgumentError, match="pass order=cache.order"):
-        tfliquid.PCRDataset(same_size_records, cache=tfliquid.MinIOCache(1 << 20, policy="clairvoyant", order=order))
+    clairvoyant = tfliquid.MinIOCache(1 << 20, policy="clairvoyant", order=order)
+    assert tfliquid.PCRDataset(same_size_records, cache=clairvoyant).order == order  # the order is given once
+    with pytest.raises(ArgumentError, match="give the order to the cache only"):
+        tfliquid.PCRDataset(same_size_records, cache=clairvoyant, order=order.for_worker(1))
     with pytest.raises(ArgumentError, match="pass order= too"):
         tfliquid.PCRDataset(same_size_records, epochs=2)
     with pytest.raises(ArgumentError, match="has no order"):

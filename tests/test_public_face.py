@@ -96,9 +96,9 @@ def test_progress_is_plain_lines_in_a_log_and_a_bar_on_a_terminal():
 
 def test_errors_share_one_base_class():
     from tfliquid.cache.item_format import CacheFormatError
+    from tfliquid.jpeg.scans import JpegError
     from tfliquid.l3.codec import L3Error
     from tfliquid.pcr.format import PCRFormatError
-    from tfliquid.pcr.jpeg import JpegError
 
     for error in (CacheFormatError, L3Error, PCRFormatError, JpegError):
         assert issubclass(error, tfliquid.FormatError) and issubclass(error, tfliquid.TfliquidError), error

@@ -9,8 +9,8 @@ import tensorflow as tf
 
 import tfliquid
 from tfliquid import cli
+from tfliquid.jpeg import ops as jpeg_ops
 from tfliquid.pcr import format as pcr_format
-from tfliquid.pcr import jpeg_ops
 
 # A refining script for colour images: another ladder than the standard one, still lossless.
 REFINING = (

@@ -32,6 +32,7 @@ import tfliquid
 from tfliquid._common.ports import free_ports
 from tfliquid._lib import LIBRARY_PATH
 from tfliquid.pcr import format as pcr_format
+from tfliquid.records import format as records_format
 from tfliquid.service import serve_dispatcher, serve_worker
 
 service = tf.data.experimental.service
@@ -62,7 +63,7 @@ def record_of_key(pcr_dataset) -> dict[str, str]:
     records = {}
     for entry in index.records:
         with open(os.path.join(pcr_dataset, entry.path), "rb") as f:
-            for key in pcr_format.parse_header(f.read()).keys:
+            for key in records_format.parse_header(f.read()).keys:
                 records[key.decode()] = entry.path
     assert len(records) == len(index.records) * IMAGES_PER_RECORD == 400
     return records
@@ -363,7 +364,7 @@ def test_a_worker_without_tfliquid_cannot_run_the_pcr_op(pcr_dataset, tmp_path):
             registering = plain_worker.poll() is None and time.monotonic() < deadline
             assert registering, f"the plain worker did not register:\n{log_path.read_text()}"
             time.sleep(0.05)
-        with pytest.raises(tf.errors.NotFoundError, match="Op type not registered 'Liquid>PCRRecordDataset'"):
+        with pytest.raises(tf.errors.NotFoundError, match="Op type not registered 'Liquid>"):
             list(_distributed(pcr_dataset, dispatcher.target, "plain-worker"))
     finally:
         plain_worker.kill()

@@ -6,10 +6,11 @@
     >>> ds = files.apply(tfliquid.minio_cache(tf.io.read_file, 8 << 30))  # a never-evict cache of 8 GiB
 
 One subpackage per capability: `tfliquid.pcr`, `tfliquid.l3`, `tfliquid.cache`, `tfliquid.liquid`,
-`tfliquid.analysis` (data-stall analysis), `tfliquid.data` (seeded epoch orders); `tfliquid.io` (throttled reads),
-`tfliquid.keras` (callbacks), `tfliquid.samples` (the shipped photos as a dataset). Importing `tfliquid` imports
-none of them, nor TensorFlow or Keras: each loads on first use, so `tfliquid --help` answers at once and a program
-that never touches Keras never imports it.
+`tfliquid.analysis` (data-stall analysis); below them `tfliquid.records` (the record container PCR and Liquid
+share), `tfliquid.order` (seeded epoch orders), `tfliquid.jpeg`, `tfliquid.io` (throttled reads, sources);
+`tfliquid.keras` (callbacks and layers), `tfliquid.samples` (the shipped photos as a dataset). Importing `tfliquid`
+imports none of them, nor TensorFlow or Keras: each loads on first use, so `tfliquid --help` answers at once and a
+program that never touches Keras never imports it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from tfliquid._common.errors import ArgumentError, ConversionError, FormatError,
 from tfliquid._version import __version__
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
-    from tfliquid import analysis, cache, data, io, keras, l3, liquid, pcr, samples  # noqa: F401
+    from tfliquid import analysis, cache, data, io, jpeg, keras, l3, liquid, order, pcr, records, samples  # noqa: F401
     from tfliquid._lib import load_ops  # noqa: F401
     from tfliquid.cache import MinIOCache, minio_cache  # noqa: F401
     from tfliquid.liquid import LiquidDataset  # noqa: F401
@@ -36,7 +37,20 @@ _LAZY = {
     "load_ops": ("tfliquid._lib", "load_ops"),
     **{
         name: (f"tfliquid.{name}", None)
-        for name in ("analysis", "cache", "data", "io", "keras", "l3", "liquid", "pcr", "samples")
+        for name in (
+            "analysis",
+            "cache",
+            "data",
+            "io",
+            "jpeg",
+            "keras",
+            "l3",
+            "liquid",
+            "order",
+            "pcr",
+            "records",
+            "samples",
+        )
     },
 }
 

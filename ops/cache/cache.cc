@@ -63,8 +63,8 @@ absl::Status Config::Validate() const {
     return tensorflow::errors::InvalidArgument("the '", policy,
                                                "' cache policy needs the keys' seeded order (MinIOCache(order=...))");
   }
-  data::SeededOrder parsed;
-  return order.empty() ? absl::OkStatus() : data::SeededOrder::Parse(order, &parsed);
+  order::SeededOrder parsed;
+  return order.empty() ? absl::OkStatus() : order::SeededOrder::Parse(order, &parsed);
 }
 
 absl::Status Cache::Get(const Config& config, std::shared_ptr<Cache>* cache) {
@@ -95,8 +95,8 @@ absl::Status Cache::GetOrOpen(const Config& config, bool reopen_released, std::s
   TF_RETURN_IF_ERROR(config.Validate());
   const PolicyInfo& info = *FindPolicy(config.policy);
   const auto capacity = static_cast<uint64_t>(config.capacity_bytes);
-  data::SeededOrder order;
-  if (!config.order.empty()) TF_RETURN_IF_ERROR(data::SeededOrder::Parse(config.order, &order));
+  order::SeededOrder order;
+  if (!config.order.empty()) TF_RETURN_IF_ERROR(order::SeededOrder::Parse(config.order, &order));
   std::unique_ptr<Policy> policy = info.make(capacity, config.order.empty() ? nullptr : &order);
   std::unique_ptr<Store> store;
   if (config.directory.empty()) {
@@ -117,41 +117,47 @@ void Cache::Release(const std::string& name) {
   registry.released.insert(name);
 }
 
-int64_t Cache::BeginPass() {
+int64_t Cache::BeginPass(int64_t epoch) {
   tensorflow::mutex_lock lock(mu_);
-  passes_.emplace_back();
+  passes_.push_back(Pass{PassStats(), epoch});
   return static_cast<int64_t>(passes_.size()) - 1;
 }
 
-PassStats& Cache::PassLocked(int64_t pass) {
+Cache::Pass& Cache::PassLocked(int64_t pass) {
   // A pass id from before a Release and re-creation of the cache still counts, in a pass of its own.
   if (pass < 0) pass = 0;
   if (static_cast<size_t>(pass) >= passes_.size()) passes_.resize(pass + 1);
   return passes_[pass];
 }
 
-absl::Status Cache::Lookup(const std::string& key, int64_t pass, std::vector<tensorflow::Tensor>* values, bool* hit) {
+absl::Status Cache::Lookup(const std::string& name, int64_t item, int64_t pass, std::vector<tensorflow::Tensor>* values,
+                           bool* hit) {
   // An uncacheable key is never stored: a miss, without asking the store, whose policy need not rank it.
-  const bool storable = IsStorableKey(key);
+  const bool storable = IsStorableKey(name);
   *hit = false;
-  if (storable) TF_RETURN_IF_ERROR(store_->Lookup(key, values, hit));
+  int64_t epoch;
+  {
+    tensorflow::mutex_lock lock(mu_);
+    epoch = PassLocked(pass).epoch;
+  }
+  if (storable) TF_RETURN_IF_ERROR(store_->Lookup(ItemKey{name, item, epoch}, values, hit));
   tensorflow::mutex_lock lock(mu_);
-  PassStats& stats = PassLocked(pass);
+  PassStats& stats = PassLocked(pass).stats;
   (*hit ? stats.hits : stats.misses) += 1;
   if (!storable) stats.uncacheable += 1;
   return absl::OkStatus();
 }
 
-absl::Status Cache::Insert(const std::string& key, int64_t pass, const std::vector<tensorflow::Tensor>& values,
-                           bool prefetched, bool* admitted) {
+absl::Status Cache::Insert(const std::string& name, int64_t item, int64_t pass,
+                           const std::vector<tensorflow::Tensor>& values, bool prefetched, bool* admitted) {
   TF_RETURN_IF_ERROR(CheckStorable(values));
   *admitted = false;
   uint64_t bytes = 0;
   // An uncacheable key is not stored: its Lookup counted it.
-  if (IsStorableKey(key)) TF_RETURN_IF_ERROR(store_->Admit(key, values, &bytes));
+  if (IsStorableKey(name)) TF_RETURN_IF_ERROR(store_->Admit(ItemKey{name, item}, values, &bytes));
   *admitted = bytes > 0;
   tensorflow::mutex_lock lock(mu_);
-  PassStats& stats = PassLocked(pass);
+  PassStats& stats = PassLocked(pass).stats;
   stats.prefetch_reads += prefetched;
   stats.prefetched_items += prefetched && *admitted;
   stats.admitted_items += *admitted;
@@ -169,7 +175,7 @@ absl::Status Cache::StatsJson(std::string* json) {
           ", \"passes\": [";
   tensorflow::mutex_lock lock(mu_);
   for (size_t i = 0; i < passes_.size(); ++i) {
-    const PassStats& p = passes_[i];
+    const PassStats& p = passes_[i].stats;
     *json += (i ? ", " : "") + std::string("{\"hits\": ") + std::to_string(p.hits) +
              ", \"misses\": " + std::to_string(p.misses) + ", \"admitted_items\": " + std::to_string(p.admitted_items) +
              ", \"admitted_bytes\": " + std::to_string(p.admitted_bytes) +

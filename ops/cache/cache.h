@@ -54,12 +54,15 @@ class Cache {
   // Directories stay on disk.
   static void Release(const std::string& name);
 
-  // A new pass over the keys (an epoch, when the keys are a dataset's): its id for Lookup and Insert.
-  int64_t BeginPass();
-  absl::Status Lookup(const std::string& key, int64_t pass, std::vector<tensorflow::Tensor>* values, bool* hit);
+  // A new pass over the keys (an epoch, when the keys are a dataset's): its id for Lookup and Insert. `epoch`:
+  // the epoch of the cache's seeded order that the pass reads, or -1 (not known, or no order).
+  int64_t BeginPass(int64_t epoch);
+  // The item named `name` (`item`: its number in the cache's order, or -1), looked up in pass `pass`.
+  absl::Status Lookup(const std::string& name, int64_t item, int64_t pass, std::vector<tensorflow::Tensor>* values,
+                      bool* hit);
   // `prefetched`: fetched ahead of its read, as PlanPrefetch named it (counted as a prefetch read).
-  absl::Status Insert(const std::string& key, int64_t pass, const std::vector<tensorflow::Tensor>& values,
-                      bool prefetched, bool* admitted);
+  absl::Status Insert(const std::string& name, int64_t item, int64_t pass,
+                      const std::vector<tensorflow::Tensor>& values, bool prefetched, bool* admitted);
   // The upcoming items of the cache's seeded order to fetch now with `reads` background reads (Lobster's
   // prefetch; Policy::PlanPrefetch): none unless the policy knows the future.
   absl::Status PlanPrefetch(double reads, std::vector<uint64_t>* items) { return store_->PlanPrefetch(reads, items); }
@@ -69,12 +72,16 @@ class Cache {
  private:
   Cache(Config config, std::unique_ptr<Store> store) : config_(std::move(config)), store_(std::move(store)) {}
   static absl::Status GetOrOpen(const Config& config, bool reopen_released, std::shared_ptr<Cache>* cache);
-  PassStats& PassLocked(int64_t pass) TF_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  struct Pass {
+    PassStats stats;
+    int64_t epoch = -1;
+  };
+  Pass& PassLocked(int64_t pass) TF_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Config config_;
   const std::unique_ptr<Store> store_;
   tensorflow::mutex mu_;
-  std::vector<PassStats> passes_ TF_GUARDED_BY(mu_);
+  std::vector<Pass> passes_ TF_GUARDED_BY(mu_);
 };
 
 }  // namespace cache

@@ -21,7 +21,7 @@ inline constexpr char kNameAttr[] = "cache_name";  // empty: no cache, for ops w
 inline constexpr char kCapacityBytesAttr[] = "cache_capacity_bytes";
 inline constexpr char kDirectoryAttr[] = "cache_directory";
 inline constexpr char kPolicyAttr[] = "cache_policy";
-inline constexpr char kOrderAttr[] = "cache_order";  // the keys' seeded order (data/seeded_order.h); '' for none
+inline constexpr char kOrderAttr[] = "cache_order";  // the keys' seeded order (order/seeded_order.h); '' for none
 
 // The five attributes' OpDef specs, in the order above: "cache_name: string = ''", ..., and
 // "cache_policy: {'minio', 'lru'} = 'minio'": the policy registry's names (cache/policy.h), its first the default.

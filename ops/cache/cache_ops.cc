@@ -1,4 +1,4 @@
-// Registration and shape functions of the MinIO cache ops (kernels: cache_kernels.cc).
+// Registration and shape functions of the MinIO cache ops (kernels: cache_dataset_kernels.cc, cache_kernels.cc).
 #include "cache/cache_ops.h"
 
 #include "absl/strings/str_cat.h"
@@ -9,62 +9,52 @@
 
 namespace tfliquid {
 
-using tensorflow::shape_inference::InferenceContext;
-
-REGISTER_OP(kCacheBeginPassOp)
-    .Output("pass: int64")
+REGISTER_OP(kCacheDatasetOp)
+    .Input("input_dataset: variant")
+    .Input("key: string")
+    .Input("item: int64")
+    .Input("pass: int64")
+    .Output("handle: variant")
+    .Attr(absl::StrCat(kWithHitAttr, ": bool = false"))
+    .Attr(absl::StrCat(kPrefetchAttr, ": bool = false"))
     .TFLIQUID_CACHE_ATTRS()
     .SetIsStateful()
     .SetShapeFn(ScalarInputsAndOutputs)
-    .Doc("Starts a pass (an epoch) over a MinIO cache's keys; its id tags the pass's lookups in the stats.");
+    .Doc(R"doc(
+The input's elements, cached as one item under `key`, as tf.data's CacheDataset caches its input: a hit yields
+the cached elements and never iterates the input (so the input's reads are not made); a miss yields the input's
+elements and, once the input ends, offers them all to the cache, whose policy admits them or not (MinIO: while
+they fit, never evicting). item: the item's number in the cache's seeded order (a clairvoyant policy ranks it by
+its next use), or -1. pass: the id Liquid>CachePassDataset gave the pass (epoch) that reads it, in whose
+statistics the lookup counts. with_hit: a bool before each element's tensors says whether it came from the
+cache. prefetch: the input fetches an item that Liquid>CachePrefetchDataset planned; it is not looked up, its
+elements go to the cache as a prefetch and none is emitted. The cache's contents never change what is emitted
+(a key must always name the same elements), so checkpoints save only the position.
+)doc");
 
-REGISTER_OP(kCacheLookupOp)
-    .Input("key: string")
-    .Input("pass: int64")
-    .Output("hit: bool")
-    .Output(absl::StrCat("values: ", kDtypesAttr))
-    .Attr(absl::StrCat(kDtypesAttr, ": list(type) >= 1"))
+REGISTER_OP(kCachePassDatasetOp)
+    .Input("epoch: int64")
+    .Output("handle: variant")
     .TFLIQUID_CACHE_ATTRS()
-    .SetIsStateful()
-    .SetShapeFn([](InferenceContext* c) {
-      TF_RETURN_IF_ERROR(ScalarInputs(c));
-      c->set_output(0, c->Scalar());
-      for (int i = 1; i < c->num_outputs(); ++i) c->set_output(i, c->UnknownShape());
-      return absl::OkStatus();
-    })
-    .Doc("The item cached under key (hit), or empty placeholders of the dtypes (miss).");
+    .SetIsStateful()  // source datasets are stateful so that constant folding leaves them alone
+    .SetShapeFn(ScalarInputsAndOutputs)
+    .Doc(R"doc(
+One element, the int64 id of a new pass over the cache's items (an epoch), begun when it is read: each iteration
+of a dataset that starts with it counts its lookups apart. epoch: the epoch of the cache's seeded order that the
+pass reads (the clairvoyant policy places every read in it), or -1.
+)doc");
 
-REGISTER_OP(kCacheInsertOp)
-    .Input("key: string")
-    .Input("pass: int64")
-    .Input(absl::StrCat("values: ", kDtypesAttr))
-    .Output("admitted: bool")
-    .Attr(absl::StrCat(kDtypesAttr, ": list(type) >= 1"))
-    .Attr(absl::StrCat(kPrefetchedAttr, ": bool = false"))
-    .TFLIQUID_CACHE_ATTRS()
-    .SetIsStateful()
-    .SetShapeFn([](InferenceContext* c) {
-      TF_RETURN_IF_ERROR(InputHasRank(c, 0, 0));  // key
-      TF_RETURN_IF_ERROR(InputHasRank(c, 1, 0));  // pass; the values have any shape
-      c->set_output(0, c->Scalar());
-      return absl::OkStatus();
-    })
-    .Doc("Offers an item to the cache, whose policy admits it or not (MinIO: while it fits, never evicting).");
-
-REGISTER_OP(kCachePlanPrefetchOp)
+REGISTER_OP(kCachePrefetchDatasetOp)
     .Input("reads: double")
-    .Output("items: int64")
+    .Output("handle: variant")
     .TFLIQUID_CACHE_ATTRS()
     .SetIsStateful()
-    .SetShapeFn([](InferenceContext* c) {
-      TF_RETURN_IF_ERROR(ScalarInputs(c));
-      c->set_output(0, c->Vector(c->UnknownDim()));
-      return absl::OkStatus();
-    })
-    .Doc(
-        "Lobster's prefetch: the upcoming items of the cache's seeded order to fetch now and Insert with "
-        "prefetched=true, bought with `reads` more background reads; room is made for them at once. Empty unless "
-        "the policy knows the future (clairvoyant).");
+    .SetShapeFn(ScalarInputsAndOutputs)
+    .Doc(R"doc(
+Lobster's prefetch: the int64 items of the cache's seeded order to fetch now (each read through
+Liquid>CacheDataset with prefetch=true), bought with `reads` more background reads, planned when first read;
+room is made for them at once. Empty unless the policy knows the future (clairvoyant).
+)doc");
 
 REGISTER_OP(kCacheOpenOp)
     .TFLIQUID_CACHE_ATTRS()

@@ -123,16 +123,16 @@ class DirectoryStore : public Store {
     return WriteLedger(ledger);
   }
 
-  absl::Status Lookup(const std::string& key, std::vector<Tensor>* values, bool* found) override {
-    TF_RETURN_IF_ERROR(ReadItem(key, values, found));
+  absl::Status Lookup(const ItemKey& key, std::vector<Tensor>* values, bool* found) override {
+    TF_RETURN_IF_ERROR(ReadItem(key.name, values, found));
     tensorflow::mutex_lock lock(policy_mu_);
     return policy_->Accessed(key, *found);
   }
 
-  absl::Status Admit(const std::string& key, const std::vector<Tensor>& values, uint64_t* admitted_bytes) override {
+  absl::Status Admit(const ItemKey& key, const std::vector<Tensor>& values, uint64_t* admitted_bytes) override {
     *admitted_bytes = 0;
-    const uint64_t size = EncodedSize(key, values);
-    const std::string hash = KeyHash(key);
+    const uint64_t size = EncodedSize(key.name, values);
+    const std::string hash = KeyHash(key.name);
     const std::string path = ItemPath(hash);
     {
       LedgerLock lock(this);
@@ -151,7 +151,7 @@ class DirectoryStore : public Store {
     const std::string tmp = TmpDir() + "/" + hash + "." + std::to_string(getpid()) + "." + std::to_string(next_tmp_++) +
                             "." + std::to_string(size) + ".tmp";
     std::string encoded;
-    EncodeItem(key, values, &encoded);
+    EncodeItem(key.name, values, &encoded);
     const bool written = WriteFile(tmp, encoded);
     LedgerLock lock(this);
     Ledger ledger = ReadOrRebuildLedger();

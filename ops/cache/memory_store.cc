@@ -18,22 +18,22 @@ class MemoryStore : public Store {
  public:
   explicit MemoryStore(std::unique_ptr<Policy> policy) : policy_(std::move(policy)) {}
 
-  absl::Status Lookup(const std::string& key, std::vector<Tensor>* values, bool* found) override {
+  absl::Status Lookup(const ItemKey& key, std::vector<Tensor>* values, bool* found) override {
     tensorflow::mutex_lock lock(mu_);
-    auto it = items_.find(key);
+    auto it = items_.find(key.name);
     *found = it != items_.end();
     if (*found) *values = it->second.values;
     return policy_->Accessed(key, *found);
   }
 
-  absl::Status Admit(const std::string& key, const std::vector<Tensor>& values, uint64_t* admitted_bytes) override {
-    const uint64_t size = EncodedSize(key, values);
+  absl::Status Admit(const ItemKey& key, const std::vector<Tensor>& values, uint64_t* admitted_bytes) override {
+    const uint64_t size = EncodedSize(key.name, values);
     *admitted_bytes = 0;
     std::vector<std::string> victims;
     tensorflow::mutex_lock lock(mu_);
-    if (items_.contains(key) || !policy_->Admit(key, size, totals_.bytes, &victims)) return absl::OkStatus();
+    if (items_.contains(key.name) || !policy_->Admit(key, size, totals_.bytes, &victims)) return absl::OkStatus();
     for (const std::string& victim : victims) Remove(victim);
-    items_.emplace(key, Entry{values, size});
+    items_.emplace(key.name, Entry{values, size});
     totals_.bytes += size;
     totals_.items += 1;
     *admitted_bytes = size;

@@ -6,10 +6,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 
 namespace tfliquid {
 namespace cache {
@@ -21,9 +18,9 @@ class MinioPolicy : public Policy {
  public:
   explicit MinioPolicy(uint64_t capacity_bytes) : capacity_(capacity_bytes) {}
 
-  absl::Status Accessed(const std::string&, bool) override { return absl::OkStatus(); }
+  absl::Status Accessed(const ItemKey&, bool) override { return absl::OkStatus(); }
 
-  bool Admit(const std::string&, uint64_t size_bytes, uint64_t used_bytes, std::vector<std::string>*) override {
+  bool Admit(const ItemKey&, uint64_t size_bytes, uint64_t used_bytes, std::vector<std::string>*) override {
     return used_bytes + size_bytes <= capacity_;
   }
 
@@ -37,15 +34,14 @@ class LruPolicy : public Policy {
  public:
   explicit LruPolicy(uint64_t capacity_bytes) : capacity_(capacity_bytes) {}
 
-  absl::Status Accessed(const std::string& key, bool hit) override {
+  absl::Status Accessed(const ItemKey& key, bool hit) override {
     if (!hit) return absl::OkStatus();
-    auto it = items_.find(key);
+    auto it = items_.find(key.name);
     if (it != items_.end()) recency_.splice(recency_.begin(), recency_, it->second.recency);
     return absl::OkStatus();
   }
 
-  bool Admit(const std::string& key, uint64_t size_bytes, uint64_t used_bytes,
-             std::vector<std::string>* victims) override {
+  bool Admit(const ItemKey& key, uint64_t size_bytes, uint64_t used_bytes, std::vector<std::string>* victims) override {
     if (size_bytes > capacity_) return false;
     while (used_bytes + size_bytes > capacity_ && !recency_.empty()) {
       auto it = items_.find(recency_.back());
@@ -54,8 +50,8 @@ class LruPolicy : public Policy {
       items_.erase(it);
       recency_.pop_back();
     }
-    recency_.push_front(key);
-    items_.emplace(key, Entry{size_bytes, recency_.begin()});
+    recency_.push_front(key.name);
+    items_.emplace(key.name, Entry{size_bytes, recency_.begin()});
     return true;
   }
 
@@ -77,13 +73,13 @@ class LruPolicy : public Policy {
 // each reading a reshuffled slice, it approaches the offline optimum (tfliquid.cache.simulation's twin).
 class ClairvoyantPolicy : public Policy {
  public:
-  ClairvoyantPolicy(uint64_t capacity_bytes, const data::SeededOrder& order)
+  ClairvoyantPolicy(uint64_t capacity_bytes, const order::SeededOrder& order)
       : capacity_(capacity_bytes), order_(order) {}
 
-  absl::Status Accessed(const std::string& key, bool hit) override {
+  absl::Status Accessed(const ItemKey& key, bool hit) override {
     uint64_t item, next_use;
     absl::Status status = ItemOf(key, &item);
-    if (status.ok()) status = NextUseAfterThisRead(item, &next_use);
+    if (status.ok()) status = NextUseAfterThisRead(item, key.epoch, &next_use);
     if (!status.ok()) return status;
     auto it = cached_.find(item);
     if (it != cached_.end()) {
@@ -102,8 +98,7 @@ class ClairvoyantPolicy : public Policy {
     return absl::OkStatus();
   }
 
-  bool Admit(const std::string& key, uint64_t size_bytes, uint64_t used_bytes,
-             std::vector<std::string>* victims) override {
+  bool Admit(const ItemKey& key, uint64_t size_bytes, uint64_t used_bytes, std::vector<std::string>* victims) override {
     uint64_t item;
     if (!ItemOf(key, &item).ok()) return false;
     uint64_t next_use;
@@ -120,10 +115,10 @@ class ClairvoyantPolicy : public Policy {
     }
     sizes_seen_ += size_bytes;
     items_seen_ += 1;
-    if (next_use == data::SeededOrder::kNever || size_bytes > capacity_) return false;
+    if (next_use == order::SeededOrder::kNever || size_bytes > capacity_) return false;
     // Displace only items needed later than this one, farthest first, and only if that makes room.
     if (!MakeRoom(next_use, used_bytes + reserved_bytes_, size_bytes, victims)) return false;
-    cached_[item] = Entry{next_use, size_bytes, key};
+    cached_[item] = Entry{next_use, size_bytes, key.name};
     by_next_use_.insert({next_use, item});
     return true;
   }
@@ -135,9 +130,9 @@ class ClairvoyantPolicy : public Policy {
                     std::vector<std::string>* victims) override {
     if (capacity_ == 0 || reads <= 0) return;
     credit_ += reads;
-    scan_ = std::max(scan_, reads_);
+    scan_ = std::max(scan_, now_);
     // Looking one pass over all items ahead at most: when everything ahead is cached there is nothing to do.
-    const uint64_t horizon = reads_ + order_.num_workers() * order_.slice_length();
+    const uint64_t horizon = now_ + order_.num_workers() * order_.slice_length();
     const uint64_t estimate = std::max<uint64_t>(1, items_seen_ ? sizes_seen_ / items_seen_ : 1);
     while (credit_ >= 1 && scan_ < horizon) {
       const uint64_t epoch = scan_ / order_.slice_length();
@@ -195,52 +190,51 @@ class ClairvoyantPolicy : public Policy {
     return true;
   }
 
-  // The item of a key within the order: an integer key as tfliquid.minio_cache names it ("int64:42"), or a
-  // PCR record prefix read by item ("pcr-prefix:FILE#group=G#bytes=N#item=42", PCRDataset(order=...)).
-  absl::Status ItemOf(const std::string& key, uint64_t* item) const {
-    constexpr absl::string_view kItemField = "#item=";
-    absl::string_view digits = key;
-    bool named;
-    if (const size_t field = digits.rfind(kItemField);
-        absl::StartsWith(digits, "pcr-prefix:") && field != absl::string_view::npos) {
-      digits.remove_prefix(field + kItemField.size());
-      named = true;
-    } else {
-      named = absl::ConsumePrefix(&digits, "int64:");
-    }
-    if (!named || !absl::SimpleAtoi(digits, item) || *item >= order_.num_items()) {
+  // The item of a key within the order: its number, which the reader gives (tfliquid.minio_cache: an integer key;
+  // PCRDataset and LiquidDataset: the record's).
+  absl::Status ItemOf(const ItemKey& key, uint64_t* item) const {
+    if (key.item < 0 || static_cast<uint64_t>(key.item) >= order_.num_items()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "the clairvoyant cache policy ranks the items 0..", order_.num_items() - 1,
-          " of its seeded order (integer keys from SeededOrder.dataset(), or PCRDataset(order=...)'s records); "
-          "got the key '",
-          key, "'"));
+          " of its seeded order (integer keys from SeededOrder.dataset(), or the records of a PCRDataset or "
+          "LiquidDataset read with order=...); got '",
+          key.name, "'", key.item < 0 ? ", which is not an item of an order" : absl::StrCat(", item ", key.item)));
     }
+    *item = static_cast<uint64_t>(key.item);
     return absl::OkStatus();
   }
 
-  // The worker reads its slice of every epoch in order, so the epoch of this read is the number of reads so far
-  // over the slice length; reads that parallel map calls reorder across an epoch boundary are placed by finding
-  // the item in the slice of the epoch before or after.
-  absl::Status NextUseAfterThisRead(uint64_t item, uint64_t* next_use) {
+  // Where this read of `item` stands in the worker's sequence of reads, and so its next use. The epoch is the
+  // reader's (a pass of a dataset read with an order: its epoch) or, when not known (keys of
+  // SeededOrder.dataset() in one pass), the number of reads so far over the slice length: then reads that
+  // parallel calls reorder across an epoch boundary are placed by finding the item in the slice of the epoch
+  // before or after.
+  absl::Status NextUseAfterThisRead(uint64_t item, int64_t known_epoch, uint64_t* next_use) {
     const uint64_t reads = reads_++;
-    const uint64_t epoch = reads / order_.slice_length();
-    for (uint64_t e : {epoch, epoch + 1, epoch == 0 ? epoch : epoch - 1}) {
-      const int64_t index = order_.IndexInSlice(e, item);
+    const uint64_t counted = reads / order_.slice_length();
+    std::vector<uint64_t> epochs = {counted, counted + 1};
+    if (counted > 0) epochs.push_back(counted - 1);
+    if (known_epoch >= 0) epochs = {static_cast<uint64_t>(known_epoch)};
+    for (uint64_t epoch : epochs) {
+      const int64_t index = order_.IndexInSlice(epoch, item);
       if (index >= 0) {
-        *next_use = order_.NextUse(item, e, static_cast<uint64_t>(index));
+        *next_use = order_.NextUse(item, epoch, static_cast<uint64_t>(index));
+        now_ = std::max(now_, epoch * order_.slice_length() + static_cast<uint64_t>(index) + 1);
         return absl::OkStatus();
       }
     }
     return absl::InvalidArgumentError(
         absl::StrCat("the clairvoyant cache policy's worker ", order_.worker_index(), " of ", order_.num_workers(),
-                     " read item ", item, ", which its seeded order does not give it in epoch ", epoch, " (read ",
-                     reads, "): read the keys of SeededOrder(", order_.ToString(), ").dataset() in order"));
+                     " read item ", item, ", which its seeded order does not give it in epoch ", epochs.front(),
+                     known_epoch >= 0 ? "" : absl::StrCat(" (read ", reads, ")"), ": read the keys of SeededOrder(",
+                     order_.ToString(), ") in order"));
   }
 
   const uint64_t capacity_;
-  const data::SeededOrder order_;
-  uint64_t reads_ = 0;
-  absl::flat_hash_map<uint64_t, Entry> cached_;          // what this policy admitted and has not evicted
+  const order::SeededOrder order_;
+  uint64_t reads_ = 0;                           // accesses so far, which place a read whose epoch is not known
+  uint64_t now_ = 0;                             // the clock (epoch x slice length + index) one past the latest read
+  absl::flat_hash_map<uint64_t, Entry> cached_;  // what this policy admitted and has not evicted
   std::set<std::pair<uint64_t, uint64_t>> by_next_use_;  // (next use, item) of the same items
   absl::flat_hash_map<uint64_t, uint64_t> pending_;      // missed items' next uses, until offered to Admit
   // Prefetch: items planned and not yet offered (in cached_ already), with the room reserved for each.
@@ -252,11 +246,11 @@ class ClairvoyantPolicy : public Policy {
 };
 
 template <typename P>
-std::unique_ptr<Policy> Make(uint64_t capacity_bytes, const data::SeededOrder*) {
+std::unique_ptr<Policy> Make(uint64_t capacity_bytes, const order::SeededOrder*) {
   return std::make_unique<P>(capacity_bytes);
 }
 
-std::unique_ptr<Policy> MakeClairvoyant(uint64_t capacity_bytes, const data::SeededOrder* order) {
+std::unique_ptr<Policy> MakeClairvoyant(uint64_t capacity_bytes, const order::SeededOrder* order) {
   return std::make_unique<ClairvoyantPolicy>(capacity_bytes, *order);
 }
 

@@ -25,9 +25,9 @@ class Store {
   virtual ~Store() = default;
   // *found and the item's values when `key` is stored and intact; a damaged item is a miss, not an error.
   // The policy sees every lookup.
-  virtual absl::Status Lookup(const std::string& key, std::vector<tensorflow::Tensor>* values, bool* found) = 0;
+  virtual absl::Status Lookup(const ItemKey& key, std::vector<tensorflow::Tensor>* values, bool* found) = 0;
   // Stores the item if the policy admits it: *admitted_bytes is its size, or 0 when it was not admitted.
-  virtual absl::Status Admit(const std::string& key, const std::vector<tensorflow::Tensor>& values,
+  virtual absl::Status Admit(const ItemKey& key, const std::vector<tensorflow::Tensor>& values,
                              uint64_t* admitted_bytes) = 0;
   virtual absl::Status GetTotals(Totals* totals) = 0;
   // The upcoming items the policy would prefetch with `reads` background reads (Policy::PlanPrefetch), after

@@ -1,5 +1,4 @@
-// Registrations and shape functions of the seeded-order op (kernel: data_kernels.cc) and of the StallMonitor's
-// ops (kernels: stall_kernels.cc).
+// Registrations and shape functions of the StallMonitor's ops (kernels: stall_kernels.cc).
 #include "data/data_ops.h"
 #include "absl/strings/str_cat.h"
 #include "common/input_checks.h"
@@ -9,17 +8,6 @@
 namespace tfliquid {
 
 using tensorflow::shape_inference::InferenceContext;
-
-REGISTER_OP(kSeededOrderKeysOp)
-    .Input("epoch: int64")
-    .Output("keys: int64")
-    .Attr(absl::StrCat(kOrderAttr, ": string"))
-    .SetShapeFn([](InferenceContext* c) {
-      TF_RETURN_IF_ERROR(ScalarInputs(c));
-      c->set_output(0, c->Vector(InferenceContext::kUnknownDim));
-      return absl::OkStatus();
-    })
-    .Doc("This worker's items of `epoch` in reading order, from its seeded order (docs/formats/seeded-order.md).");
 
 REGISTER_OP(kStallStampDatasetOp)
     .Input("input_dataset: variant")

@@ -1,4 +1,6 @@
-// Kernel of Liquid>DecodeRawItem: the header checked, the pixels copied once into the output.
+// Kernel of Liquid>DecodeRawItem (the header checked, the pixels copied once into the output), and the item
+// format "raw" (records/item_format.h) by which the record reader emits a raw item's pixels straight from the
+// record, one copy, with no string in between.
 #include <cstring>
 #include <string>
 
@@ -6,6 +8,7 @@
 #include "common/kernel.h"
 #include "liquid/liquid_ops.h"
 #include "liquid/raw_item.h"
+#include "records/item_format.h"
 
 namespace tfliquid {
 namespace {
@@ -31,6 +34,25 @@ class DecodeRawItemOp : public OpKernel {
  private:
   int64_t channels_;
 };
+
+absl::Status EmitRawPixels(const records::RecordPrefix& record, const char* buffer, uint32_t i, int64_t channels,
+                           tensorflow::Allocator* allocator, Tensor* out) {
+  if (!record.whole_items) {
+    return absl::InvalidArgumentError(
+        "offset 0: the item format 'raw' reads records of whole items (Liquid's); this is a record of groups (PCR's)");
+  }
+  const uint64_t offset = record.ItemOffset(i);
+  const char* item = buffer + offset;
+  liquid::RawItemShape shape;
+  const absl::Status parsed =
+      liquid::ParseRawItem(item, record.ItemSize(i), static_cast<uint32_t>(channels), offset, &shape);
+  if (!parsed.ok()) return absl::DataLossError(parsed.message());
+  *out = Tensor(allocator, tensorflow::DT_UINT8, TensorShape({shape.height, shape.width, shape.channels}));
+  std::memcpy(out->flat<uint8_t>().data(), item + liquid::kRawItemHeaderSize, shape.pixel_bytes());
+  return absl::OkStatus();
+}
+
+const bool kRawRegistered = records::RegisterItemFormat("raw", {tensorflow::DT_UINT8, /*pixels=*/true, &EmitRawPixels});
 
 REGISTER_KERNEL_BUILDER(Name(kDecodeRawItemOp).Device(tensorflow::DEVICE_CPU), DecodeRawItemOp);
 

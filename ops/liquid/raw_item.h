@@ -1,6 +1,6 @@
 // The Liquid raw item (docs/formats/liquid.md): a 16-byte header ("\x89RAW", then height, width and channels as
 // little-endian uint32) and the pixels, uint8 in row-major HWC order. Pure C++: Liquid>DecodeRawItem and the record
-// reader (Liquid>PCRRecordDataset with raw_item_channels) both check items here.
+// reader (the item format "raw", liquid_kernels.cc) both check items here.
 #ifndef TFLIQUID_OPS_LIQUID_RAW_ITEM_H_
 #define TFLIQUID_OPS_LIQUID_RAW_ITEM_H_
 

@@ -1,11 +1,23 @@
-#include "pcr/scan_group_variable.h"
-
+// A PCR dataset's scan group, read by Liquid>ScanGroupDataset from a tf.Variable, and only from that variable.
+//
+// Why a dataset op, not a ReadVariableOp in PCRDataset's interleave function: a plain op that reads a variable
+// is stateful, and tf.data refuses to checkpoint a pipeline with stateful ops in its functions ("ReadVariableOp
+// is stateful"); it allows dataset ops there. The variable is the caller's state, which a checkpoint does not
+// hold by design. Why a token: tf.data service serializes a captured variable as a copy of its value at distribute()
+// time, so workers would read a frozen scan group while the autotuner assigns the real one.
+// Liquid>ScanGroupVariableToken registers the variable (its resource handle's identity) in this process; the dataset op
+// reads a variable only if the token names that very handle, and fails otherwise.
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "common/input_checks.h"
 #include "pcr/pcr_ops.h"
+#include "tensorflow/core/data/name_utils.h"
+#include "tensorflow/core/framework/dataset.h"
+#include "tensorflow/core/framework/model.h"
 #include "tensorflow/core/framework/resource_mgr.h"
 #include "tensorflow/core/framework/resource_var.h"
 #include "tensorflow/core/platform/mutex.h"
@@ -61,8 +73,8 @@ bool IsRegistered(int64_t token, const tensorflow::ResourceHandle& handle) {
   return it != registry.identities.end() && it->second == Identity(handle);
 }
 
-}  // namespace
-
+// The value of the int32 or int64 scalar variable whose handle is input `input`, if it is the variable registered
+// under `token` in this process; it must be in 1..num_groups. FailedPrecondition for another variable or process.
 absl::Status ReadScanGroupVariable(OpKernelContext* ctx, int input, int64_t token, int64_t num_groups,
                                    int64_t* scan_group) {
   const tensorflow::ResourceHandle& handle = tensorflow::HandleFromInput(ctx, input);
@@ -89,4 +101,101 @@ absl::Status ReadScanGroupVariable(OpKernelContext* ctx, int input, int64_t toke
   return absl::OkStatus();
 }
 
+// One element: the scan group variable's value, read when the dataset is made.
+class ScanGroupDatasetOp : public tensorflow::data::DatasetOpKernel {
+ public:
+  explicit ScanGroupDatasetOp(OpKernelConstruction* ctx) : DatasetOpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kScanGroupVariableTokenAttr, &token_));
+  }
+
+  void MakeDataset(OpKernelContext* ctx, tensorflow::data::DatasetBase** output) override {
+    const Tensor* handle;
+    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "scan_group_variable", 0, &handle));
+    int64_t num_groups, scan_group;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "num_scan_groups", &num_groups));
+    OP_REQUIRES_OK(ctx, ReadScanGroupVariable(ctx, 0, token_, num_groups, &scan_group));
+    *output = new Dataset(ctx, scan_group);
+  }
+
+ private:
+  class Dataset : public tensorflow::data::DatasetBase {
+   public:
+    Dataset(OpKernelContext* ctx, int64_t scan_group)
+        : DatasetBase(tensorflow::data::DatasetContext(ctx)), scan_group_(scan_group) {}
+
+    std::unique_ptr<tensorflow::data::IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
+      return std::make_unique<Iterator>(
+          Iterator::Params{this, tensorflow::data::name_utils::IteratorPrefix("ScanGroup", prefix)});
+    }
+    const tensorflow::DataTypeVector& output_dtypes() const override {
+      static const auto* dtypes = new tensorflow::DataTypeVector({tensorflow::DT_INT64});
+      return *dtypes;
+    }
+    const std::vector<tensorflow::PartialTensorShape>& output_shapes() const override {
+      static const auto* shapes = new std::vector<tensorflow::PartialTensorShape>({{}});
+      return *shapes;
+    }
+    std::string DebugString() const override { return "ScanGroupDatasetOp::Dataset"; }
+    int64_t CardinalityInternal(tensorflow::data::CardinalityOptions) const override { return 1; }
+    absl::Status InputDatasets(std::vector<const DatasetBase*>*) const override { return absl::OkStatus(); }
+    absl::Status CheckExternalState() const override { return absl::OkStatus(); }
+
+   protected:
+    // A graph cannot carry this process's variable; PCRDataset makes this dataset in its interleave function, so
+    // only a graph of the dataset itself would need it.
+    absl::Status AsGraphDefInternal(tensorflow::data::SerializationContext*, DatasetGraphDefBuilder*,
+                                    tensorflow::Node**) const override {
+      return tensorflow::errors::Unimplemented("a scan group read from a tf.Variable cannot be serialized: use an int");
+    }
+
+   private:
+    class Iterator : public tensorflow::data::DatasetIterator<Dataset> {
+     public:
+      explicit Iterator(const Params& params) : DatasetIterator<Dataset>(params) {}
+
+      absl::Status GetNextInternal(tensorflow::data::IteratorContext* ctx, std::vector<Tensor>* out_tensors,
+                                   bool* end_of_sequence) override {
+        tensorflow::mutex_lock lock(mu_);
+        *end_of_sequence = emitted_;
+        if (emitted_) return absl::OkStatus();
+        Tensor value(ctx->allocator({}), tensorflow::DT_INT64, TensorShape({}));
+        value.scalar<int64_t>()() = dataset()->scan_group_;
+        out_tensors->push_back(std::move(value));
+        emitted_ = true;
+        return absl::OkStatus();
+      }
+
+     protected:
+      std::shared_ptr<tensorflow::data::model::Node> CreateNode(
+          tensorflow::data::IteratorContext*, tensorflow::data::model::Node::Args args) const override {
+        return tensorflow::data::model::MakeSourceNode(std::move(args));
+      }
+      absl::Status SaveInternal(tensorflow::data::SerializationContext*,
+                                tensorflow::data::IteratorStateWriter* writer) override {
+        tensorflow::mutex_lock lock(mu_);
+        return writer->WriteScalar(prefix(), "emitted", static_cast<int64_t>(emitted_));
+      }
+      absl::Status RestoreInternal(tensorflow::data::IteratorContext*,
+                                   tensorflow::data::IteratorStateReader* reader) override {
+        tensorflow::mutex_lock lock(mu_);
+        int64_t emitted;
+        TF_RETURN_IF_ERROR(reader->ReadScalar(prefix(), "emitted", &emitted));
+        emitted_ = emitted != 0;
+        return absl::OkStatus();
+      }
+
+     private:
+      tensorflow::mutex mu_;
+      bool emitted_ TF_GUARDED_BY(mu_) = false;
+    };
+
+    const int64_t scan_group_;
+  };
+
+  int64_t token_;
+};
+
+REGISTER_KERNEL_BUILDER(Name(kScanGroupDatasetOp).Device(tensorflow::DEVICE_CPU), ScanGroupDatasetOp);
+
+}  // namespace
 }  // namespace tfliquid

@@ -1,8 +1,9 @@
-"""CRC32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum of PCR records and MinIO cache items."""
+"""CRC32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum of records, indexes, manifests and MinIO cache
+items: the readable version, the oracle of the C++ one (`tfliquid._lib.crc32c_fast`)."""
 
 from __future__ import annotations
 
-__all__ = ["crc32c", "crc32c_fast"]
+__all__ = ["crc32c"]
 
 
 def _crc_table() -> list[int]:
@@ -24,10 +25,3 @@ def crc32c(data: bytes) -> int:
     for byte in data:
         crc = (crc >> 8) ^ _CRC_TABLE[(crc ^ byte) & 0xFF]
     return crc ^ 0xFFFFFFFF
-
-
-def crc32c_fast(data: bytes) -> int:
-    """The same checksum by the C++ op (SSE4.2, GB/s): what the conversion jobs use on every record they write."""
-    from tfliquid._lib import load_ops
-
-    return int(load_ops().liquid_crc32c(data))

@@ -1,19 +1,21 @@
 """CoorDL's MinIO cache, and the simulator of cache policies.
 
-- `MinIOCache` and `minio_cache`: a never-evict cache in front of any fetch function, in memory or in a directory
-  shared by processes, per worker under tf.data service (docs/cache.md).
+- `MinIOCache` and one transform: `cached` wraps the dataset that fetches an item, as tf.data's CacheDataset wraps
+  its input; `minio_cache` applies it to every key of a dataset of keys, and PCRDataset and LiquidDataset to the
+  read of every record. In memory or in a directory shared by processes, per worker under tf.data service
+  (docs/cache.md).
 - `simulate`: per-epoch hit ratios of the policies (and of the offline optimum) on shuffled epochs.
 
 Modules: `item_format` (the directory's item and ledger format, the oracle; no TensorFlow), `policies` (policy
-names, from the C++ registry), `minio_cache` (the cache object), `transform` (the Dataset.apply transform),
-`simulation`.
+names, from the C++ registry), `minio_cache` (the cache object), `transform` (the transform), `simulation` and
+`multiworker` (the policy simulators).
 """
 
 from tfliquid.cache.item_format import CacheFormatError
 from tfliquid.cache.minio_cache import CacheStats, EpochStats, MinIOCache
 from tfliquid.cache.policies import store_policies
 from tfliquid.cache.simulation import Simulation, simulate
-from tfliquid.cache.transform import minio_cache
+from tfliquid.cache.transform import cached, each_pass, minio_cache
 
 __all__ = [
     "CacheFormatError",
@@ -21,6 +23,8 @@ __all__ = [
     "EpochStats",
     "MinIOCache",
     "Simulation",
+    "cached",
+    "each_pass",
     "minio_cache",
     "simulate",
     "store_policies",

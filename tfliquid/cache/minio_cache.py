@@ -18,7 +18,7 @@ from tfliquid._common.checks import check_int
 from tfliquid._common.errors import ArgumentError, op_error_message
 from tfliquid._lib import load_ops
 from tfliquid.cache.policies import cache_attr_names
-from tfliquid.data.seeded_order import SeededOrder
+from tfliquid.order import SeededOrder
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,8 +85,9 @@ class MinIOCache:
         (docs/cache.md); or "lru": the page-cache-like baseline, which admits every item and evicts the least
         recently used, here to be compared with, not to be used. The list: `tfliquid.cache.store_policies()`.
         A policy that evicts (lru, clairvoyant) runs on a directory only if this process holds it alone.
-      order: the `tfliquid.data.SeededOrder` of this worker's keys, which the "clairvoyant" policy needs: the
-        keys must be that order's items, read as `order.dataset()` yields them.
+      order: the `tfliquid.order.SeededOrder` of this worker's items, which the "clairvoyant" policy needs: the
+        items are the integer keys of `minio_cache` (read as `order.dataset()` yields them) or the records of a
+        `PCRDataset` or `LiquidDataset` given this cache, which then read this order.
 
     >>> cache = tfliquid.MinIOCache(8 << 30)                       # 8 GiB
     >>> ds = keys.apply(tfliquid.minio_cache(tf.io.read_file, cache=cache))
@@ -110,7 +111,7 @@ class MinIOCache:
         if not isinstance(policy, str):
             raise ArgumentError(f"policy must be a string, got {policy!r}")
         if order is not None and not isinstance(order, SeededOrder):
-            raise ArgumentError(f"order must be a tfliquid.data.SeededOrder or None, got {order!r}")
+            raise ArgumentError(f"order must be a tfliquid.order.SeededOrder or None, got {order!r}")
         self._name = name
         self._policy = policy
         self._order = order
@@ -164,10 +165,6 @@ class MinIOCache:
         epochs = [EpochStats(**p) for p in raw["passes"]]
         return CacheStats(raw["capacity_bytes"], raw["bytes"], raw["items"], epochs)
 
-    def begin_pass(self) -> tf.Tensor:
-        """Graph op: starts a pass over the keys and returns its id (the transforms call it once per epoch)."""
-        return load_ops().liquid_cache_begin_pass(**self.op_attrs)
-
     def release(self) -> None:
         """Forgets the cache in this process: a memory cache's items are freed once no iterator uses them. A
         directory's items stay on disk (delete the directory to drop them). Pipelines still running on it fail at
@@ -186,14 +183,3 @@ class MinIOCache:
         where = f"directory={self._directory!r}" if self._directory else "memory"
         order = "" if self._order is None else f", order={self._order!r}"
         return f"MinIOCache({self._capacity}, {where}, name={self._name!r}, policy={self._policy!r}{order})"
-
-
-def each_pass(cache: MinIOCache | None, make_dataset) -> tf.data.Dataset:
-    """make_dataset(pass_id), started anew (with a new pass id from the cache) every time the result is iterated.
-
-    Every epoch iterates the result once, so the cache can count hits per epoch. Without a cache, pass_id is -1.
-    """
-    if cache is None:
-        return make_dataset(tf.constant(-1, tf.int64))
-    start = tf.data.Dataset.from_tensors(tf.constant(0, tf.int64))
-    return start.map(lambda _: cache.begin_pass()).flat_map(make_dataset)

@@ -4,7 +4,7 @@
     ...                          capacity=0.0625, epochs=4)
     >>> print(format_table(table))
 
-Each of `num_workers` workers reads its slice of every epoch of a `tfliquid.data.SeededOrder` through a cache of
+Each of `num_workers` workers reads its slice of every epoch of a `tfliquid.order.SeededOrder` through a cache of
 its own holding `capacity` x num_items items (unit sizes). Policies:
   - `minio`, `lru`: the C++ policies' rules (tfliquid.cache.simulation, whose twins they are);
   - `nopfs`: NoPFS's placement: each worker counts how often it will read every item over the lookahead (every
@@ -36,7 +36,7 @@ import numpy as np
 from tfliquid._common.checks import check_int
 from tfliquid._common.errors import ArgumentError
 from tfliquid.cache import simulation
-from tfliquid.data.seeded_order import HORIZON_EPOCHS_PER_WORKER, SeededOrder
+from tfliquid.order.seeded_order import HORIZON_EPOCHS_PER_WORKER, SeededOrder
 
 POLICIES = ("minio", "lru", "nopfs", "clairvoyant", "opt")
 NEVER = np.iinfo(np.int64).max

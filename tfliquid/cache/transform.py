@@ -1,9 +1,12 @@
-"""minio_cache: the Dataset.apply transform that puts a MinIOCache in front of a fetch function.
+"""The MinIO cache as one dataset transform: `cached` wraps the dataset that fetches one item, as tf.data's
+CacheDataset wraps its input, and `minio_cache` applies it to every key of a dataset of keys. PCRDataset and
+LiquidDataset apply `cached` to the read of each record, so what they cache is a record's bytes.
 
-Per pass over the keys (an epoch), built from graph ops only, so it runs in parallel, on tf.data service workers,
-and under Keras' per-epoch iterators::
+Per pass over the items (an epoch), built from C++ dataset ops only, so it runs in parallel, on tf.data service
+workers, under Keras' per-epoch iterators, and checkpoints::
 
-    begin pass -> keys -> map(parallel): Lookup(key) ? cached tensors : fetch(key), then Insert(key, fetched)
+    CachePassDataset (a new pass) -> per item: CacheDataset(fetch of the item): a hit yields the cached elements
+    without running the fetch; a miss runs it, yields its elements and offers them to the cache
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import tensorflow as tf
 
 from tfliquid._common.errors import ArgumentError
 from tfliquid._lib import load_ops
-from tfliquid.cache.minio_cache import MinIOCache, each_pass
+from tfliquid.cache.minio_cache import MinIOCache
 
 AUTOTUNE = tf.data.AUTOTUNE
 _STORABLE = {
@@ -35,8 +38,74 @@ _STORABLE = {
 }
 
 
+class _CacheOpDataset(tf.data.Dataset):
+    """One of the cache's dataset ops: its variant, its element spec and the dataset it wraps (if any)."""
+
+    def __init__(self, variant, element_spec, inputs=()):
+        self._spec, self._wrapped = element_spec, list(inputs)
+        super().__init__(variant)
+
+    @property
+    def element_spec(self):
+        return self._spec
+
+    def _inputs(self):
+        return self._wrapped
+
+
+def cached(
+    dataset: tf.data.Dataset,
+    name,
+    item,
+    cache: MinIOCache,
+    pass_id,
+    *,
+    with_hit: bool = False,
+    prefetch: bool = False,
+) -> tf.data.Dataset:
+    """The elements of `dataset`, cached in `cache` as one item called `name`: a hit yields the cached elements and
+    never iterates `dataset` (its reads are not made); a miss yields the elements of `dataset` and, once it ends,
+    offers them all to the cache, whose policy admits them or not.
+
+    Args:
+      dataset: what fetches the item; `name` must always name what it yields (a file's bytes, a record's prefix at
+        one group). Its elements' tensors must be numbers, bool or string.
+      name: the item's name, a scalar string (at most 65,536 bytes; a longer name is never cached).
+      item: the item's number in the cache's seeded order (its clairvoyant policy ranks it by next use), or -1.
+      cache: the `MinIOCache`.
+      pass_id: the pass (epoch) the lookup counts in, from `each_pass`.
+      with_hit: yield (hit, element) pairs, hit a bool: whether the element came from the cache.
+      prefetch: the item is one the cache planned to prefetch: it is not looked up, it is offered to the cache as
+        a prefetch, and nothing is yielded.
+    """
+    variant = load_ops().liquid_cache_dataset(
+        dataset._variant_tensor,
+        name,
+        tf.cast(item, tf.int64),
+        pass_id,
+        with_hit=with_hit,
+        prefetch=prefetch,
+        **cache.op_attrs,
+    )
+    spec = (tf.TensorSpec([], tf.bool), dataset.element_spec) if with_hit else dataset.element_spec
+    return _CacheOpDataset(variant, spec, [dataset])
+
+
+def each_pass(cache: MinIOCache | None, make_dataset, epoch=-1) -> tf.data.Dataset:
+    """make_dataset(pass_id), started anew (with a new pass id from the cache) every time the result is iterated.
+
+    Every epoch iterates the result once, so the cache counts hits per epoch. `epoch`: the epoch of the cache's
+    seeded order that the pass reads (its clairvoyant policy places every read in it), or -1 (not known: the
+    policy counts reads). Without a cache, pass_id is -1.
+    """
+    if cache is None:
+        return make_dataset(tf.constant(-1, tf.int64))
+    variant = load_ops().liquid_cache_pass_dataset(tf.cast(epoch, tf.int64), **cache.op_attrs)
+    return _CacheOpDataset(variant, tf.TensorSpec([], tf.int64)).flat_map(make_dataset)
+
+
 def typed_key(key: tf.Tensor) -> tf.Tensor:
-    """The cache key of a dataset key: its dtype, ":", its value ("string:a.jpg", "int64:1"). The integer 1 and
+    """The cache's name of a dataset key: its dtype, ":", its value ("string:a.jpg", "int64:1"). The integer 1 and
     the string "1" are different items, so pipelines sharing a cache never get each other's items."""
     value = key if key.dtype == tf.string else tf.strings.as_string(key)
     return tf.strings.join([f"{key.dtype.name}:", value])
@@ -65,26 +134,27 @@ def minio_cache(
       prefetch_bandwidth: Lobster's prefetch, for a cache with the "clairvoyant" policy: after each read, up to
         this many more reads (on average; a credit, as in the simulator's `--prefetch-bandwidth`) fetch the
         upcoming items of the order that the cache would keep, soonest first, into spare room or in place of
-        items needed later. They run in the same parallel map call, after its own read, so ahead of the
-        consumer; the stats count them as `prefetch_reads`, apart from the demand misses. 0: none.
+        items needed later. They run in the same parallel call, after its own read, so ahead of the consumer; the
+        stats count them as `prefetch_reads`, apart from the demand misses. 0: none.
 
     The keys must be scalar strings (e.g. file paths) or integers; they name the items, so a key must always
-    fetch the same item. Partial epochs are fine; the cache outlives every iterator.
+    fetch the same item. An integer key is also the item's number in a clairvoyant cache's order. Partial epochs
+    are fine; the cache outlives every iterator, and the pipeline checkpoints.
 
     >>> files = tf.data.Dataset.from_tensor_slices(paths).shuffle(len(paths))   # reshuffled every epoch
     >>> images = files.apply(tfliquid.minio_cache(tf.io.read_file, 8 << 30))   # 8 GiB of raw JPEGs
     >>> images = images.map(decode_and_augment, num_parallel_calls=tf.data.AUTOTUNE)
     """
     if not callable(fetch):
-        raise TypeError(f"fetch must be callable, got {fetch!r}")
+        raise ArgumentError(f"fetch must be callable, got {fetch!r}")
     if cache is None:
         if capacity_bytes is None:
-            raise ValueError("minio_cache needs capacity_bytes or cache")
+            raise ArgumentError("minio_cache needs capacity_bytes or cache")
         cache = MinIOCache(capacity_bytes)
     elif not isinstance(cache, MinIOCache):
-        raise TypeError(f"cache must be a tfliquid.MinIOCache, got {type(cache).__name__}")
+        raise ArgumentError(f"cache must be a tfliquid.MinIOCache, got {type(cache).__name__}")
     elif capacity_bytes is not None and capacity_bytes != cache.capacity_bytes:
-        raise ValueError(
+        raise ArgumentError(
             f"capacity_bytes={capacity_bytes} contradicts the cache's {cache.capacity_bytes}; give one or the other"
         )
     if not (isinstance(prefetch_bandwidth, (int, float)) and 0 <= prefetch_bandwidth < float("inf")):
@@ -102,54 +172,40 @@ def minio_cache(
             or key_spec.shape.rank != 0
             or not (key_spec.dtype == tf.string or key_spec.dtype.is_integer)
         ):
-            raise TypeError(f"minio_cache needs a dataset of scalar string or integer keys, got {key_spec}")
-        fetched_spec = keys.take(0).map(fetch).element_spec  # traces fetch once, for its output structure
-        specs = tf.nest.flatten(fetched_spec)
-        for spec in specs:
+            raise ArgumentError(f"minio_cache needs a dataset of scalar string or integer keys, got {key_spec}")
+        for spec in tf.nest.flatten(keys.take(0).map(fetch).element_spec):  # traces fetch once
             if type(spec) is not tf.TensorSpec or spec.dtype not in _STORABLE:
-                raise TypeError(f"fetch must return dense tensors of numbers, bool or string; got {spec}")
-        dtypes = [spec.dtype for spec in specs]
+                raise ArgumentError(f"fetch must return dense tensors of numbers, bool or string; got {spec}")
 
-        def fetch_and_insert(key, pass_id, prefetched: bool):
-            """fetch(key)'s tensors, flattened, once offered to the cache."""
-            values = tf.nest.flatten(fetch(key))
-            admitted = load_ops().liquid_cache_insert(
-                typed_key(key), pass_id, values, prefetched=prefetched, **cache.op_attrs
+        def item_of(key):
+            return tf.cast(key, tf.int64) if key.dtype.is_integer else tf.constant(-1, tf.int64)
+
+        def prefetched(pass_id):
+            """The items the cache plans to prefetch after a read, fetched into it; yields nothing."""
+            variant = load_ops().liquid_cache_prefetch_dataset(
+                tf.constant(float(prefetch_bandwidth), tf.float64), **cache.op_attrs
             )
-            with tf.control_dependencies([admitted]):
-                return [tf.identity(v) for v in values]
+            planned = _CacheOpDataset(variant, tf.TensorSpec([], tf.int64))
 
-        def lookup_or_fetch(key, pass_id):
-            hit, cached = load_ops().liquid_cache_lookup(typed_key(key), pass_id, dtypes=dtypes, **cache.op_attrs)
+            def fetch_into_cache(item):
+                key = tf.cast(item, key_spec.dtype)
+                fetch_once = tf.data.Dataset.from_tensors(key).map(fetch)
+                return cached(fetch_once, typed_key(key), item, cache, pass_id, prefetch=True)
 
-            def from_cache():
-                shaped = [tf.ensure_shape(value, spec.shape) for value, spec in zip(cached, specs)]
-                return tf.nest.pack_sequence_as(fetched_spec, shaped)
-
-            def from_fetch():
-                return tf.nest.pack_sequence_as(fetched_spec, fetch_and_insert(key, pass_id, prefetched=False))
-
-            item = tf.cond(hit, from_cache, from_fetch)
-            if not prefetch_bandwidth:
-                return item
-            with tf.control_dependencies(tf.nest.flatten(item)):  # after this read, as the simulator counts
-                upcoming = load_ops().liquid_cache_plan_prefetch(prefetch_bandwidth, **cache.op_attrs)
-            with tf.control_dependencies([prefetch(upcoming, pass_id)]):
-                return tf.nest.map_structure(tf.identity, item)
-
-        def prefetch(upcoming, pass_id):
-            """Fetches and inserts the planned items one after another; returns their count."""
-
-            def fetch_one(i):
-                inserted = fetch_and_insert(tf.cast(upcoming[i], key_spec.dtype), pass_id, prefetched=True)
-                with tf.control_dependencies(inserted):
-                    return i + 1
-
-            return tf.while_loop(lambda i: i < tf.size(upcoming), fetch_one, [tf.constant(0)])
+            return planned.flat_map(fetch_into_cache)
 
         def one_pass(pass_id):
-            return keys.map(
-                lambda key: lookup_or_fetch(key, pass_id),
+            def read(key):
+                items = cached(
+                    tf.data.Dataset.from_tensors(key).map(fetch), typed_key(key), item_of(key), cache, pass_id
+                )
+                return items.concatenate(prefetched(pass_id)) if prefetch_bandwidth else items
+
+            if num_parallel_calls is None or num_parallel_calls == 1:
+                return keys.interleave(read, cycle_length=1)
+            return keys.interleave(
+                read,
+                cycle_length=num_parallel_calls,
                 num_parallel_calls=num_parallel_calls,
                 deterministic=deterministic,
             )

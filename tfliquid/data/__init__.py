@@ -1,6 +1,17 @@
-"""Data orders: `SeededOrder`, the per-epoch shuffle of data-parallel workers as a first-class object
-(docs/formats/seeded-order.md), which the `clairvoyant` cache policy plans from."""
+"""Deprecated: the seeded order moved to `tfliquid.order` (`tfliquid.order.SeededOrder`), whose name does not
+read like `tf.data`. `tfliquid.data.SeededOrder` still works, with a DeprecationWarning."""
 
-from tfliquid.data.seeded_order import SeededOrder
+import warnings
 
-__all__ = ["SeededOrder"]
+
+def __getattr__(name: str):
+    if name == "SeededOrder":
+        warnings.warn(
+            "tfliquid.data.SeededOrder moved to tfliquid.order.SeededOrder; tfliquid.data will be removed",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        from tfliquid.order import SeededOrder
+
+        return SeededOrder
+    raise AttributeError(f"module 'tfliquid.data' has no attribute {name!r}")

@@ -19,10 +19,10 @@ import numpy as np
 import tensorflow as tf
 
 from tfliquid._common.checks import check_int
+from tfliquid.jpeg.ops import jpeg_scan_ends
+from tfliquid.jpeg.scans import EOI
 from tfliquid.pcr import format as pcr_format
 from tfliquid.pcr.dataset import PCRDataset
-from tfliquid.pcr.jpeg import EOI
-from tfliquid.pcr.jpeg_ops import jpeg_scan_ends
 
 
 class ScanGroupAutotuner(keras.callbacks.Callback):

@@ -2,8 +2,8 @@
 
 The plan gives each image exactly one format, from the seed, in exact counts (`format.assignment`), and cuts each
 format's images into records. Per image (graph ops, in parallel on every core): read -> decode to C channels ->
-the item of its format (raw, PNG, the JPEG as it is, L3). Records, resumption, rejections and `--verify` are
-PCR's record job (tfliquid.pcr.record_job): Liquid records are PCR record containers of whole items.
+the item of its format (raw, PNG, the JPEG as it is, L3). Records, resumption, rejections and `--verify` are the
+record job's (tfliquid.records.job): Liquid records are record containers of whole items.
 
 Before writing, the size of the dataset is predicted from the images' headers (pixel counts, JPEG file sizes) and
 a seeded sample encoded in each compressed format; `size_only=True` stops there.
@@ -16,6 +16,7 @@ import functools
 import os
 import tempfile
 import time
+from typing import Unpack
 
 import numpy as np
 import tensorflow as tf
@@ -28,12 +29,14 @@ from tfliquid._common.lock import DestinationLock
 from tfliquid._common.report import ConversionReport
 from tfliquid._proto import liquid_pb2
 from tfliquid._version import __version__
+from tfliquid.io.image_headers import claimed_pixels, decode_bounded
+from tfliquid.io.sources import SourceOptions, check_source_options, open_source
+from tfliquid.jpeg.ops import jpeg_to_progressive
 from tfliquid.liquid import format as liquid_format
 from tfliquid.liquid import items as liquid_items
-from tfliquid.pcr import format as pcr_format
-from tfliquid.pcr import record_job
-from tfliquid.pcr.jpeg_ops import jpeg_to_progressive
-from tfliquid.pcr.record_job import ON_ERROR, RECORDS_DIR, SOURCE_FORMATS, SPOOL_FILENAME
+from tfliquid.records import format as records_format
+from tfliquid.records import job as record_job
+from tfliquid.records.job import ON_ERROR, RECORDS_DIR, SPOOL_FILENAME
 
 L3_PROFILES = ("default", "paper")
 # Images encoded per compressed format to predict its bytes per pixel (all of them when there are fewer).
@@ -87,16 +90,12 @@ def convert(
     jpeg_quality: int = 90,
     size_only: bool = False,
     verify: bool = False,
-    source_format: str = "auto",
-    image_key: str = "image/encoded",
-    label_key: str = "image/class/label",
-    key_feature: str = "image/filename",
-    compression: str | None = None,
     overwrite: bool = False,
     on_error: str = "reject",
     progress: bool = True,
     runner: str = "local",
     beam_options: str | list[str] | None = None,
+    **source_options: Unpack[SourceOptions],
 ) -> LiquidReport:
     """Converts an image folder tree or TFRecord files into a Liquid dataset at `dst`.
 
@@ -118,11 +117,11 @@ def convert(
       size_only: predict the dataset's size and return without writing anything.
       verify: read every record back through the C++ reader and check that each image decodes to its source's
         pixels (lossless formats) or to the JPEG stored.
-      source_format, image_key, label_key, key_feature, compression: as in `tfliquid.pcr.convert`.
       overwrite: discard a different conversion found at `dst` instead of refusing to touch it.
       on_error: "reject" (default: an image that cannot be read is left out and listed in the report) or "raise".
       progress: show progress on stderr.
       runner, beam_options: "local", or "beam" with Beam's pipeline options, as in `tfliquid.pcr.convert`.
+      **source_options: how to read SRC (`tfliquid.io.sources.SourceOptions`), as in `tfliquid.pcr.convert`.
 
     Returns a LiquidReport (its `prediction` is the size predicted; `dataset_bytes` the size written).
     """
@@ -133,31 +132,29 @@ def convert(
     channels = check_int("channels", channels, 1, 3)
     if channels not in liquid_format.CHANNELS:
         raise ArgumentError(f"channels must be 1 or 3, got {channels}")
-    images_per_record = check_int("images_per_record", images_per_record, 1, pcr_format.MAX_IMAGES)
+    images_per_record = check_int("images_per_record", images_per_record, 1, records_format.MAX_ITEMS)
     seed = check_int("seed", seed, 0, (1 << 64) - 1)
     png_compression = check_int("png_compression", png_compression, 0, 9)
     jpeg_quality = check_int("jpeg_quality", jpeg_quality, 1, 100)
     if l3_profile not in L3_PROFILES:
         raise ArgumentError(f"l3_profile must be one of {L3_PROFILES}, got {l3_profile!r}")
-    if source_format not in SOURCE_FORMATS:
-        raise ArgumentError(f"source_format must be one of {SOURCE_FORMATS}, got {source_format!r}")
+    check_source_options(source_options)
     if on_error not in ON_ERROR:
         raise ArgumentError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
     check_runner(runner, beam_options)
     record_job.check_destination(src, dst)
     encoding = _Encoding(channels, png_compression, l3_profile, jpeg_quality)
-    source_options = dict(image_key=image_key, label_key=label_key, key_feature=key_feature, compression=compression)
     start = time.perf_counter()
     if size_only:  # nothing is written at dst: a TFRecord source is spooled in a temporary directory
         with tempfile.TemporaryDirectory(prefix="tfliquid-size-") as spool_dir:
-            source = record_job.open_source(src, source_format, os.path.join(spool_dir, SPOOL_FILENAME), source_options)
+            source = open_source(src, os.path.join(spool_dir, SPOOL_FILENAME), **source_options)
             assigned = liquid_format.assignment(source.num_items, weights, seed)
             prediction = predict_size(source, names, assigned, encoding, images_per_record, seed)
         return LiquidReport(dst, prediction=prediction, seconds=time.perf_counter() - start)
     os.makedirs(dst, exist_ok=True)
     with DestinationLock(dst):
         record_job.remove_temporaries(dst)
-        source = record_job.open_source(src, source_format, os.path.join(dst, SPOOL_FILENAME), source_options)
+        source = open_source(src, os.path.join(dst, SPOOL_FILENAME), **source_options)
         assigned = liquid_format.assignment(source.num_items, weights, seed)
         prediction = predict_size(source, names, assigned, encoding, images_per_record, seed)
         report = LiquidReport(dst, file_kind="record", lossy_reason="stored with a loss", prediction=prediction)
@@ -230,17 +227,7 @@ def _decoded(contents: tf.Tensor, channels: int):
         with tf.control_dependencies([progressive]):
             return tf.io.decode_jpeg(contents)
 
-    def other_checked():
-        pixels = record_job.claimed_pixels(contents)
-        bounded = tf.debugging.assert_less_equal(
-            pixels,
-            tf.constant(record_job.MAX_PIXELS, tf.int64),
-            message=f"the header claims more than {record_job.MAX_PIXELS} pixels",
-        )
-        with tf.control_dependencies([bounded]):
-            return tf.io.decode_image(contents, expand_animations=False)
-
-    image = tf.cond(is_jpeg, jpeg_checked, other_checked)
+    image = tf.cond(is_jpeg, jpeg_checked, lambda: decode_bounded(contents))
     pixels, lossy = liquid_items.to_channels(image, channels)
     return pixels, is_jpeg, lossy
 
@@ -272,7 +259,7 @@ class LiquidJobSpec:
         channels = self.encoding.channels
         return record_job.RecordJob(
             prepare=_prepare_images(self.format_of_item, self.encoding, self.verify),
-            flags=pcr_format.WHOLE_ITEMS,
+            flags=records_format.WHOLE_ITEMS,
             verify_record=functools.partial(_verify_record, channels=channels),
         )
 
@@ -292,11 +279,12 @@ def _prepare_images(format_of_item: np.ndarray, encoding: _Encoding, verify: boo
 
 
 def _verify_record(path, entry, expected_sources, keys, channels: int) -> None:
-    record_job.verify_pixels(
+    record_job.verify_items(
         path,
         entry,
         expected_sources,
         keys,
+        "bytes",
         lambda item: liquid_items.decode_item(item, liquid_items.format_index(item), channels),
         lambda source: _decoded(source, channels)[0],
     )
@@ -326,9 +314,9 @@ def _manifest(source, names, weights, plans, entries, state, encoding, images_pe
             entry = by_path.get(relative)
             if entry is None:  # every image of this record was rejected
                 continue
-            fmt.records.add(path=relative, num_images=entry.num_images, num_bytes=entry.prefix_ends[-1])
-            fmt.num_images += entry.num_images
-            fmt.num_bytes += entry.prefix_ends[-1]
+            fmt.records.add(path=relative, num_images=entry.num_items, num_bytes=entry.group_ends[-1])
+            fmt.num_images += entry.num_items
+            fmt.num_bytes += entry.group_ends[-1]
             manifest.conversion.lossy_images += state.lossy.get(relative, 0)
         manifest.num_images += fmt.num_images
     return manifest
@@ -363,7 +351,7 @@ def _record_overhead(source, items: np.ndarray, images_per_record: int) -> int:
     records = -(-len(items) // images_per_record)
     keys = sum(len(source.keys[i]) + 2 for i in items)
     labels = sum(_varint_size(int(source.labels[i])) for i in items)
-    return records * (pcr_format.PREAMBLE.size + 24) + keys + labels + 3 * len(items)
+    return records * (records_format.PREAMBLE.size + 24) + keys + labels + 3 * len(items)
 
 
 def _varint_size(value: int) -> int:
@@ -380,7 +368,7 @@ def _headers(source):
         pixels = tf.cond(
             is_jpeg,
             lambda: tf.reduce_prod(tf.cast(tf.image.extract_jpeg_shape(contents)[:2], tf.int64)),
-            lambda: record_job.claimed_pixels(contents),
+            lambda: claimed_pixels(contents),
         )
         return i, pixels, tf.cast(tf.strings.length(contents), tf.int64), is_jpeg
 

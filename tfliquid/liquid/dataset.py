@@ -3,7 +3,7 @@
 Pipeline, graph ops only (it runs on tf.data service workers and checkpoints mid-epoch)::
 
     per stream (a format's records; with a cache, its cached and its uncached records apart):
-        record ids --shuffle--> interleave(Liquid>PCRRecordDataset: one read per record, CRC checked, items)
+        record ids --shuffle--> interleave(one read per record [through the MinIO cache], CRC checked, items)
         --> map(decode as the stream's format)
     choose_from_datasets(streams, pattern)
 
@@ -21,18 +21,21 @@ import numpy as np
 import tensorflow as tf
 
 from tfliquid._common.checks import check_int
-from tfliquid._common.crc32c import crc32c_fast
 from tfliquid._common.errors import ArgumentError
-from tfliquid.cache.minio_cache import MinIOCache, each_pass
-from tfliquid.data.seeded_order import SeededOrder, checked_order
+from tfliquid._lib import crc32c_fast
+from tfliquid.cache.minio_cache import MinIOCache
+from tfliquid.cache.transform import cached, each_pass
 from tfliquid.liquid import format as liquid_format
 from tfliquid.liquid import items as liquid_items
-from tfliquid.pcr.dataset import PCRRecordDataset
+from tfliquid.order.seeded_order import SeededOrder, checked_order, derived_seed
+from tfliquid.records.dataset import RecordDataset, prefix_name, record_bytes
 
 AUTOTUNE = tf.data.AUTOTUNE
-# What the cache stores besides a record's bytes: its key ("pcr-prefix:FILE#group=1#bytes=N") and the item
+# What the cache stores besides a record's bytes: its name ("record:FILE#bytes=N") and the item
 # framing (docs/formats/cache.md). Records are chosen for the cache with this much room each.
 _CACHE_OVERHEAD_PER_RECORD = 512
+# The salts of the seeds of records and of batches in an order (tfliquid.order.derived_seed).
+_RECORD_SEEDS, _BATCH_SEEDS = 1, 2
 
 
 class _Stream:
@@ -56,34 +59,38 @@ def _nonempty(streams: list[_Stream], counts: np.ndarray) -> tuple[list[_Stream]
 
 class _RecordReader:
     """Reads a stream of records of one format: (record number, its images' shuffle seed) pairs -> the decoded
-    images, one Liquid>PCRRecordDataset per record (one read, CRC checked, through `cache` if given)."""
+    images, one RecordDataset per record (one read, CRC checked, through `cache` if given)."""
 
     def __init__(self, dataset: LiquidDataset, shuffle, decode, with_keys, num_parallel_reads, num_parallel_calls):
         self._filenames = tf.constant([os.path.join(dataset.path, r.path) for r in dataset._records])
-        self._ends = tf.constant([[r.num_bytes] for r in dataset._records], tf.int64)
+        self._sizes = tf.constant([r.num_bytes for r in dataset._records], tf.int64)
         self._channels = dataset.channels
         self._with_hits = dataset.cache is not None  # every stream yields "cached", for one element spec
         self._shuffle, self._decode, self._with_keys = shuffle, decode, with_keys
         self._num_parallel_reads, self._num_parallel_calls = num_parallel_reads, num_parallel_calls
 
-    def __call__(self, format: str, records: tf.data.Dataset, cache, cache_pass, by_item: bool, ahead: int):
-        """`by_item`: the cache keys carry the record number, the item a clairvoyant cache ranks. `ahead`: decoded
-        images to hold ready."""
+    def __call__(self, format: str, records: tf.data.Dataset, cache, cache_pass, ahead: int):
+        """Through `cache`, if given, in pass `cache_pass` (records are numbered as an order numbers its items).
+        `ahead`: decoded images to hold ready."""
         # Raw items are decoded by the record reader itself: one copy of the pixels, not two.
         raw_pixels = self._decode and format == "raw"
 
         def open_record(i, record_seed):
-            return PCRRecordDataset(
-                tf.gather(self._filenames, i),
-                tf.gather(self._ends, i),
-                shuffle=self._shuffle,
+            filename, size = tf.gather(self._filenames, i), tf.gather(self._sizes, i)
+            source = record_bytes(filename, size)
+            if cache is not None:
+                source = cached(source, prefix_name(filename, size), i, cache, cache_pass, with_hit=True)
+            elif self._with_hits:
+                source = source.map(lambda data: (tf.constant(False), data))
+            return RecordDataset(
+                source,
+                filename,
                 seed=record_seed,
+                shuffle=self._shuffle,
                 with_keys=self._with_keys,
-                with_cache_hits=self._with_hits,
-                cache=cache,
-                cache_pass=cache_pass,
-                item=i if by_item else -1,
-                raw_item_channels=self._channels if raw_pixels else 0,
+                item_format="raw" if raw_pixels else "bytes",
+                item_channels=self._channels if raw_pixels else 0,
+                item_key="image",
             )
 
         items = records.interleave(
@@ -102,8 +109,8 @@ class _RecordReader:
 
         # A batch's worth of decoded images ahead, so a stream keeps decoding while the pattern takes from the
         # others (a parallel map alone holds only its calls in flight, and would wait for its turn).
-        # Raw pixels need no decode: a parallel map would only hand each image between threads (PNG:raw 6:4 read
-        # 676-681 images/s with a plain map here, 650-655 with a parallel one).
+        # Raw pixels need no decode: a parallel map would only hand each image between threads, which costs more
+        # than it saves.
         if raw_pixels:
             return items.map(decoded).prefetch(ahead)
         return items.map(decoded, num_parallel_calls=self._num_parallel_calls, deterministic=True).prefetch(ahead)
@@ -164,34 +171,32 @@ class LiquidDataset(tf.data.Dataset):
       decode: decode images to uint8 [H, W, C]; False yields the stored items (raw, PNG, JPEG or L3 bytes).
       with_keys: also yield "key", the image's source file name.
       num_parallel_reads: records read at a time per stream. One by default: a stream yields nothing until it has
-        read a whole record, and records read together share the storage and all finish late (under a read budget,
-        PNG:raw 5:5 at 512 pixels read 575 images/s with one, 492 with two, 392 with four).
+        read a whole record, and records read together share the storage and all finish late.
       num_parallel_calls: decodes in flight; default one per core (not AUTOTUNE: PCRDataset's reason holds,
         tf.data's autotuner starves a decode map under throttled reads now and then).
-      order: a `tfliquid.data.SeededOrder` over the dataset's records (all formats', numbered format by format in
+      order: a `tfliquid.order.SeededOrder` over the dataset's records (all formats', numbered format by format in
         the manifest's order: `num_records` items), for data-parallel workers: this worker reads its slice of every
         epoch's record permutation, so that over the workers every image is read once per epoch, `epochs` epochs
         from `first_epoch` (None: without end) in one iteration. Every batch then holds each format's share of
         this worker's epoch (largest remainder, as without an order), which differs from the dataset's ratio by
         as much as its slice holds more of one format's records; the records keep the order's sequence (`shuffle`
         shuffles the images within each record, by a seed of (epoch, record)). A `cache` then reads every record
-        through it, and a `MinIOCache(..., policy="clairvoyant", order=order)` ranks the records by their next
-        use (docs/cache.md); there is no cached/uncached split, and no constant load per batch.
+        through it; give the order once, to the cache, when it is a `MinIOCache(..., policy="clairvoyant",
+        order=order)`, which ranks the records by their next use (docs/cache.md); there is no cached/uncached
+        split, and no constant load per batch.
       epochs: epochs one iteration reads, None: without end. "auto" (the default): one, or without end with an
         `order`. Without an order, the epochs follow each other with no restart: each stream goes on into its
         next epoch's reshuffled records while the last batches of the epoch before are still decoding, instead
-        of every epoch starting its pipeline empty and waiting for its first records (PNG:raw 6:4 at 1,000
-        images an epoch: 685 images/s over three epochs in one iteration, 666 an epoch at a time). The elements
+        of every epoch starting its pipeline empty and waiting for its first records. The elements
         are those of `epochs` passes one after the other: any `batch_size` of them from the start of an epoch
         hold its share, and a batch that spans the end of an epoch holds images of both. With a `cache`, every
         epoch is a pass of its own (the cache counts its hits per epoch), restarted as without `epochs`.
       first_epoch: with `order`, the first of its epochs to read.
       tf_autotune: leave tf.data's autotuning model on for the pipeline this dataset starts (options reach every
-        stage after it). Off by default: with it on (TF 2.21, 2 cores), this pipeline's decodes ran at one core's
-        speed for whole epochs, the consumer thread taking the other core, in 1 to 7 of every 8 epochs measured
-        (PNG alone 236 instead of 457 images/s; PNG:raw 7:3, 460 instead of 589), and never with it off. With it
-        off, stages after this one given AUTOTUNE run min(16, cores) parallel calls, and prefetch(AUTOTUNE)
-        buffers still grow as tf.data's prefetch autotuner sees the consumer wait.
+        stage after it). Off by default: with it on, tf.data's autotuner can hold this pipeline's decodes at one
+        core's speed for whole epochs while the consumer takes the others. With it off, stages after this one
+        given AUTOTUNE run min(16, cores) parallel calls, and prefetch(AUTOTUNE) buffers still grow as tf.data's
+        prefetch autotuner sees the consumer wait.
 
     Elements: {"image": uint8 [H, W, C] (or string), "label": int64, "format": string [, "key", "cached"]}.
     The read budget is process-wide: `tfliquid.io.set_read_bandwidth`.
@@ -232,18 +237,18 @@ class LiquidDataset(tf.data.Dataset):
             cache = MinIOCache(check_int("cache (a budget in bytes)", cache, 0))
         self._cache = cache
         self._records = [r for f in self._manifest.formats for r in f.records]  # the order's items, format by format
+        # Epochs are an order's or, without one, this dataset's own: checked_order checks first_epoch only.
+        self._order = checked_order(order, cache, len(self._records), first_epoch=first_epoch)
         if epochs == "auto":
-            epochs = None if order is not None else 1
+            epochs = None if self._order is not None else 1
         elif epochs is not None:
             epochs = check_int("epochs (or None, or 'auto')", epochs, 1)
-        # without an order, epochs are this dataset's own: checked_order still rejects first_epoch
-        self._order = checked_order(order, cache, len(self._records), None if order is None else epochs, first_epoch)
         read = _RecordReader(self, shuffle, decode, with_keys, num_parallel_reads, num_parallel_calls)
-        if order is None:
+        if self._order is None:
             self._streams, self._counts = self._make_streams(seed)
             self._impl = self._build(read, shuffle, seed, epochs)
         else:
-            self._impl = self._build_ordered(read, shuffle, seed, order.epochs_dataset(epochs, first_epoch))
+            self._impl = self._build_ordered(read, shuffle, seed, self._order.epochs_dataset(epochs, first_epoch))
         if not tf_autotune:
             options = tf.data.Options()
             options.autotune.enabled = False
@@ -305,9 +310,7 @@ class LiquidDataset(tf.data.Dataset):
             else:
                 records = records.repeat(stream_epochs).map(lambda i: (i, tf.constant(0, tf.int64)))
             cache = self._cache if stream.cached else None
-            return read(
-                stream.format, records, cache, cache_pass, by_item=False, ahead=2 * int(self._counts[:, k].max())
-            )
+            return read(stream.format, records, cache, cache_pass, ahead=2 * int(self._counts[:, k].max()))
 
         def one_pass(cache_pass):
             streams = [stream_dataset(k, s, cache_pass) for k, s in enumerate(self._streams)]
@@ -327,37 +330,30 @@ class LiquidDataset(tf.data.Dataset):
         formats = list(self._manifest.formats)
         ends = tf.constant(np.cumsum([len(f.records) for f in formats]), tf.int64)  # record numbers end per format
         images = tf.constant([r.num_images for r in self._records], tf.int64)
-        base_seed = (self._order.seed if seed is None else seed) % (1 << 63)
-        num_records = len(self._records)
+        base_seed = self._order.seed if seed is None else seed
         ahead = [2 * -(-self._batch_size * f.num_images // self._manifest.num_images) + 2 for f in formats]
-
-        def seeded(epoch, salt):
-            def seed_of(i):
-                pair = tf.stack([epoch * (num_records + 1) + i, tf.constant(base_seed, tf.int64) ^ salt])
-                return tf.random.stateless_uniform([], pair, minval=None, maxval=None, dtype=tf.int64)
-
-            return seed_of
 
         def one_epoch(epoch):
             keys = self._order.epoch_keys(epoch)
             format_of = tf.searchsorted(ends, keys, side="right")
             sizes = tf.math.unsorted_segment_sum(tf.gather(images, keys), format_of, len(formats))
-            record_seed = seeded(epoch, 1)
 
             def records_of(k):
                 records = tf.data.Dataset.from_tensor_slices(tf.boolean_mask(keys, tf.equal(format_of, k)))
-                return records.map(lambda i: (i, record_seed(i) if shuffle else tf.constant(0, tf.int64)))
+                if not shuffle:
+                    return records.map(lambda i: (i, tf.constant(0, tf.int64)))
+                return records.map(lambda i: (i, derived_seed(base_seed, epoch, i, _RECORD_SEEDS)))
 
             def one_pass(cache_pass):
                 streams = [
-                    read(f.name, records_of(k), self._cache, cache_pass, by_item=True, ahead=ahead[k])
-                    for k, f in enumerate(formats)
+                    read(f.name, records_of(k), self._cache, cache_pass, ahead=ahead[k]) for k, f in enumerate(formats)
                 ]
                 rows = batch_rows(sizes, self._batch_size).enumerate()
-                pattern = _pattern(rows.map(lambda b, row: (row, seeded(epoch, 2)(b))), len(streams), shuffle)
+                batch_seeds = rows.map(lambda b, row: (row, derived_seed(base_seed, epoch, b, _BATCH_SEEDS)))
+                pattern = _pattern(batch_seeds, len(streams), shuffle)
                 return tf.data.Dataset.choose_from_datasets(streams, pattern, stop_on_empty_dataset=True)
 
-            return each_pass(self._cache, one_pass)
+            return each_pass(self._cache, one_pass, epoch=epoch)
 
         return epochs.flat_map(one_epoch)
 

@@ -14,7 +14,7 @@ import numpy as np
 from tfliquid._common.crc32c import crc32c
 from tfliquid._common.errors import ArgumentError, FormatError
 from tfliquid._proto import liquid_pb2
-from tfliquid.pcr import format as pcr_format
+from tfliquid.records import format as records_format
 
 FORMAT_VERSION = 1
 MANIFEST_FILENAME = "manifest.liquid"
@@ -29,6 +29,7 @@ CHANNELS = (1, 3)
 FORMATS = ("raw", "png", "jpeg", "l3")
 MAGICS = {"raw": RAW_MAGIC, "png": b"\x89PNG", "jpeg": b"\xff\xd8", "l3": b"\x89L3I"}
 LOSSLESS = ("raw", "png", "l3")
+PCR_INDEX_FILENAME = "index.pcrindex"  # what a PCR dataset holds instead of a manifest, named in errors
 
 
 class LiquidFormatError(FormatError):
@@ -206,7 +207,7 @@ def read_manifest(dataset_dir: str, crc: Callable[[bytes], int] = crc32c) -> liq
     """Reads and validates DATASET/manifest.liquid."""
     path = os.path.join(dataset_dir, MANIFEST_FILENAME)
     if not os.path.exists(path):
-        hint = " (it is a PCR dataset)" if os.path.exists(os.path.join(dataset_dir, pcr_format.INDEX_FILENAME)) else ""
+        hint = " (it is a PCR dataset)" if os.path.exists(os.path.join(dataset_dir, PCR_INDEX_FILENAME)) else ""
         raise LiquidFormatError(f"{dataset_dir}: not a Liquid dataset: no {MANIFEST_FILENAME}{hint}")
     with open(path, "rb") as f:
         data = f.read()
@@ -275,13 +276,13 @@ def read_records(dataset_dir: str) -> list[Item]:
             with open(path, "rb") as f:
                 data = f.read()
             try:
-                if not pcr_format.PREAMBLE.unpack_from(data)[4] & pcr_format.WHOLE_ITEMS:
+                if not records_format.parse_preamble(data).flags & records_format.WHOLE_ITEMS:
                     raise LiquidFormatError("offset 20: not a record of whole items (flag bit 0 is clear)")
-                decoded = pcr_format.decode_record(data)
-            except (pcr_format.PCRFormatError, struct.error) as e:
+                decoded = records_format.decode_record(data)
+            except records_format.RecordFormatError as e:
                 raise LiquidFormatError(f"{path}: {e}") from None
-            for image in decoded:
-                if item_format(image.jpeg) != fmt.name:
-                    raise LiquidFormatError(f"{path}: a {item_format(image.jpeg)} item in a {fmt.name} record")
-                items.append(Item(fmt.name, image.jpeg, image.label, image.key))
+            for item in decoded:
+                if item_format(item.data) != fmt.name:
+                    raise LiquidFormatError(f"{path}: a {item_format(item.data)} item in a {fmt.name} record")
+                items.append(Item(fmt.name, item.data, item.label, item.key))
     return items

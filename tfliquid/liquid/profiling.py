@@ -27,6 +27,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from typing import Unpack
 
 import numpy as np
 import tensorflow as tf
@@ -36,10 +37,10 @@ from tfliquid._common.checks import check_int
 from tfliquid._common.errors import ArgumentError
 from tfliquid._common.progress import Progress
 from tfliquid._common.timing import timed_pass
+from tfliquid.io.sources import SourceOptions, check_source_options, open_source
 from tfliquid.liquid import conversion
 from tfliquid.liquid import format as liquid_format
 from tfliquid.liquid.dataset import LiquidDataset
-from tfliquid.pcr import record_job
 
 STEPS = 10  # ratios a:b with a + b = 10: the paper's 11 candidates
 
@@ -188,7 +189,7 @@ def profile(
     seed: int = 0,
     workdir: str | None = None,
     progress: bool = True,
-    **source_options,
+    **source_options: Unpack[SourceOptions],
 ) -> LiquidProfile:
     """Profiles the ratio of two formats on a sample of `src` and returns the table and the choice.
 
@@ -202,19 +203,20 @@ def profile(
       batch_size, epochs: of the LiquidDataset measurements (the median of `epochs` timed passes is taken).
       pass_images: images per timed pass: the sample is read over and over in one pass until it has read this
         many (`LiquidDataset(epochs=...)`: one pipeline, its epochs following each other with no restart), so
-        that filling and draining the pipeline counts little, as in a running job (a pass of 256 images,
-        0.6 s of PNG, read 3-4% slower than the steady state, and the throttled CPU-bound mixes up to 13% slower).
+        that filling and draining the pipeline counts little, as in a running job (short passes underrate the
+        CPU-bound mixes).
         Not with measured storage (`read_bandwidth=None`), which reads each sample once per pass, its page cache
         dropped.
       images_per_record: of the sample datasets: as the dataset will be written, since it sets how bursty reads are.
       seed: of the sample and of the datasets written.
       workdir: where the sample datasets are written (default: a temporary directory, removed after).
-      source_options: TFRecord options of `convert` (image_key, label_key, key_feature, compression, source_format).
+      **source_options: how to read SRC (`tfliquid.io.sources.SourceOptions`), as in `convert`.
     """
     names = [n.strip() for n in formats.split(",")] if isinstance(formats, str) else list(formats)
     if len(names) != 2 or len(set(names)) != 2 or set(names) - set(liquid_format.FORMATS):
         raise ArgumentError(f"profile needs two distinct formats of {liquid_format.FORMATS}, got {formats!r}")
     sample = check_int("sample", sample, 2)
+    check_source_options(source_options)
     epochs = check_int("epochs", epochs, 1)
     pass_images = check_int("pass_images", pass_images, 1)
     if read_bandwidth is not None:
@@ -274,10 +276,7 @@ def profile(
 
 def _write_sample(src: str, path: str, sample: int, seed: int, source_options: dict) -> str:
     """A seeded sample of the source's images, as a TFRecord file of tf.train.Example (what convert reads)."""
-    options = {k: v for k, v in source_options.items() if k != "source_format"}
-    source = record_job.open_source(
-        src, source_options.get("source_format", "auto"), os.path.join(os.path.dirname(path), "spool.tmp"), options
-    )
+    source = open_source(src, os.path.join(os.path.dirname(path), "spool.tmp"), **source_options)
     chosen = np.sort(np.random.default_rng(seed).choice(source.num_items, min(sample, source.num_items), replace=False))
     with tf.io.TFRecordWriter(path) as writer:
         for _, contents, label, key in source.read(chosen).as_numpy_iterator():

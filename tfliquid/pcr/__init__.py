@@ -5,9 +5,9 @@ that one read of a record's prefix gives all its images at a chosen fidelity. Sp
     >>> ds = tfliquid.pcr.PCRDataset("photos-pcr/", scan_group=2)
     >>> print(tfliquid.pcr.format_inspection(tfliquid.pcr.inspect("photos-pcr/")))
 
-Modules, in data-flow order: `jpeg` (scan splitting, the oracle) and `format` (records and index, the oracle; no
-TensorFlow) -> `jpeg_ops` (the C++ transcoder and splitter) -> `dataset` (the tf.data readers) -> `conversion` (the
-conversion job) and `inspection`.
+PCR is scan groups on the shared record container (tfliquid.records): part k of a record's image is its k-th
+progressive scan (tfliquid.jpeg). Modules, in data-flow order: `format` (scan groups, the reference decoder and the
+index; no TensorFlow) -> `dataset` (the tf.data readers) -> `conversion` (the conversion job) and `inspection`.
 """
 
 from tfliquid.pcr.conversion import convert

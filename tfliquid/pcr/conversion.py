@@ -21,21 +21,25 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from typing import Unpack
 
 import tensorflow as tf
 
 from tfliquid._common.beam import check_runner
 from tfliquid._common.checks import check_int
-from tfliquid._common.crc32c import crc32c_fast
 from tfliquid._common.errors import ArgumentError, ConversionError
 from tfliquid._common.lock import DestinationLock
 from tfliquid._common.report import ConversionReport
+from tfliquid._lib import crc32c_fast
 from tfliquid._proto import pcr_pb2
 from tfliquid._version import __version__
+from tfliquid.io.image_headers import decode_bounded
+from tfliquid.io.sources import SourceOptions, check_source_options, open_source
+from tfliquid.jpeg.ops import check_scan_script, jpeg_to_progressive
 from tfliquid.pcr import format as pcr_format
-from tfliquid.pcr import record_job
-from tfliquid.pcr.jpeg_ops import check_scan_script, jpeg_to_progressive
-from tfliquid.pcr.record_job import MAX_PIXELS, ON_ERROR, RECORDS_DIR, SOURCE_FORMATS, SPOOL_FILENAME
+from tfliquid.records import format as records_format
+from tfliquid.records import job as record_job
+from tfliquid.records.job import ON_ERROR, RECORDS_DIR, SPOOL_FILENAME
 
 SCAN_SCRIPTS = ("standard", "fast")
 
@@ -49,11 +53,6 @@ def convert(
     quality: int = 90,
     keep_markers: bool = False,
     verify: bool = False,
-    source_format: str = "auto",
-    image_key: str = "image/encoded",
-    label_key: str = "image/class/label",
-    key_feature: str = "image/filename",
-    compression: str | None = None,
     overwrite: bool = False,
     on_error: str = "reject",
     scan_script: str = "fast",
@@ -61,6 +60,7 @@ def convert(
     progress: bool = True,
     runner: str = "local",
     beam_options: str | list[str] | None = None,
+    **source_options: Unpack[SourceOptions],
 ) -> ConversionReport:
     """Converts an image folder tree or TFRecord files into a PCR dataset at `dst`.
 
@@ -75,9 +75,6 @@ def convert(
       verify: check that every record of the dataset, the ones a rerun keeps included, holds what the sources
         make, and that it decodes at full fidelity to the source's exact pixels (for non-JPEG sources: to the
         pixels of the JPEG they were encoded to).
-      source_format: "auto", "folder" or "tfrecord".
-      image_key, label_key, key_feature: tf.train.Example features of TFRecord sources.
-      compression: of TFRecord sources: "", "GZIP" or "ZLIB"; None guesses from the file extension.
       overwrite: discard a different conversion found at `dst` instead of refusing to touch it.
       on_error: "reject" (default): an image that cannot be converted is left out, listed in the report's
         `failures` with the reason, and the others are converted; "raise": stop at the first one.
@@ -96,15 +93,16 @@ def convert(
         worker mounts; TFRecord sources are spooled here first.
       beam_options: Beam's pipeline options, e.g. "--runner=FlinkRunner --flink_master=HOST:8081"; default: the
         DirectRunner with one worker process per core.
+      **source_options: how to read SRC (`tfliquid.io.sources.SourceOptions`): source_format, image_key, label_key,
+        key_feature, compression.
 
     Raises ConversionError (the destination is held by another run, holds another conversion, cannot be written)
     and ArgumentError, both before anything is written when they concern the arguments.
     """
-    images_per_record = check_int("images_per_record", images_per_record, 1, pcr_format.MAX_IMAGES)
+    images_per_record = check_int("images_per_record", images_per_record, 1, records_format.MAX_ITEMS)
     quality = check_int("quality", quality, 1, 100)
     seed = check_int("seed", seed, 0, (1 << 64) - 1)
-    if source_format not in SOURCE_FORMATS:
-        raise ArgumentError(f"source_format must be one of {SOURCE_FORMATS}, got {source_format!r}")
+    check_source_options(source_options)
     if on_error not in ON_ERROR:
         raise ArgumentError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
     check_runner(runner, beam_options)
@@ -115,12 +113,7 @@ def convert(
     with DestinationLock(dst):
         os.makedirs(os.path.join(dst, RECORDS_DIR), exist_ok=True)
         record_job.remove_temporaries(dst)
-        source = record_job.open_source(
-            src,
-            source_format,
-            os.path.join(dst, SPOOL_FILENAME),
-            dict(image_key=image_key, label_key=label_key, key_feature=key_feature, compression=compression),
-        )
+        source = open_source(src, os.path.join(dst, SPOOL_FILENAME), **source_options)
         settings = dict(
             images_per_record=images_per_record,
             seed=seed,
@@ -130,14 +123,14 @@ def convert(
             rescript_progressive=rescript_progressive,
             format_version=pcr_format.FORMAT_VERSION,
         )
-        plan = record_job.shuffled_plan(source.num_items, images_per_record, seed, "pcr")
+        plan = record_job.shuffled_plan(source.num_items, images_per_record, seed, "pcr", "pcr")
         state = record_job.State(dst, record_job.plan_fingerprint(source, settings), overwrite)
         report = ConversionReport(dst, file_kind="record", lossy_reason="re-encoded lossily (they were not JPEGs)")
         spec = PCRJobSpec(quality, keep_markers, script, rescript_progressive, verify)
         entries = record_job.convert_records(
             source, plan, dst, state, report, spec, verify, overwrite, on_error, progress, runner, beam_options
         )
-        written = [e for e in entries if e is not None]
+        written = [pcr_format.index_entry(e) for e in entries if e is not None]
         if not written:
             raise ConversionError(f"{src}: no image could be converted (the report lists why):\n{report}")
         report.lossy_images = lossy_total = sum(state.lossy.get(e.path, 0) for e in written)
@@ -206,12 +199,7 @@ def _prepare_images(quality: int, keep_markers: bool, scan_script: str, rescript
     verify, source size)."""
 
     def encode_other(contents):
-        pixels = record_job.claimed_pixels(contents)
-        bounded = tf.debugging.assert_less_equal(
-            pixels, tf.constant(MAX_PIXELS, tf.int64), message=f"the header claims more than {MAX_PIXELS} pixels"
-        )
-        with tf.control_dependencies([bounded]):  # before decode_image allocates them
-            image = tf.io.decode_image(contents, expand_animations=False)
+        image = decode_bounded(contents)
         channels = tf.shape(image)[-1]
         image = tf.cond(channels >= 3, lambda: image[..., :3], lambda: image[..., :1])  # drop alpha
         return tf.io.encode_jpeg(image, quality=quality)  # baseline: the transcode gives it the scan script
@@ -229,6 +217,6 @@ def _prepare_images(quality: int, keep_markers: bool, scan_script: str, rescript
     return prepare
 
 
-def _verify_record(path: str, entry: pcr_pb2.RecordEntry, expected_sources: list[bytes], keys: list[bytes]):
+def _verify_record(path: str, entry: record_job.WrittenRecord, expected_sources: list[bytes], keys: list[bytes]):
     """Full-fidelity pixels of the written record against the sources' (or the JPEGs non-JPEG sources became)."""
-    record_job.verify_pixels(path, entry, expected_sources, keys, tf.io.decode_jpeg, tf.io.decode_jpeg)
+    record_job.verify_items(path, entry, expected_sources, keys, "jpeg", tf.io.decode_jpeg, tf.io.decode_jpeg)

@@ -1,9 +1,9 @@
-"""PCRDataset: a PCR dataset read at any fidelity by a C++ tf.data source op.
+"""PCRDataset: a PCR dataset read at any fidelity by C++ tf.data ops.
 
-Pipeline, built from graph ops only (it runs on tf.data service workers and checkpoints)::
+Pipeline, built from graph ops and C++ datasets only (it runs on tf.data service workers and checkpoints)::
 
-    record ids --shuffle--> interleave(Liquid>PCRRecordDataset: one read of each record's prefix up to the
-    scan group, CRCs checked, images emitted as progressive JPEGs cut at that group) --> decode_jpeg
+    record ids --shuffle--> interleave(one read of each record's prefix up to the scan group [through a MinIO
+    cache] -> the record's images as progressive JPEGs cut at that group, CRCs checked) --> decode_jpeg
 
 The scan group is read when a record is opened, so a `tf.Variable` scan group changes the fidelity of the
 records opened after the assignment, without rebuilding the pipeline.
@@ -16,20 +16,68 @@ import os
 import tensorflow as tf
 
 from tfliquid._common.checks import check_int
-from tfliquid._common.crc32c import crc32c_fast
 from tfliquid._common.errors import ArgumentError
-from tfliquid._lib import load_ops
-from tfliquid.cache.minio_cache import MinIOCache, each_pass
-from tfliquid.data.seeded_order import SeededOrder, checked_order
+from tfliquid._lib import crc32c_fast, load_ops
+from tfliquid.cache.minio_cache import MinIOCache
+from tfliquid.cache.transform import cached, each_pass
+from tfliquid.order.seeded_order import SeededOrder, checked_order, derived_seed
 from tfliquid.pcr import format as pcr_format
+from tfliquid.records.dataset import RecordDataset, prefix_name, record_bytes
 
 AUTOTUNE = tf.data.AUTOTUNE
+_RECORD_SEEDS = 1  # the salt of records' seeds in an order (tfliquid.order.derived_seed)
+
+
+def record_images(
+    filename, prefix_ends, scan_group, seed, *, shuffle=False, with_keys=False, cache=None, cache_pass=-1, item=-1
+) -> tf.data.Dataset:
+    """The images of one PCR record at `scan_group` (an int64 scalar, or a tf.Variable read now): one read of its
+    prefix (through `cache`, if given, in pass `cache_pass` as item `item` of its order), then its images as
+    progressive JPEGs cut at that group: {"image", "label" [, "key"]}."""
+    ends = tf.convert_to_tensor(prefix_ends, tf.int64)
+    num_groups = tf.size(ends, out_type=tf.int64)
+
+    def at_group(group):
+        length = tf.gather(ends, tf.minimum(group, num_groups) - 1)
+        source = record_bytes(filename, length)
+        if cache is not None:
+            source = cached(source, prefix_name(filename, length), item, cache, cache_pass)
+        return RecordDataset(
+            source,
+            filename,
+            group,
+            seed=seed,
+            shuffle=shuffle,
+            with_keys=with_keys,
+            item_format="jpeg",
+            item_key="image",
+        )
+
+    if isinstance(scan_group, tf.Variable):  # read by a dataset op of ours (ops/pcr/scan_group_variable.cc)
+        return _ScanGroupDataset(scan_group, num_groups).flat_map(at_group)
+    return at_group(tf.cast(scan_group, tf.int64))
+
+
+class _ScanGroupDataset(tf.data.Dataset):
+    """One element: the value of a scan group variable, read when this dataset is made."""
+
+    def __init__(self, variable: tf.Variable, num_scan_groups):
+        token = scan_group_variable_token(variable)
+        super().__init__(
+            load_ops().liquid_scan_group_dataset(variable.handle, num_scan_groups, scan_group_variable_token=token)
+        )
+
+    @property
+    def element_spec(self):
+        return tf.TensorSpec([], tf.int64)
+
+    def _inputs(self):
+        return []
 
 
 class PCRRecordDataset(tf.data.Dataset):
-    """The images of ONE record file at one scan group: {"image": progressive JPEG bytes cut at that group (a
-    record of whole items, as Liquid's: the item), "label" [, "key", "cached"]}. `PCRDataset` interleaves one per
-    record; used alone, it reads one record back (the conversion's `--verify` does).
+    """The images of ONE PCR record file at one scan group: {"image": progressive JPEG bytes cut at that group,
+    "label" [, "key"]}. `PCRDataset` reads one per record; used alone, it reads one record back.
 
     Args:
       filename: the record file.
@@ -38,78 +86,35 @@ class PCRRecordDataset(tf.data.Dataset):
         `tf.Variable` is read when the record is opened, and must then be in 1..len(prefix_ends).
       shuffle, seed: emit the images in a seeded random order instead of stored order.
       with_keys: also emit "key", the image's key as stored.
-      with_cache_hits: also emit "cached": whether the record came from `cache` (False without one).
-      cache, cache_pass: a `MinIOCache` of record prefixes, and the pass (epoch) id its lookups count in.
-      item: the record's item in a seeded order (`PCRDataset(order=...)`), which its cache key then carries for
-        the clairvoyant policy; -1 for none.
-      raw_item_channels: C > 0 reads a Liquid record of raw items: "image" is then their pixels, uint8 [H, W, C],
-        each item's header checked and its pixels copied once from the record (`LiquidDataset` does, for raw).
-
-    Holds one op's variant. The op emits its tensors in the order tf.nest flattens this dict, so no map is
-    needed to build it: that map would cost more per image than reading the image does.
     """
 
     def __init__(
-        self,
-        filename,
-        prefix_ends,
-        scan_group=None,
-        *,
-        shuffle: bool = False,
-        seed=0,
-        with_keys: bool = False,
-        with_cache_hits: bool = False,
-        cache: MinIOCache | None = None,
-        cache_pass=-1,
-        item=-1,
-        raw_item_channels: int = 0,
+        self, filename, prefix_ends, scan_group=None, *, shuffle: bool = False, seed=0, with_keys=False, **removed
     ):
-        variables, token = [], 0
+        if removed:
+            raise ArgumentError(
+                f"PCRRecordDataset no longer takes {sorted(removed)}: PCRDataset(cache=...) reads records through a "
+                "cache, and tfliquid.records.RecordDataset reads any record (item_format='raw': Liquid's raw items)"
+            )
         if scan_group is None:
-            scan_group = tf.size(prefix_ends, out_type=tf.int64)
-        elif isinstance(scan_group, tf.Variable):  # the op reads the variable (ops/pcr/scan_group_variable.h)
-            token = scan_group_variable_token(scan_group)
-            scan_group, variables = tf.constant(0, tf.int64), [scan_group.handle]
-        cache_attrs = cache.op_attrs if cache is not None else {}
-        variant = load_ops().liquid_pcr_record_dataset(
-            filename,
-            prefix_ends,
-            scan_group,
-            variables,
-            seed,
-            cache_pass,
-            item,
-            scan_group_variable_token=token,
-            shuffle=shuffle,
-            with_keys=with_keys,
-            with_cache_hits=with_cache_hits,
-            raw_item_channels=raw_item_channels,
-            **cache_attrs,
-        )
-        image = (
-            tf.TensorSpec([None, None, raw_item_channels], tf.uint8)
-            if raw_item_channels
-            else tf.TensorSpec([], tf.string)
-        )
-        self._spec = {"image": image, "label": tf.TensorSpec([], tf.int64)}
-        if with_cache_hits:
-            self._spec["cached"] = tf.TensorSpec([], tf.bool)
-        if with_keys:
-            self._spec["key"] = tf.TensorSpec([], tf.string)
-        super().__init__(variant)
+            scan_group = len(prefix_ends) if isinstance(prefix_ends, (list, tuple)) else tf.size(prefix_ends)
+        self._impl = record_images(filename, prefix_ends, scan_group, seed, shuffle=shuffle, with_keys=with_keys)
+        super().__init__(self._impl._variant_tensor)
 
     @property
     def element_spec(self):
-        return self._spec
+        return self._impl.element_spec
 
     def _inputs(self):
-        return []
+        return self._impl._inputs()
 
 
+# Not converted by AutoGraph when a dataset function calls it, which would make int() a cast to int32.
+@tf.autograph.experimental.do_not_convert
 def scan_group_variable_token(variable: tf.Variable) -> int:
-    """Registers `variable` with the C++ ops of this process; the token names it in the dataset op's attributes."""
+    """Registers `variable` with the C++ ops of this process; the token names it to the op that reads it."""
     with tf.init_scope():  # eagerly, even when a dataset is built inside a tf.function
-        return int(load_ops().liquid_scan_group_variable_token(variable.handle))
+        return int(load_ops().liquid_scan_group_variable_token(variable.handle).numpy())
 
 
 def _validate_scan_group(scan_group, num_scan_groups: int):
@@ -139,15 +144,16 @@ class PCRDataset(tf.data.Dataset):
       seed: makes the shuffles repeatable.
       num_parallel_reads: records read concurrently.
       with_keys: also yield "key", the image's key (its source file name) when the dataset stored keys.
-      cache: a `tfliquid.MinIOCache` for the record prefixes read (keyed by record file, scan group and length):
-        later epochs read the cached records from memory (or its directory) instead of storage.
-      order: a `tfliquid.data.SeededOrder` over the records (num_items = `num_records`), for data-parallel
+      cache: a `tfliquid.MinIOCache` for the records read (each record's prefix at the scan group read is one
+        item): later epochs read the cached records from memory (or its directory) instead of storage. A cache
+        with an order (the clairvoyant policy) gives this dataset its order.
+      order: a `tfliquid.order.SeededOrder` over the records (num_items = `num_records`), for data-parallel
         workers reading one seeded shuffle: this dataset then reads this worker's slice of every epoch's
         permutation, in that order, `epochs` epochs from `first_epoch` (None: without end) in one iteration, so
         `model.fit` needs `steps_per_epoch` (`images_in_epoch` counts an epoch's images). `shuffle` then shuffles
-        only the images within each record. The records' cache keys carry their item, so that a
-        `MinIOCache(..., policy="clairvoyant", order=order)` ranks them by their next use.
-      epochs, first_epoch: with `order`, which of its epochs to read.
+        only the images within each record. Give the order once: to the cache, when it is a
+        `MinIOCache(..., policy="clairvoyant", order=order)`, which ranks the records by their next use.
+      epochs, first_epoch: with an order, which of its epochs to read.
 
     Elements: {"image": uint8 [H, W, 3] (or string), "label": int64 [, "key": string]}.
 
@@ -171,17 +177,17 @@ class PCRDataset(tf.data.Dataset):
     ):
         index = pcr_format.read_index(path, crc=crc32c_fast)
         if not index.records:
-            raise ValueError(f"{path}: the index lists no records")
+            raise ArgumentError(f"{path}: the index lists no records")
         if num_parallel_reads != AUTOTUNE:
             num_parallel_reads = check_int("num_parallel_reads (or tf.data.AUTOTUNE)", num_parallel_reads, 1)
         if cache is not None and not isinstance(cache, MinIOCache):
-            raise TypeError(f"cache must be a tfliquid.MinIOCache or None, got {type(cache).__name__}")
+            raise ArgumentError(f"cache must be a tfliquid.MinIOCache or None, got {type(cache).__name__}")
         self._path = path
         self._index = index
         self._cache = cache
         self._scan_group = _validate_scan_group(scan_group, index.num_scan_groups)
         self._order = checked_order(order, cache, len(index.records), epochs, first_epoch)
-        self._epochs = order.epochs_dataset(epochs, first_epoch) if order is not None else None
+        self._epochs = self._order.epochs_dataset(epochs, first_epoch) if self._order is not None else None
         self._impl = self._build(decode, shuffle, seed, num_parallel_reads, with_keys)
         super().__init__(self._impl._variant_tensor)
 
@@ -194,22 +200,21 @@ class PCRDataset(tf.data.Dataset):
             [pcr_format.prefix_end(r.prefix_ends, g) for g in range(1, num_groups + 1)] for r in index.records
         ]
         prefix_ends = tf.constant(padded_ends, dtype=tf.int64)
-        scan_group = self._scan_group
 
-        def images_of(records, cache_pass, by_item: bool):
+        def images_of(records, cache_pass):
             """The images of `records` ((record, its images' shuffle seed) pairs)."""
 
             def open_record(i, record_seed):
-                return PCRRecordDataset(
+                return record_images(
                     tf.gather(filenames, i),
                     tf.gather(prefix_ends, i),
-                    scan_group,
+                    self._scan_group,
+                    record_seed,
                     shuffle=shuffle,
-                    seed=record_seed,
                     with_keys=with_keys,
                     cache=self._cache,
                     cache_pass=cache_pass,
-                    item=i if by_item else -1,
+                    item=i,
                 )
 
             if num_parallel_reads == 1:  # a plain interleave: no thread hand-off per image
@@ -226,30 +231,29 @@ class PCRDataset(tf.data.Dataset):
                 records = tf.data.Dataset.zip(records, record_seeds)
             else:
                 records = records.map(lambda i: (i, tf.constant(0, tf.int64)))
-            images = each_pass(self._cache, lambda cache_pass: images_of(records, cache_pass, by_item=False))
+            images = each_pass(self._cache, lambda cache_pass: images_of(records, cache_pass))
         else:
             # The order fixes the records' order; each record's images are shuffled by a seed of (epoch, record),
-            # so that a rerun or a restarted worker reads the same. One cache pass per epoch: its hits per epoch.
-            order, num_records = self._order, len(index.records)
+            # so that a rerun or a restarted worker reads the same. One cache pass per epoch, told its epoch.
+            order = self._order
             base_seed = order.seed if seed is None else seed
 
             def records_of_epoch(epoch):
                 def with_seed(i):
-                    pair = tf.stack([epoch * num_records + i, tf.constant(base_seed % (1 << 63), tf.int64)])
-                    random = tf.random.stateless_uniform([], pair, minval=None, maxval=None, dtype=tf.int64)
-                    return i, random if shuffle else tf.constant(0, tf.int64)
+                    record_seed = derived_seed(base_seed, epoch, i, _RECORD_SEEDS)
+                    return i, record_seed if shuffle else tf.constant(0, tf.int64)
 
                 return tf.data.Dataset.from_tensor_slices(order.epoch_keys(epoch)).map(with_seed)
 
             images = self._epochs.flat_map(
                 lambda epoch: each_pass(
-                    self._cache, lambda cache_pass: images_of(records_of_epoch(epoch), cache_pass, by_item=True)
+                    self._cache, lambda cache_pass: images_of(records_of_epoch(epoch), cache_pass), epoch=epoch
                 )
             )
         if decode:
             # As many decodes in flight as cores, not AUTOTUNE: under throttled reads tf.data's autotuner starves
-            # this map now and then, and a whole epoch takes twice as long (measured on 2 cores: 10.7 s epochs
-            # became 20.5 s in 2 of 6; with a fixed parallelism, 10.7 s in all).
+            # this map now and then, and a whole epoch takes twice as long. Decoding is CPU work: one call per core
+            # is what autotuning should reach anyway.
             images = images.map(
                 lambda x: {**x, "image": tf.io.decode_jpeg(x["image"], channels=3)},
                 num_parallel_calls=os.cpu_count() or 1,

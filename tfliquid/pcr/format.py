@@ -1,20 +1,18 @@
-"""PCR records: the readable reference encoder and decoder (the test oracle), and the dataset index.
+"""PCR on records: which bytes are scan group g, the readable reference decoder (the test oracle), and the
+dataset index. Specified in docs/formats/pcr.md.
 
-Format version 1, specified in docs/formats/pcr.md::
+A PCR record is a record container (tfliquid.records.format) whose items are images and whose groups are scan
+groups: part k of image i is its k-th scan (`tfliquid.jpeg.scans.split_partials`), so the prefix of a record up
+to scan group g holds every image at that fidelity. Image i at scan group g = its parts 1..min(g, its scans) |
+EOI. The index (`index.pcrindex`) lists the records with where each scan group ends, so that a reader issues one
+read per record.
 
-    record = preamble(24) | RecordHeader | scan group 1 | scan group 2 | ... | scan group G
-    preamble = magic "\\x89PCR\\r\\n\\x1a\\n" | u32 version | u32 header_length | u32 header_crc32c | u32 flags
-    scan group k = partial k of image 0 | partial k of image 1 | ...
-
-Image i at scan group g = partial 1 | ... | partial min(g, G) | EOI. All integers little-endian.
-
-This module has no TensorFlow dependency. `encode_record` takes the CRC function as a parameter: the conversion
-job passes the C++ one (crc32c_fast), the tests the plain table-driven `crc32c`.
+This module has no TensorFlow dependency. The CRC function is a parameter: readers pass the C++ one
+(tfliquid._lib.crc32c_fast), the tests the readable `crc32c`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import struct
 from collections.abc import Callable, Sequence
@@ -22,167 +20,33 @@ from collections.abc import Callable, Sequence
 from google.protobuf.message import DecodeError
 
 from tfliquid._common.crc32c import crc32c
-from tfliquid._common.errors import FormatError
 from tfliquid._common.files import write_atomically
 from tfliquid._proto import pcr_pb2
-from tfliquid.pcr.jpeg import EOI
+from tfliquid.jpeg.scans import EOI
+from tfliquid.records import format as records_format
+from tfliquid.records.format import RecordFormatError
 
-RECORD_MAGIC = b"\x89PCR\r\n\x1a\n"
+FORMAT_VERSION = records_format.FORMAT_VERSION  # of records, and DatasetIndex.format_version
 INDEX_MAGIC = b"\x89PCI\r\n\x1a\n"
-FORMAT_VERSION = 1  # of records (their preamble), and DatasetIndex.format_version
 INDEX_VERSION = 2  # of the index file: magic | u32 version | u32 crc32c(message) | message
 INDEX_HEADER = struct.Struct("<II")
 INDEX_V1_FIRST_BYTE = b"\x08"  # version 1 had no header: the message's first byte, field 1 (varint) tag
-PREAMBLE = struct.Struct("<8sIIII")  # magic, version, header_length, header_crc32c, flags
-WHOLE_ITEMS = 1  # flags bit 0: one group of whole items, no EOI appended (Liquid records, docs/formats/liquid.md)
-MAX_IMAGES = 1 << 20
-MAX_SCAN_GROUPS = 64
+MAX_SCAN_GROUPS = records_format.MAX_GROUPS
 INDEX_FILENAME = "index.pcrindex"
 
-
-class PCRFormatError(FormatError):
-    """A record or index violates the format; the message gives the offset."""
-
-
-@dataclasses.dataclass
-class EncodedRecord:
-    """A serialized record and what its index entry needs."""
-
-    data: bytes
-    num_images: int
-    payload_offset: int
-    prefix_ends: list[int]
+# A PCR record or index that violates the format; the message gives the file and the offset.
+PCRFormatError = RecordFormatError
 
 
-def encode_record(
-    partials: Sequence[Sequence[bytes]],
-    labels: Sequence[int],
-    keys: Sequence[bytes] = (),
-    crc: Callable[[bytes], int] = crc32c,
-    flags: int = 0,
-) -> EncodedRecord:
-    """Serializes one record.
-
-    partials[i] lists image i's partials (tfliquid.pcr.jpeg.split_partials); images may have different
-    scan counts: the record has max(len) scan groups and shorter images get empty partials. With
-    flags=WHOLE_ITEMS, partials[i] is [item i]: a record of whole items (Liquid's).
-    """
-    if flags & ~WHOLE_ITEMS:
-        raise PCRFormatError(f"unknown flags {flags:#x}")
-    num_images = len(partials)
-    if not 1 <= num_images <= MAX_IMAGES:
-        raise PCRFormatError(f"a record holds 1 to {MAX_IMAGES} images, got {num_images}")
-    if len(labels) != num_images or (keys and len(keys) != num_images):
-        raise PCRFormatError("one label (and one key, when keys are given) per image")
-    num_groups = max(len(p) for p in partials)
-    if not 1 <= num_groups <= MAX_SCAN_GROUPS:
-        raise PCRFormatError(f"images need 1 to {MAX_SCAN_GROUPS} scans, got {num_groups}")
-    if flags & WHOLE_ITEMS and num_groups != 1:
-        raise PCRFormatError(f"a record of whole items has one group, got {num_groups}")
-
-    groups = [b"".join(p[k] if k < len(p) else b"" for p in partials) for k in range(num_groups)]
-    header = pcr_pb2.RecordHeader(
-        num_images=num_images,
-        num_scan_groups=num_groups,
-        labels=list(labels),
-        keys=list(keys),
-        partial_sizes=[len(p[k]) if k < len(p) else 0 for k in range(num_groups) for p in partials],
-        group_crc32c=[crc(g) for g in groups],
-    )
-    end = 0
-    for group in groups:
-        end += len(group)
-        header.group_ends.append(end)
-    header_bytes = header.SerializeToString()
-    preamble = PREAMBLE.pack(RECORD_MAGIC, FORMAT_VERSION, len(header_bytes), crc(header_bytes), flags)
-    payload_offset = PREAMBLE.size + len(header_bytes)
-    return EncodedRecord(
-        data=b"".join([preamble, header_bytes, *groups]),
-        num_images=num_images,
-        payload_offset=payload_offset,
-        prefix_ends=[payload_offset + e for e in header.group_ends],
-    )
-
-
-@dataclasses.dataclass
-class DecodedImage:
-    jpeg: bytes
-    label: int
-    key: bytes
-
-
-def parse_preamble(data: bytes) -> int:
-    """Validates the preamble and returns the header length."""
-    if len(data) < PREAMBLE.size:
-        raise PCRFormatError(f"offset {len(data)}: file ends inside the 24-byte preamble")
-    magic, version, header_length, _, flags = PREAMBLE.unpack_from(data)
-    if magic != RECORD_MAGIC:
-        raise PCRFormatError("offset 0: bad magic: not a PCR record")
-    if version != FORMAT_VERSION:
-        raise PCRFormatError(f"offset 8: unsupported format version {version}")
-    if flags & ~WHOLE_ITEMS:
-        raise PCRFormatError(f"offset 20: unknown flags {flags:#x}")
-    return header_length
-
-
-def parse_header(data: bytes, crc: Callable[[bytes], int] = crc32c) -> pcr_pb2.RecordHeader:
-    """Validates preamble and header of a record prefix (at least preamble + header bytes)."""
-    header_length = parse_preamble(data)
-    if PREAMBLE.size + header_length > len(data):
-        raise PCRFormatError(f"offset 12: header length {header_length} runs past the {len(data)} bytes read")
-    header_bytes = data[PREAMBLE.size : PREAMBLE.size + header_length]
-    stored = PREAMBLE.unpack_from(data)[3]
-    if crc(header_bytes) != stored:
-        raise PCRFormatError("offset 24: header CRC32C mismatch")
-    header = pcr_pb2.RecordHeader.FromString(header_bytes)
-    n, g = header.num_images, header.num_scan_groups
-    if not (
-        1 <= n <= MAX_IMAGES
-        and 1 <= g <= MAX_SCAN_GROUPS
-        and len(header.labels) == n
-        and len(header.keys) in (0, n)
-        and len(header.partial_sizes) == n * g
-        and len(header.group_ends) == g
-        and len(header.group_crc32c) == g
-    ):
-        raise PCRFormatError("offset 24: header fields are inconsistent")
-    if PREAMBLE.unpack_from(data)[4] & WHOLE_ITEMS and g != 1:
-        raise PCRFormatError(f"offset 24: a record of whole items has one group, not {g}")
-    return header
-
-
-def decode_record(
-    data: bytes, scan_group: int | None = None, crc: Callable[[bytes], int] = crc32c
-) -> list[DecodedImage]:
-    """Reference decoder: every image of a record prefix at `scan_group` (None = all), in stored order.
-
-    `data` may be just the prefix up to that scan group; the CRC of every group read is checked.
-    """
-    header = parse_header(data, crc)
-    n, g = header.num_images, header.num_scan_groups
-    groups = g if scan_group is None else min(scan_group, g)
-    if groups < 1:
-        raise PCRFormatError("scan group must be >= 1")
-    payload = PREAMBLE.size + PREAMBLE.unpack_from(data)[2]
-    images = [bytearray() for _ in range(n)]
-    start = payload
-    for k in range(groups):
-        end = payload + header.group_ends[k]
-        if end > len(data):
-            raise PCRFormatError(f"offset {len(data)}: record ends before scan group {k + 1} (at {end})")
-        if crc(data[start:end]) != header.group_crc32c[k]:
-            raise PCRFormatError(f"offset {start}: scan group {k + 1} CRC32C mismatch")
-        offset = start
-        for i in range(n):
-            size = header.partial_sizes[k * n + i]
-            images[i] += data[offset : offset + size]
-            offset += size
-        if offset != end:
-            raise PCRFormatError(f"offset {start}: scan group {k + 1} size does not match its partials")
-        start = end
-    keys = list(header.keys) or [b""] * n
-    end = b"" if PREAMBLE.unpack_from(data)[4] & WHOLE_ITEMS else EOI
-    return [DecodedImage(bytes(img) + end, label, key) for img, label, key in zip(images, header.labels, keys)]
+def decode_record(data: bytes, scan_group: int | None = None, crc: Callable[[bytes], int] = crc32c) -> list:
+    """Reference decoder: every image of a PCR record prefix at `scan_group` (None = full fidelity), in stored
+    order, as DecodedItems whose `data` is the progressive JPEG at that group (closed with EOI)."""
+    if records_format.parse_preamble(data).flags & records_format.WHOLE_ITEMS:
+        raise PCRFormatError("offset 20: a record of whole items (Liquid's), not of scan groups")
+    items = records_format.decode_record(data, scan_group, crc)
+    for item in items:
+        item.data += EOI
+    return items
 
 
 def read_index(dataset_dir: str, crc: Callable[[bytes], int] = crc32c) -> pcr_pb2.DatasetIndex:
@@ -230,12 +94,22 @@ def _check_index(path: str, index: pcr_pb2.DatasetIndex) -> None:
         if os.path.isabs(record.path) or os.path.normpath(record.path).split(os.sep)[0] in ("..", ".", ""):
             raise PCRFormatError(f"{where}: its path leaves the dataset directory")
         ends = list(record.prefix_ends)
-        if not ends or not record.num_images or record.payload_offset < PREAMBLE.size:
+        if not ends or not record.num_images or record.payload_offset < records_format.PREAMBLE.size:
             raise PCRFormatError(f"{where}: empty entry")
         if len(ends) > index.num_scan_groups or any(b < a for a, b in zip([record.payload_offset, *ends], ends)):
             raise PCRFormatError(f"{where}: scan group ends are not increasing, or more than the dataset's groups")
     if sum(r.num_images for r in index.records) != index.num_images:
         raise PCRFormatError(f"{path}: the records hold other than the {index.num_images} images the index counts")
+
+
+def index_entry(written) -> pcr_pb2.RecordEntry:
+    """The index entry of a record the record job wrote (tfliquid.records.job.WrittenRecord)."""
+    return pcr_pb2.RecordEntry(
+        path=written.path,
+        num_images=written.num_items,
+        payload_offset=written.payload_offset,
+        prefix_ends=written.group_ends,
+    )
 
 
 def write_index(dataset_dir: str, index: pcr_pb2.DatasetIndex, crc: Callable[[bytes], int] = crc32c) -> None:
@@ -248,7 +122,7 @@ def write_index(dataset_dir: str, index: pcr_pb2.DatasetIndex, crc: Callable[[by
 def prefix_end(ends: Sequence[int], scan_group: int) -> int:
     """Where scan group `scan_group` (1-based) ends in a record or an image with these scan group ends: the rule
     of which bytes are scan group g (docs/formats/pcr.md). A record or image with fewer groups is read whole."""
-    return ends[min(scan_group, len(ends)) - 1]
+    return records_format.group_end(ends, scan_group)
 
 
 def record_prefix_bytes(index: pcr_pb2.DatasetIndex, scan_group: int) -> list[int]:

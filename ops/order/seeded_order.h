@@ -1,9 +1,9 @@
 // The seeded epoch order of data-parallel workers (docs/formats/seeded-order.md): a per-epoch permutation of the
 // items by a seeded Feistel network, cut into one contiguous slice per worker. Position and item lookups are O(1)
 // without materialising an epoch, so "when does this worker next read item x" is a short search.
-// Pure C++; tfliquid.data.SeededOrder (Python) is the oracle it is tested against.
-#ifndef TFLIQUID_OPS_DATA_SEEDED_ORDER_H_
-#define TFLIQUID_OPS_DATA_SEEDED_ORDER_H_
+// Pure C++; tfliquid.order.SeededOrder (Python) is the oracle it is tested against.
+#ifndef TFLIQUID_OPS_ORDER_SEEDED_ORDER_H_
+#define TFLIQUID_OPS_ORDER_SEEDED_ORDER_H_
 
 #include <cstdint>
 #include <limits>
@@ -13,7 +13,7 @@
 #include "absl/strings/string_view.h"
 
 namespace tfliquid {
-namespace data {
+namespace order {
 
 class SeededOrder {
  public:
@@ -51,7 +51,7 @@ class SeededOrder {
   uint64_t half_bits_ = 1, slice_start_ = 0, slice_end_ = 1;
 };
 
-}  // namespace data
+}  // namespace order
 }  // namespace tfliquid
 
-#endif  // TFLIQUID_OPS_DATA_SEEDED_ORDER_H_
+#endif  // TFLIQUID_OPS_ORDER_SEEDED_ORDER_H_

@@ -1,5 +1,5 @@
-"""The record job (PCR and Liquid conversions) on Apache Beam: the local runner's plan, image preparation and
-record encoder (tfliquid.pcr.record_job), as a pipeline that runs unchanged on any Beam runner.
+"""The record job's "beam" runner (PCR and Liquid conversions on Apache Beam): the local runner's plan, image
+preparation and record encoder (tfliquid.records.job), as a pipeline that runs unchanged on any Beam runner.
 
     records of the plan (their images' locations, keys, labels) -> Reshuffle (spread over the workers)
       -> per record: kept if complete on disk; else each image read and prepared (the job's graph function),
@@ -9,13 +9,11 @@ The process that launched it then writes the index, last, as the local runner do
 bytes whichever runner wrote them, and a killed run of either resumes with either.
 
 A record's images are prepared by the worker that writes it: grouping prepared images by record instead would
-send every encoded image through the runner's shuffle (a Liquid conversion with raw items took 5.3x the local
-runner's time that way on 3,000 images here, against 1.8x for the per-file L3 conversion).
+send every encoded image through the runner's shuffle, which costs most with large items (raw pixels).
 """
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 
 import apache_beam as beam
@@ -24,9 +22,8 @@ import tensorflow as tf
 from tfliquid._common import beam as beam_runner
 from tfliquid._common.errors import op_error_message
 from tfliquid._common.report import ConversionReport
-from tfliquid._common.sources import read_located
-from tfliquid._proto import pcr_pb2
-from tfliquid.pcr import record_job
+from tfliquid.io.sources import read_located
+from tfliquid.records import job as record_job
 
 # The counts an outcome carries from a worker's ConversionReport into the launching process's.
 _COUNTS = ("converted", "skipped", "files_written", "files_skipped", "input_bytes", "output_bytes")
@@ -53,9 +50,10 @@ class _Settings:
     fingerprint: str
 
 
-def convert_records(source, plan, dst, state, report, spec, verify, overwrite, on_error, beam_options):
-    """record_job.convert_records on Beam: returns every record's index entry (None for a record none of whose
-    images could be converted) and fills in `report` and `state`."""
+def convert_records(source, plan, dst, state, report, spec, verify, overwrite, on_error, progress, beam_options):
+    """record_job.convert_records on Beam: returns every record's WrittenRecord (None for a record none of whose
+    images could be converted) and fills in `report` and `state`. Progress is Beam's own log."""
+    del progress
     settings = _Settings(dst, spec, spec.job().flags, verify, overwrite, on_error, state.fingerprint)
     records = [
         [
@@ -84,7 +82,7 @@ def convert_records(source, plan, dst, state, report, spec, verify, overwrite, o
             setattr(report, name, getattr(report, name) + outcome["counts"][name])
         report.failures.extend(tuple(f) for f in outcome["failures"])
         entry = outcome["entry"]
-        entries.append(None if entry is None else pcr_pb2.RecordEntry.FromString(base64.b64decode(entry)))
+        entries.append(None if entry is None else record_job.WrittenRecord(**entry))
     report.verified_images = report.images if verify else 0
     return entries
 
@@ -92,7 +90,7 @@ def convert_records(source, plan, dst, state, report, spec, verify, overwrite, o
 def _outcome(relative: str, entry, report: ConversionReport) -> dict:
     return {
         "relative": relative,
-        "entry": None if entry is None else base64.b64encode(entry.SerializeToString()).decode(),
+        "entry": None if entry is None else dataclasses.asdict(entry),
         "counts": {name: getattr(report, name) for name in _COUNTS},
         "failures": report.failures,
     }

@@ -1,4 +1,4 @@
-"""The JPEG ops behind PCR: lossless progressive transcoding and the scan split (their oracle: `pcr.jpeg`)."""
+"""The JPEG ops: lossless progressive transcoding, the scan split and strict reading (their oracle: `jpeg.scans`)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Every epoch is a fresh permutation of the items, cut into one contiguous slice per worker; the permutation is a
 seeded Feistel network, so any process computes the same order and can answer "where is item x in epoch e" in
 O(1), hence "when does this worker next need x", without materialising epochs. This module is the readable
-oracle; ops/cache/seeded_order.cc computes the same bits for the `clairvoyant` cache policy and the keys op.
+oracle; ops/order/seeded_order.cc computes the same bits for the `clairvoyant` cache policy and the keys op.
 """
 
 from __future__ import annotations
@@ -161,18 +161,33 @@ class SeededOrder:
 
 
 def checked_order(order, cache, num_records: int, epochs=None, first_epoch: int = 0) -> SeededOrder | None:
-    """A dataset's `order` argument, checked against its records, its cache (a `tfliquid.MinIOCache` or None; a
-    clairvoyant cache ranks the records by their items in that order, so it must have been given the same) and its
-    `epochs` and `first_epoch` arguments, which choose epochs of an order."""
+    """A dataset's order: its `order` argument or, when None, the order of its clairvoyant `cache` (a
+    `tfliquid.MinIOCache` or None), which ranks the records by their items in that order, so that the order is
+    given once; checked against the records, the cache and the `epochs` and `first_epoch` arguments, which choose
+    epochs of an order."""
+    if order is None and cache is not None:
+        order = cache.order
     if order is None and (epochs is not None or first_epoch != 0):
         raise ArgumentError("epochs and first_epoch choose epochs of an order: pass order= too")
     if order is not None and not isinstance(order, SeededOrder):
-        raise ArgumentError(f"order must be a tfliquid.data.SeededOrder or None, got {order!r}")
+        raise ArgumentError(f"order must be a tfliquid.order.SeededOrder or None, got {order!r}")
     if order is not None and order.num_items != num_records:
         raise ArgumentError(f"order is over {order.num_items} items, the dataset has {num_records} records")
-    if cache is not None and cache.policy == "clairvoyant" and (order is None or cache.order != order):
+    if cache is not None and cache.order is not None and cache.order != order:
         raise ArgumentError(
-            f"a clairvoyant cache ranks the records by this dataset's order: pass order=cache.order "
-            f"({cache.order!r}), got order={order!r}"
+            f"a clairvoyant cache ranks the records by this dataset's order, so they must be one: give the order to "
+            f"the cache only ({cache.order!r}), got order={order!r}"
         )
     return order
+
+
+def derived_seed(seed: int, epoch, index, salt: int = 0):
+    """The int64 seed (a scalar tensor) of thing `index` (a record, a batch) of epoch `epoch` under `seed`, salted by
+    the kind of thing: the one formula of every seed a dataset read in a seeded order derives, the same in every
+    process and rerun, so that a restarted worker shuffles what it reads as before."""
+    import tensorflow as tf
+
+    key = tf.constant([seed % (1 << 63), salt], tf.int64)
+    for value in (epoch, index):
+        key = tf.random.experimental.stateless_fold_in(key, tf.cast(value, tf.int64))
+    return tf.random.stateless_uniform([], key, minval=None, maxval=None, dtype=tf.int64)

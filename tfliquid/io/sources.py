@@ -12,6 +12,7 @@ import dataclasses
 import glob
 import os
 from collections.abc import Callable
+from typing import TypedDict
 
 import numpy as np
 import tensorflow as tf
@@ -21,6 +22,64 @@ from tfliquid._common.files import image_files
 from tfliquid.io import read_file
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
+SOURCE_FORMATS = ("auto", "folder", "tfrecord")
+
+
+class SourceOptions(TypedDict, total=False):
+    """How a conversion reads its source: the keyword arguments that `tfliquid.pcr.convert`,
+    `tfliquid.liquid.convert` and `tfliquid.liquid.profiling.profile` share (the CLI's --format, --image-key,
+    --label-key, --key-feature and --compression).
+
+      source_format: "auto" (a folder of class subfolders, or TFRecord files), "folder" or "tfrecord".
+      image_key, label_key, key_feature: the tf.train.Example features of TFRecord sources that hold the image
+        bytes ("image/encoded"), the int64 label ("image/class/label") and the image's key ("image/filename").
+      compression: of TFRecord sources: "", "GZIP" or "ZLIB"; None (the default) guesses from the file extension.
+    """
+
+    source_format: str
+    image_key: str
+    label_key: str
+    key_feature: str
+    compression: str | None
+
+
+def check_source_options(options: dict) -> None:
+    """ArgumentError for a keyword that is not one of SourceOptions, or a source_format that is not known."""
+    unknown = sorted(set(options) - set(SourceOptions.__annotations__))
+    if unknown:
+        raise ArgumentError(
+            f"unknown keyword arguments {unknown}; the source options are {list(SourceOptions.__annotations__)}"
+        )
+    if options.get("source_format", "auto") not in SOURCE_FORMATS:
+        raise ArgumentError(f"source_format must be one of {SOURCE_FORMATS}, got {options['source_format']!r}")
+
+
+def open_source(src: str, spool_path: str, **options) -> Source:
+    """The source `src` read as `options` (SourceOptions) say; TFRecords are spooled into `spool_path` first."""
+    check_source_options(options)
+    source_format = options.pop("source_format", "auto")
+    if source_format == "auto":
+        source_format = _guess_source_format(src)
+    if source_format == "folder":
+        return image_folder(src)
+    return spool_tfrecords(src, spool_path, **options)
+
+
+def _guess_source_format(src: str) -> str:
+    """ "folder" for a folder of class subfolders, "tfrecord" for TFRecord files; a clear error for a folder that
+    holds neither."""
+    if not os.path.isdir(src):
+        return "tfrecord"  # a file or a glob
+    entries = [e for e in os.scandir(src) if not e.name.startswith(".")]
+    if any(e.is_dir() for e in entries):
+        return "folder"
+    if not entries:
+        raise ConversionError(f"{src} is an empty folder: expected class subfolders of images, or TFRecord files")
+    if any(e.name.lower().endswith(IMAGE_EXTENSIONS) for e in entries):
+        raise ConversionError(
+            f"{src} holds images but no class subfolders: put them in one subfolder per class (SRC/CLASS/IMAGE)"
+        )
+    return "tfrecord"
 
 
 @dataclasses.dataclass

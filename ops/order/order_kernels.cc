@@ -1,8 +1,8 @@
 // Kernel of Liquid>SeededOrderKeys: a worker's slice of one epoch of the seeded order.
 #include "common/input_checks.h"
 #include "common/kernel.h"
-#include "data/data_ops.h"
-#include "data/seeded_order.h"
+#include "order/order_ops.h"
+#include "order/seeded_order.h"
 
 namespace tfliquid {
 namespace {
@@ -12,7 +12,7 @@ class SeededOrderKeysOp : public OpKernel {
   explicit SeededOrderKeysOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
     std::string text;
     OP_REQUIRES_OK(ctx, ctx->GetAttr(kOrderAttr, &text));
-    OP_REQUIRES_OK(ctx, data::SeededOrder::Parse(text, &order_));
+    OP_REQUIRES_OK(ctx, order::SeededOrder::Parse(text, &order_));
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -30,7 +30,7 @@ class SeededOrderKeysOp : public OpKernel {
   }
 
  private:
-  data::SeededOrder order_;
+  order::SeededOrder order_;
 };
 
 REGISTER_KERNEL_BUILDER(Name(kSeededOrderKeysOp).Device(tensorflow::DEVICE_CPU), SeededOrderKeysOp);

@@ -1,8 +1,8 @@
-// A minimal protobuf wire-format decoder, enough for the PCR RecordHeader. The C++ reader does not link
+// A minimal protobuf wire-format decoder, enough for the record header (records/record.h). The C++ reader does not link
 // protobuf: TensorFlow bundles its own copy whose symbols and version are not a stable ABI for custom ops.
 // Every read is bounds-checked; a malformed message makes a call return false, never read past the end.
-#ifndef TFLIQUID_OPS_PCR_WIRE_H_
-#define TFLIQUID_OPS_PCR_WIRE_H_
+#ifndef TFLIQUID_OPS_RECORDS_WIRE_H_
+#define TFLIQUID_OPS_RECORDS_WIRE_H_
 
 #include <cstdint>
 #include <cstring>
@@ -112,4 +112,4 @@ bool ReadRepeatedScalar(Reader* reader, int wire_type, int scalar_type, Append a
 }  // namespace wire
 }  // namespace tfliquid
 
-#endif  // TFLIQUID_OPS_PCR_WIRE_H_
+#endif  // TFLIQUID_OPS_RECORDS_WIRE_H_

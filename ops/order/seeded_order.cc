@@ -1,4 +1,4 @@
-#include "data/seeded_order.h"
+#include "order/seeded_order.h"
 
 #include <vector>
 
@@ -7,7 +7,7 @@
 #include "absl/strings/str_split.h"
 
 namespace tfliquid {
-namespace data {
+namespace order {
 namespace {
 
 constexpr int kRounds = 6;
@@ -114,5 +114,5 @@ uint64_t SeededOrder::NextUse(uint64_t item, uint64_t epoch, uint64_t index) con
   return kNever;
 }
 
-}  // namespace data
+}  // namespace order
 }  // namespace tfliquid

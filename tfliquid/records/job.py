@@ -1,16 +1,16 @@
-"""The conversion job of datasets of records (PCR records, and Liquid's records of whole items, which share their
-container): what every such converter does the same way, apart from what it makes of each image.
+"""The record job: what every conversion into records (PCR's and Liquid's) does the same way, apart from what it
+makes of each image.
 
 A converter gives a `Plan` (which source items go to which record file, from its seed) and a `RecordJobSpec`
 (plain settings, picklable) that makes its `RecordJob`: the graph function that prepares an image (read bytes ->
-the record's parts of it) and the check of a written record. The record encoder (pcr_format.encode_record) is the
-same for every converter. A runner then keeps the records a previous run completed (every planned image, every CRC
-right), builds and writes the others atomically, rejects the images that cannot be prepared (listed in the report
-with the reason, or raised with on_error="raise") and saves progress in DST/convert_state.json, so that rerunning
-the same command resumes:
-  - the local runner (`convert_records` here) runs one tf.data pipeline over every record to build, in parallel on
-    every core;
-  - the Beam runner (tfliquid.pcr.record_job_beam) runs the same plan and encoders as a Beam pipeline.
+the record's parts of it) and the check of a written record. The record encoder (records.format.encode_record) is
+the same for every converter. A runner then keeps the records a previous run completed (every planned image, every
+CRC right), builds and writes the others atomically, rejects the images that cannot be prepared (listed in the
+report with the reason, or raised with on_error="raise") and saves progress in DST/convert_state.json, so that
+rerunning the same command resumes. The runners (RUNNERS):
+  - "local" (`convert_locally` here) runs one tf.data pipeline over every record to build, in parallel on every
+    core;
+  - "beam" (tfliquid.records.job_beam) runs the same plan and encoders as a Beam pipeline.
 One run at a time holds the destination (tfliquid._common.lock).
 """
 
@@ -28,16 +28,14 @@ from typing import Protocol
 import numpy as np
 import tensorflow as tf
 
-from tfliquid._common import sources
-from tfliquid._common.crc32c import crc32c_fast
 from tfliquid._common.errors import ConversionError, op_error_message
 from tfliquid._common.files import write_atomically
 from tfliquid._common.progress import Progress
 from tfliquid._common.report import ConversionReport
-from tfliquid._proto import pcr_pb2
-from tfliquid.pcr import format as pcr_format
-from tfliquid.pcr import jpeg as jpeg_format
-from tfliquid.pcr.dataset import PCRRecordDataset
+from tfliquid._lib import crc32c_fast
+from tfliquid.io import sources
+from tfliquid.records import format as records_format
+from tfliquid.records.dataset import RecordDataset, record_bytes
 
 STATE_FILENAME = "convert_state.json"
 # Per-record progress written by Beam workers (one small file each: they cannot share convert_state.json), merged
@@ -45,11 +43,17 @@ STATE_FILENAME = "convert_state.json"
 STATE_FRAGMENTS_DIR = "convert_state.d"
 RECORDS_DIR = "records"
 SPOOL_FILENAME = "spool.tmp"
-SOURCE_FORMATS = ("auto", "folder", "tfrecord")
 ON_ERROR = ("reject", "raise")
-# Images that are decoded to be re-encoded (about 4 bytes a pixel) and claim more pixels than this are rejected
-# before that, as Pillow's decompression-bomb check (which the L3 conversion meets) does at the same size.
-MAX_PIXELS = 178_956_970
+
+
+@dataclasses.dataclass(frozen=True)
+class WrittenRecord:
+    """A record file the job wrote or kept: what a dataset's index or manifest lists of it."""
+
+    path: str  # relative to the dataset directory
+    num_items: int
+    payload_offset: int
+    group_ends: list[int]  # absolute: one past group k at group_ends[k - 1]; the last is the file's size
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,14 +63,14 @@ class RecordJob:
     prepare: a graph function (item, image bytes, label, key) -> (item, the image as stored, int64 vector of the
       ends of its parts (a PCR image's scans; [len] for a whole item), label, key, lossy (bool), the bytes
       verify_record compares with (or ""), the source's size in bytes). An error rejects the image.
-    flags: the records' preamble flags (pcr_format.WHOLE_ITEMS for records of whole items).
-    verify_record: (path of the written record, its RecordEntry, the images' comparison bytes, keys) -> None,
-      raising ConversionError when the record does not hold what the sources make.
+    flags: the records' preamble flags (records.format.WHOLE_ITEMS for records of whole items).
+    verify_record: (path of the written record, its WrittenRecord, the images' comparison bytes, keys) -> None,
+      raising ConversionError when the record does not hold what the sources make (`verify_items` does it).
     """
 
     prepare: Callable
     flags: int
-    verify_record: Callable[[str, pcr_pb2.RecordEntry, list, list], None]
+    verify_record: Callable[[str, WrittenRecord, list, list], None]
 
 
 class RecordJobSpec(Protocol):
@@ -100,31 +104,6 @@ def remove_temporaries(dst: str) -> None:
             os.remove(path)
 
 
-def open_source(src: str, source_format: str, spool_path: str, tfrecord_options: dict) -> sources.Source:
-    if source_format == "auto":
-        source_format = _guess_source_format(src)
-    if source_format == "folder":
-        return sources.image_folder(src)
-    return sources.spool_tfrecords(src, spool_path, **tfrecord_options)
-
-
-def _guess_source_format(src: str) -> str:
-    """ "folder" for a folder of class subfolders, "tfrecord" for TFRecord files; a clear error for a folder that
-    holds neither."""
-    if not os.path.isdir(src):
-        return "tfrecord"  # a file or a glob
-    entries = [e for e in os.scandir(src) if not e.name.startswith(".")]
-    if any(e.is_dir() for e in entries):
-        return "folder"
-    if not entries:
-        raise ConversionError(f"{src} is an empty folder: expected class subfolders of images, or TFRecord files")
-    if any(e.name.lower().endswith(sources.IMAGE_EXTENSIONS) for e in entries):
-        raise ConversionError(
-            f"{src} holds images but no class subfolders: put them in one subfolder per class (SRC/CLASS/IMAGE)"
-        )
-    return "tfrecord"
-
-
 def plan_fingerprint(source: sources.Source, settings: dict) -> str:
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     digest.update(source.labels.tobytes())
@@ -142,10 +121,11 @@ class Plan:
     relatives: list[str]
 
 
-def shuffled_plan(num_items: int, images_per_record: int, seed: int, name: str) -> Plan:
-    """Items in a seeded random order, cut into records of `images_per_record`: RECORDS_DIR/NAME-00000.pcr, ..."""
+def shuffled_plan(num_items: int, images_per_record: int, seed: int, name: str, extension: str) -> Plan:
+    """Items in a seeded random order, cut into records of `images_per_record`: RECORDS_DIR/NAME-00000.EXTENSION,
+    ..."""
     order = np.random.default_rng(seed).permutation(num_items)
-    return chunked_plan(order, images_per_record, name, "pcr")
+    return chunked_plan(order, images_per_record, name, extension)
 
 
 def chunked_plan(items: np.ndarray, images_per_record: int, name: str, extension: str) -> Plan:
@@ -237,16 +217,18 @@ def convert_records(
     progress: bool,
     runner: str = "local",
     beam_options=None,
-) -> list[pcr_pb2.RecordEntry | None]:
+) -> list[WrittenRecord | None]:
     """Keeps the complete records, converts the others (and, with `verify`, rebuilds the kept ones to check them);
-    returns every record's index entry, None for a record none of whose images could be converted. `runner`:
-    "local" (this process) or "beam" (a Beam pipeline with `beam_options`: tfliquid.pcr.record_job_beam)."""
-    if runner == "beam":
-        from tfliquid.pcr import record_job_beam
+    returns every record's WrittenRecord, None for a record none of whose images could be converted. `runner`: a
+    name of RUNNERS; `beam_options` are Beam's."""
+    return RUNNERS[runner]()(
+        source, plan, dst, state, report, spec, verify, overwrite, on_error, progress, beam_options
+    )
 
-        return record_job_beam.convert_records(
-            source, plan, dst, state, report, spec, verify, overwrite, on_error, beam_options
-        )
+
+def convert_locally(source, plan, dst, state, report, spec, verify, overwrite, on_error, progress, beam_options=None):
+    """The local runner: one tf.data pipeline over every record to build, on every core of this process."""
+    del beam_options  # the local runner has none
     job = spec.job()
     entries = [
         None
@@ -274,6 +256,16 @@ def convert_records(
     return entries
 
 
+def _beam_runner():
+    from tfliquid.records import job_beam  # apache-beam is optional: imported when a conversion asks for it
+
+    return job_beam.convert_records
+
+
+# The runners of the record job, by name (tfliquid._common.beam.RUNNERS); each resolved when used.
+RUNNERS = {"local": lambda: convert_locally, "beam": _beam_runner}
+
+
 def keys_of(source: sources.Source, items: np.ndarray) -> list[bytes]:
     return [source.keys[i] for i in items]
 
@@ -283,55 +275,19 @@ def labels_of(source: sources.Source, items: np.ndarray) -> list[int]:
 
 
 def complete_record(dst: str, relative: str, keys: list[bytes], labels: list[int], flags: int):
-    """The index entry of the record file `relative` if it is complete: the planned images (`keys` and `labels` in
-    planned order) and every CRC right; None if it is missing, partial, corrupt or holds other images."""
+    """The WrittenRecord of the record file `relative` if it is complete: the planned images (`keys` and `labels`
+    in planned order) and every CRC right; None if it is missing, partial, corrupt or holds other images."""
     try:
         with open(os.path.join(dst, relative), "rb") as f:
             data = f.read()
-        header = pcr_format.parse_header(data, crc=crc32c_fast)
-    except (OSError, pcr_format.PCRFormatError, ValueError):  # ValueError: protobuf cannot parse the header
+        header = records_format.check_record(data, crc=crc32c_fast)
+    except (OSError, records_format.RecordFormatError):
         return None
-    _, _, header_length, _, record_flags = pcr_format.PREAMBLE.unpack_from(data)
-    payload_offset = pcr_format.PREAMBLE.size + header_length
-    if record_flags != flags or payload_offset + header.group_ends[-1] != len(data):
+    preamble = records_format.parse_preamble(data)
+    if preamble.flags != flags or list(header.keys) != keys or list(header.labels) != labels:
         return None
-    if list(header.keys) != keys or list(header.labels) != labels:
-        return None
-    start = payload_offset
-    for end, crc in zip(header.group_ends, header.group_crc32c):
-        if crc32c_fast(data[start : payload_offset + end]) != crc:
-            return None
-        start = payload_offset + end
-    return pcr_pb2.RecordEntry(
-        path=relative,
-        num_images=header.num_images,
-        payload_offset=payload_offset,
-        prefix_ends=[payload_offset + e for e in header.group_ends],
-    )
-
-
-def claimed_pixels(contents: tf.Tensor) -> tf.Tensor:
-    """Width x height from the header of a PNG, GIF or BMP (what tf.io.decode_image reads besides JPEG), read
-    before decoding; 0 for anything else (decode_image refuses it)."""
-    data = contents + b"\0" * 26  # every field below lies in the first 26 bytes: short data reads zeros
-
-    def number(offset: int, size: int, big_endian: bool) -> tf.Tensor:
-        raw = tf.cast(tf.io.decode_raw(tf.strings.substr(data, offset, size), tf.uint8), tf.int64)
-        weights = [256 ** (size - 1 - i) if big_endian else 256**i for i in range(size)]
-        return tf.reduce_sum(raw * tf.constant(weights, tf.int64))
-
-    def bmp_side(offset: int) -> tf.Tensor:  # an int32: BMP heights are negative for top-down images
-        side = number(offset, 4, big_endian=False)
-        return tf.where(side >= 2**31, 2**32 - side, side)
-
-    magic = tf.strings.substr(data, 0, 8)
-    return tf.case(
-        [
-            (tf.equal(magic, b"\x89PNG\r\n\x1a\n"), lambda: number(16, 4, True) * number(20, 4, True)),
-            (tf.equal(tf.strings.substr(magic, 0, 3), b"GIF"), lambda: number(6, 2, False) * number(8, 2, False)),
-            (tf.equal(tf.strings.substr(magic, 0, 2), b"BM"), lambda: bmp_side(18) * bmp_side(22)),
-        ],
-        default=lambda: tf.constant(0, tf.int64),
+    return WrittenRecord(
+        relative, header.num_items, preamble.payload_offset, [preamble.payload_offset + e for e in header.group_ends]
     )
 
 
@@ -339,7 +295,7 @@ _BATCH = 32
 
 
 def _prepared_images(source, items, prepare):
-    """Yields (item, progressive, scan ends, label, key, lossy, source bytes, source size) per item that could be
+    """Yields (item, as stored, part ends, label, key, lossy, source bytes, source size) per item that could be
     prepared, in order; the others are left out (the caller finds out why).
 
     Batched through the iterator: per-element iterator calls would cost more Python time than assembling."""
@@ -350,12 +306,12 @@ def _prepared_images(source, items, prepare):
         .padded_batch(_BATCH, padding_values=(np.int64(0), b"", np.int64(-1), np.int64(0), b"", False, b"", 0))
         .prefetch(2)
     )
-    for item, progressive, scan_ends, label, key, lossy, contents, size in batches.as_numpy_iterator():
+    for item, stored, part_ends, label, key, lossy, contents, size in batches.as_numpy_iterator():
         for i in range(len(label)):
-            ends = scan_ends[i]
+            ends = part_ends[i]
             yield (
                 int(item[i]),
-                progressive[i],
+                stored[i],
                 ends[ends >= 0].tolist(),
                 int(label[i]),
                 key[i],
@@ -386,7 +342,7 @@ class BuiltRecord:
     """The images of one record that could be prepared, in planned order."""
 
     def __init__(self):
-        self.partials, self.labels, self.keys, self.verify_against = [], [], [], []
+        self.parts, self.labels, self.keys, self.verify_against = [], [], [], []
         self.lossy = 0
         self.input_bytes = 0
 
@@ -395,18 +351,18 @@ class BuiltRecord:
         return not self.keys
 
     def add(self, prepared: tuple, origin: str, on_error: str, report: ConversionReport) -> None:
-        """Adds a prepared image (progressive, scan ends, label, key, lossy, source bytes, source size), unless it
-        has more scan groups than a record holds (then it is rejected)."""
-        progressive, ends, label, key, is_lossy, contents, size = prepared
-        if len(ends) > pcr_format.MAX_SCAN_GROUPS:
-            reject(origin, f"more than {jpeg_format.MAX_SCANS} scans", on_error, report)
+        """Adds a prepared image (as stored, the ends of its parts, label, key, lossy, source bytes, source size),
+        unless it has more parts than a record's groups (then it is rejected)."""
+        stored, ends, label, key, is_lossy, contents, size = prepared
+        if len(ends) > records_format.MAX_GROUPS:
+            reject(origin, f"more than the {records_format.MAX_GROUPS} parts a record's item holds", on_error, report)
             return
-        self.partials.append([progressive[a:b] for a, b in zip([0, *ends], ends)])
+        self.parts.append([stored[a:b] for a, b in zip([0, *ends], ends)])
         self.labels.append(label)
         self.keys.append(key)
         self.lossy += is_lossy
         self.input_bytes += size
-        self.verify_against.append(progressive if is_lossy else contents)
+        self.verify_against.append(stored if is_lossy else contents)
 
 
 def _take_record(images: _Lookahead, items, source, prepare, on_error, report) -> BuiltRecord:
@@ -442,7 +398,7 @@ def _rejection_reason(source: sources.Source, item: int, prepare) -> str:
     return "could not be prepared in the conversion pipeline, but was when retried alone"
 
 
-def write_record(built: BuiltRecord, dst, relative, kept_entry, job, verify, report) -> pcr_pb2.RecordEntry | None:
+def write_record(built: BuiltRecord, dst, relative, kept_entry, job, verify, report) -> WrittenRecord | None:
     """Writes the record atomically, unless the complete record `kept_entry` on disk is already these bytes (a
     verifying rerun); with `verify`, the file is read back through the C++ reader first. A record none of whose
     images could be prepared is not written (a previous file of that name is removed): its entry is None."""
@@ -451,21 +407,16 @@ def write_record(built: BuiltRecord, dst, relative, kept_entry, job, verify, rep
         if os.path.exists(path):
             os.remove(path)
         return None
-    record = pcr_format.encode_record(built.partials, built.labels, built.keys, crc=crc32c_fast, flags=job.flags)
-    entry = pcr_pb2.RecordEntry(
-        path=relative,
-        num_images=record.num_images,
-        payload_offset=record.payload_offset,
-        prefix_ends=record.prefix_ends,
-    )
+    record = records_format.encode_record(built.parts, built.labels, built.keys, crc=crc32c_fast, flags=job.flags)
+    entry = WrittenRecord(relative, record.num_items, record.payload_offset, record.group_ends)
     check = (lambda written: job.verify_record(written, entry, built.verify_against, built.keys)) if verify else None
     if kept_entry is not None and _file_bytes(path) == record.data:
         check(path)
-        report.skipped += record.num_images
+        report.skipped += record.num_items
         report.files_skipped += 1
         return entry
     write_or_explain(dst, write_atomically, path, record.data, check)
-    report.converted += record.num_images
+    report.converted += record.num_items
     report.files_written += 1
     report.input_bytes += built.input_bytes
     report.output_bytes += len(record.data)
@@ -477,22 +428,23 @@ def _file_bytes(path: str) -> bytes:
         return f.read()
 
 
-def verify_pixels(
+def verify_items(
     path: str,
-    entry: pcr_pb2.RecordEntry,
+    entry: WrittenRecord,
     expected_sources: list[bytes],
     keys: list[bytes],
+    item_format: str,
     decode_stored: Callable,
     decode_expected: Callable,
 ) -> None:
-    """Reads a written record back through the C++ reader and checks that each image, decoded by `decode_stored`,
-    has the pixels of its expected source decoded by `decode_expected`; a ConversionError names the ones that
-    do not."""
-    written = PCRRecordDataset(path, list(entry.prefix_ends))
+    """Reads a written record back through the C++ reader (its items as `item_format` emits them) and checks that
+    each image, decoded by `decode_stored`, has the pixels of its expected source decoded by `decode_expected`; a
+    ConversionError names the ones that do not."""
+    written = RecordDataset(record_bytes(path, entry.group_ends[-1]), path, item_format=item_format)
     pairs = tf.data.Dataset.zip(written, tf.data.Dataset.from_tensor_slices(expected_sources))
 
     def same_pixels(record_element, source):
-        decoded, expected = decode_stored(record_element["image"]), decode_expected(source)
+        decoded, expected = decode_stored(record_element["item"]), decode_expected(source)
         same_shape = tf.reduce_all(tf.equal(tf.shape(decoded), tf.shape(expected)))
         return tf.cond(same_shape, lambda: tf.reduce_all(tf.equal(decoded, expected)), lambda: False)
 

@@ -1,0 +1,452 @@
+// Kernels of the MinIO cache's datasets. Python builds its one transform from them (tfliquid/cache/transform.py):
+// Liquid>CachePassDataset starts each pass (epoch), Liquid>CacheDataset wraps the dataset that fetches one item,
+// and Liquid>CachePrefetchDataset plans Lobster's prefetches. Datasets rather than plain ops, so that pipelines
+// through the cache checkpoint: tf.data refuses stateful plain ops in the functions of a dataset it saves.
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cache/cache.h"
+#include "cache/cache_attrs.h"
+#include "cache/cache_ops.h"
+#include "common/input_checks.h"
+#include "tensorflow/core/data/name_utils.h"
+#include "tensorflow/core/framework/dataset.h"
+#include "tensorflow/core/framework/model.h"
+
+namespace tfliquid {
+namespace {
+
+using cache::Cache;
+using cache::Config;
+using tensorflow::DataTypeVector;
+using tensorflow::mutex;
+using tensorflow::mutex_lock;
+using tensorflow::Node;
+using tensorflow::OpKernelConstruction;
+using tensorflow::OpKernelContext;
+using tensorflow::PartialTensorShape;
+using tensorflow::Tensor;
+using tensorflow::TensorShape;
+using tensorflow::tstring;
+using tensorflow::data::DatasetBase;
+using tensorflow::data::DatasetContext;
+using tensorflow::data::DatasetIterator;
+using tensorflow::data::IteratorBase;
+using tensorflow::data::IteratorContext;
+using tensorflow::data::IteratorStateReader;
+using tensorflow::data::IteratorStateWriter;
+using tensorflow::data::SerializationContext;
+using tensorflow::errors::InvalidArgument;
+
+using Attrs = std::vector<std::pair<absl::string_view, tensorflow::AttrValue>>;
+
+const DataTypeVector& Int64Dtypes() {
+  static const auto* dtypes = new DataTypeVector({tensorflow::DT_INT64});
+  return *dtypes;
+}
+
+const std::vector<PartialTensorShape>& ScalarShapes() {
+  static const auto* shapes = new std::vector<PartialTensorShape>({PartialTensorShape({})});
+  return *shapes;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Liquid>CacheDataset
+
+struct CacheSettings {
+  Config config;
+  bool with_hit = false;
+  bool prefetch = false;
+};
+
+class CacheDatasetOp : public tensorflow::data::UnaryDatasetOpKernel {
+ public:
+  explicit CacheDatasetOp(OpKernelConstruction* ctx) : UnaryDatasetOpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, cache::ConfigFromAttrs(ctx, &settings_.config));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kWithHitAttr, &settings_.with_hit));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kPrefetchAttr, &settings_.prefetch));
+  }
+
+ protected:
+  void MakeDataset(OpKernelContext* ctx, DatasetBase* input, DatasetBase** output) override {
+    const tstring* name;
+    int64_t item, pass;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "key", &name));
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "item", &item));
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "pass", &pass));
+    OP_REQUIRES(ctx, item >= -1, InvalidArgument("item must be >= 0, or -1 for none, got ", item));
+    *output = new Dataset(ctx, input, std::string(*name), item, pass, settings_);
+  }
+
+ private:
+  class Dataset : public DatasetBase {
+   public:
+    Dataset(OpKernelContext* ctx, const DatasetBase* input, std::string name, int64_t item, int64_t pass,
+            CacheSettings settings)
+        : DatasetBase(DatasetContext(ctx)),
+          input_(input),
+          name_(std::move(name)),
+          item_(item),
+          pass_(pass),
+          settings_(std::move(settings)) {
+      input_->Ref();
+      if (settings_.with_hit) {
+        dtypes_.push_back(tensorflow::DT_BOOL);
+        shapes_.push_back(PartialTensorShape({}));
+      }
+      dtypes_.insert(dtypes_.end(), input_->output_dtypes().begin(), input_->output_dtypes().end());
+      shapes_.insert(shapes_.end(), input_->output_shapes().begin(), input_->output_shapes().end());
+    }
+    ~Dataset() override { input_->Unref(); }
+
+    std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
+      return std::make_unique<Iterator>(
+          Iterator::Params{this, tensorflow::data::name_utils::IteratorPrefix("Cache", prefix)});
+    }
+    const DataTypeVector& output_dtypes() const override { return dtypes_; }
+    const std::vector<PartialTensorShape>& output_shapes() const override { return shapes_; }
+    std::string DebugString() const override { return "CacheDatasetOp::Dataset(" + name_ + ")"; }
+    absl::Status InputDatasets(std::vector<const DatasetBase*>* inputs) const override {
+      inputs->push_back(input_);
+      return absl::OkStatus();
+    }
+    // The cache's contents never change the elements (a name always names the same ones): no external state.
+    absl::Status CheckExternalState() const override { return input_->CheckExternalState(); }
+
+   protected:
+    absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
+                                    Node** output) const override {
+      Node *input, *name, *item, *pass;
+      TF_RETURN_IF_ERROR(b->AddInputDataset(ctx, input_, &input));
+      TF_RETURN_IF_ERROR(b->AddScalar(tstring(name_), &name));
+      TF_RETURN_IF_ERROR(b->AddScalar(item_, &item));
+      TF_RETURN_IF_ERROR(b->AddScalar(pass_, &pass));
+      tensorflow::AttrValue with_hit, prefetch;
+      b->BuildAttrValue(settings_.with_hit, &with_hit);
+      b->BuildAttrValue(settings_.prefetch, &prefetch);
+      Attrs attrs = {{kWithHitAttr, with_hit}, {kPrefetchAttr, prefetch}};
+      cache::AppendAttrs(settings_.config, &attrs);
+      return b->AddDataset(this, {input, name, item, pass}, attrs, output);
+    }
+
+   private:
+    class Iterator : public DatasetIterator<Dataset> {
+     public:
+      explicit Iterator(const Params& params) : DatasetIterator<Dataset>(params) {}
+
+      absl::Status GetNextInternal(IteratorContext* ctx, std::vector<Tensor>* out_tensors,
+                                   bool* end_of_sequence) override {
+        mutex_lock lock(mu_);
+        if (state_ == State::kUnstarted) TF_RETURN_IF_ERROR(Start(ctx));
+        *end_of_sequence = false;
+        if (state_ == State::kHit) {
+          const size_t n = dataset()->input_->output_dtypes().size();
+          if (emitted_ * n >= cached_.size()) return Finish(end_of_sequence);
+          Emit(/*hit=*/true, cached_.begin() + emitted_ * n, cached_.begin() + (emitted_ + 1) * n, out_tensors);
+          ++emitted_;
+          return absl::OkStatus();
+        }
+        while (state_ == State::kMiss) {
+          std::vector<Tensor> element;
+          bool end;
+          TF_RETURN_IF_ERROR(input_impl_->GetNext(ctx, &element, &end));
+          if (end) {
+            TF_RETURN_IF_ERROR(Offer());
+            return Finish(end_of_sequence);
+          }
+          fetched_.insert(fetched_.end(), element.begin(), element.end());
+          ++emitted_;
+          if (!dataset()->settings_.prefetch) {
+            Emit(/*hit=*/false, element.begin(), element.end(), out_tensors);
+            return absl::OkStatus();
+          }
+        }
+        return Finish(end_of_sequence);
+      }
+
+     protected:
+      std::shared_ptr<tensorflow::data::model::Node> CreateNode(
+          IteratorContext*, tensorflow::data::model::Node::Args args) const override {
+        return tensorflow::data::model::MakeKnownRatioNode(std::move(args), /*ratio=*/1);
+      }
+
+      absl::Status SaveInternal(SerializationContext*, IteratorStateWriter* writer) override {
+        mutex_lock lock(mu_);
+        TF_RETURN_IF_ERROR(writer->WriteScalar(prefix(), "emitted", static_cast<int64_t>(emitted_)));
+        return writer->WriteScalar(prefix(), "done", static_cast<int64_t>(state_ == State::kDone));
+      }
+
+      // The item is looked up (or fetched) again at the next GetNext, and its first `emitted` elements skipped.
+      absl::Status RestoreInternal(IteratorContext*, IteratorStateReader* reader) override {
+        mutex_lock lock(mu_);
+        int64_t emitted, done;
+        TF_RETURN_IF_ERROR(reader->ReadScalar(prefix(), "emitted", &emitted));
+        TF_RETURN_IF_ERROR(reader->ReadScalar(prefix(), "done", &done));
+        if (emitted < 0) return tensorflow::errors::DataLoss("negative position in checkpoint");
+        skip_ = static_cast<size_t>(emitted);
+        emitted_ = 0;
+        state_ = done ? State::kDone : State::kUnstarted;
+        cached_.clear();
+        fetched_.clear();
+        input_impl_.reset();
+        return absl::OkStatus();
+      }
+
+     private:
+      enum class State { kUnstarted, kHit, kMiss, kDone };
+
+      // Looks the item up; on a miss, starts the input. Skips the elements a restored iterator had emitted.
+      absl::Status Start(IteratorContext* ctx) TF_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        const Dataset& d = *dataset();
+        TF_RETURN_IF_ERROR(Cache::Get(d.settings_.config, &cache_));
+        bool hit = false;
+        if (!d.settings_.prefetch) {
+          TF_RETURN_IF_ERROR(cache_->Lookup(d.name_, d.item_, d.pass_, &cached_, &hit));
+          if (hit) TF_RETURN_IF_ERROR(CheckCached());
+        }
+        if (hit) {
+          state_ = State::kHit;
+          emitted_ = skip_;
+          return absl::OkStatus();
+        }
+        cached_.clear();
+        state_ = State::kMiss;
+        TF_RETURN_IF_ERROR(d.input_->MakeIterator(ctx, this, prefix(), &input_impl_));
+        for (; emitted_ < skip_; ++emitted_) {
+          std::vector<Tensor> element;
+          bool end;
+          TF_RETURN_IF_ERROR(input_impl_->GetNext(ctx, &element, &end));
+          if (end) return tensorflow::errors::DataLoss("cached item '", d.name_, "' has fewer elements than restored");
+          fetched_.insert(fetched_.end(), element.begin(), element.end());
+        }
+        return absl::OkStatus();
+      }
+
+      // A hit must hold whole elements of the input's types and shapes: another fetch under the same name is a
+      // programming error, said as such.
+      absl::Status CheckCached() TF_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        const Dataset& d = *dataset();
+        const DataTypeVector& dtypes = d.input_->output_dtypes();
+        const std::vector<PartialTensorShape>& shapes = d.input_->output_shapes();
+        bool same = cached_.size() % dtypes.size() == 0;
+        for (size_t k = 0; same && k < cached_.size(); ++k) {
+          same = cached_[k].dtype() == dtypes[k % dtypes.size()] &&
+                 shapes[k % dtypes.size()].IsCompatibleWith(cached_[k].shape());
+        }
+        if (same) return absl::OkStatus();
+        return InvalidArgument("MinIO cache '", d.settings_.config.name, "': the item '", d.name_,
+                               "' holds other tensors than the dataset it caches yields (", cached_.size(),
+                               " tensors for elements of ", tensorflow::DataTypeVectorString(dtypes),
+                               "): is the cache shared by datasets that fetch different things under one name?");
+      }
+
+      // The elements fetched, offered to the cache as one item.
+      absl::Status Offer() TF_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        const Dataset& d = *dataset();
+        bool admitted;
+        const absl::Status offered =
+            cache_->Insert(d.name_, d.item_, d.pass_, fetched_, d.settings_.prefetch, &admitted);
+        fetched_.clear();
+        return offered;
+      }
+
+      template <typename It>
+      void Emit(bool hit, It begin, It end, std::vector<Tensor>* out) const {
+        if (dataset()->settings_.with_hit) {
+          Tensor flag(tensorflow::DT_BOOL, TensorShape({}));
+          flag.scalar<bool>()() = hit;
+          out->push_back(std::move(flag));
+        }
+        out->insert(out->end(), begin, end);
+      }
+
+      absl::Status Finish(bool* end_of_sequence) TF_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        state_ = State::kDone;
+        cached_.clear();
+        input_impl_.reset();
+        cache_.reset();
+        *end_of_sequence = true;
+        return absl::OkStatus();
+      }
+
+      mutex mu_;
+      State state_ TF_GUARDED_BY(mu_) = State::kUnstarted;
+      size_t emitted_ TF_GUARDED_BY(mu_) = 0;  // elements emitted (or, for a prefetch, fetched)
+      size_t skip_ TF_GUARDED_BY(mu_) = 0;     // elements a restored iterator had emitted
+      std::shared_ptr<Cache> cache_ TF_GUARDED_BY(mu_);
+      std::vector<Tensor> cached_ TF_GUARDED_BY(mu_);   // a hit's elements' tensors, one after the other
+      std::vector<Tensor> fetched_ TF_GUARDED_BY(mu_);  // a miss's, gathered for the cache
+      std::unique_ptr<IteratorBase> input_impl_ TF_GUARDED_BY(mu_);
+    };
+
+    const DatasetBase* const input_;
+    const std::string name_;
+    const int64_t item_;
+    const int64_t pass_;
+    const CacheSettings settings_;
+    DataTypeVector dtypes_;
+    std::vector<PartialTensorShape> shapes_;
+  };
+
+  CacheSettings settings_;
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Liquid>CachePassDataset and Liquid>CachePrefetchDataset: sources of int64 scalars computed by the cache when
+// first read.
+
+// What a source computes: the values it yields, from the cache and its scalar input.
+using ComputeValues = absl::Status (*)(Cache* cache, double input, std::vector<int64_t>* values);
+
+template <typename InputT>
+class CacheSourceOp : public tensorflow::data::DatasetOpKernel {
+ public:
+  CacheSourceOp(OpKernelConstruction* ctx, const char* input_name, const char* type, ComputeValues compute)
+      : DatasetOpKernel(ctx), input_name_(input_name), type_(type), compute_(compute) {
+    OP_REQUIRES_OK(ctx, cache::ConfigFromAttrs(ctx, &config_));
+  }
+
+  void MakeDataset(OpKernelContext* ctx, DatasetBase** output) override {
+    InputT input;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, input_name_, &input));
+    *output = new Dataset(ctx, config_, type_, compute_, input);
+  }
+
+ private:
+  // Holds copies of the kernel's settings: a dataset can outlive the kernel that made it.
+  class Dataset : public DatasetBase {
+   public:
+    Dataset(OpKernelContext* ctx, Config config, const char* type, ComputeValues compute, InputT input)
+        : DatasetBase(DatasetContext(ctx)), config_(std::move(config)), type_(type), compute_(compute), input_(input) {}
+
+    std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
+      return std::make_unique<Iterator>(
+          typename Iterator::Params{this, tensorflow::data::name_utils::IteratorPrefix(type_, prefix)});
+    }
+    const DataTypeVector& output_dtypes() const override { return Int64Dtypes(); }
+    const std::vector<PartialTensorShape>& output_shapes() const override { return ScalarShapes(); }
+    std::string DebugString() const override { return type_ + "DatasetOp::Dataset"; }
+    absl::Status InputDatasets(std::vector<const DatasetBase*>*) const override { return absl::OkStatus(); }
+    absl::Status CheckExternalState() const override { return absl::OkStatus(); }
+
+   protected:
+    absl::Status AsGraphDefInternal(SerializationContext*, DatasetGraphDefBuilder* b, Node** output) const override {
+      Node* input;
+      TF_RETURN_IF_ERROR(b->AddScalar(input_, &input));
+      Attrs attrs;
+      cache::AppendAttrs(config_, &attrs);
+      return b->AddDataset(this, {input}, attrs, output);
+    }
+
+   private:
+    class Iterator : public DatasetIterator<Dataset> {
+     public:
+      explicit Iterator(const typename DatasetIterator<Dataset>::Params& params) : DatasetIterator<Dataset>(params) {}
+
+      absl::Status GetNextInternal(IteratorContext* ctx, std::vector<Tensor>* out_tensors,
+                                   bool* end_of_sequence) override {
+        mutex_lock lock(mu_);
+        if (!computed_) {
+          std::shared_ptr<Cache> cache;
+          TF_RETURN_IF_ERROR(Cache::Get(this->dataset()->config_, &cache));
+          TF_RETURN_IF_ERROR(this->dataset()->compute_(cache.get(), this->dataset()->input_, &values_));
+          computed_ = true;
+        }
+        *end_of_sequence = next_ >= values_.size();
+        if (*end_of_sequence) return absl::OkStatus();
+        Tensor value(ctx->allocator({}), tensorflow::DT_INT64, TensorShape({}));
+        value.scalar<int64_t>()() = values_[next_++];
+        out_tensors->push_back(std::move(value));
+        return absl::OkStatus();
+      }
+
+     protected:
+      std::shared_ptr<tensorflow::data::model::Node> CreateNode(
+          IteratorContext*, tensorflow::data::model::Node::Args args) const override {
+        return tensorflow::data::model::MakeSourceNode(std::move(args));
+      }
+
+      // What was computed is saved, so that a restored pass keeps its id (and a prefetch its plan).
+      absl::Status SaveInternal(SerializationContext*, IteratorStateWriter* writer) override {
+        mutex_lock lock(mu_);
+        TF_RETURN_IF_ERROR(writer->WriteScalar(this->prefix(), "computed", static_cast<int64_t>(computed_)));
+        TF_RETURN_IF_ERROR(writer->WriteScalar(this->prefix(), "next", static_cast<int64_t>(next_)));
+        Tensor values(tensorflow::DT_INT64, TensorShape({static_cast<int64_t>(values_.size())}));
+        for (size_t i = 0; i < values_.size(); ++i) values.vec<int64_t>()(i) = values_[i];
+        return writer->WriteTensor(this->prefix(), "values", values);
+      }
+
+      absl::Status RestoreInternal(IteratorContext*, IteratorStateReader* reader) override {
+        mutex_lock lock(mu_);
+        int64_t computed, next;
+        Tensor values;
+        TF_RETURN_IF_ERROR(reader->ReadScalar(this->prefix(), "computed", &computed));
+        TF_RETURN_IF_ERROR(reader->ReadScalar(this->prefix(), "next", &next));
+        TF_RETURN_IF_ERROR(reader->ReadTensor(this->prefix(), "values", &values));
+        if (next < 0 || values.dims() != 1 || values.dtype() != tensorflow::DT_INT64) {
+          return tensorflow::errors::DataLoss("a cache source's checkpoint is damaged");
+        }
+        computed_ = computed != 0;
+        next_ = static_cast<size_t>(next);
+        values_.assign(values.vec<int64_t>().data(), values.vec<int64_t>().data() + values.NumElements());
+        return absl::OkStatus();
+      }
+
+     private:
+      mutex mu_;
+      bool computed_ TF_GUARDED_BY(mu_) = false;
+      size_t next_ TF_GUARDED_BY(mu_) = 0;
+      std::vector<int64_t> values_ TF_GUARDED_BY(mu_);
+    };
+
+    const Config config_;
+    const std::string type_;  // the iterator's prefix and debug name
+    const ComputeValues compute_;
+    const InputT input_;
+  };
+
+  const char* const input_name_;
+  const char* const type_;
+  const ComputeValues compute_;
+  Config config_;
+};
+
+absl::Status BeginPass(Cache* cache, double epoch, std::vector<int64_t>* values) {
+  values->push_back(cache->BeginPass(static_cast<int64_t>(epoch)));
+  return absl::OkStatus();
+}
+
+absl::Status PlanPrefetch(Cache* cache, double reads, std::vector<int64_t>* values) {
+  std::vector<uint64_t> items;
+  TF_RETURN_IF_ERROR(cache->PlanPrefetch(reads, &items));
+  values->assign(items.begin(), items.end());
+  return absl::OkStatus();
+}
+
+class CachePassDatasetOp : public CacheSourceOp<int64_t> {
+ public:
+  explicit CachePassDatasetOp(OpKernelConstruction* ctx) : CacheSourceOp(ctx, "epoch", "CachePass", &BeginPass) {}
+};
+
+class CachePrefetchDatasetOp : public CacheSourceOp<double> {
+ public:
+  explicit CachePrefetchDatasetOp(OpKernelConstruction* ctx)
+      : CacheSourceOp(ctx, "reads", "CachePrefetch", &PlanPrefetch) {}
+
+  void MakeDataset(OpKernelContext* ctx, DatasetBase** output) override {
+    double reads;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "reads", &reads));
+    OP_REQUIRES(ctx, std::isfinite(reads) && reads >= 0,
+                InvalidArgument(kCachePrefetchDatasetOp, ": reads must be finite and >= 0, got ", reads));
+    CacheSourceOp::MakeDataset(ctx, output);
+  }
+};
+
+REGISTER_KERNEL_BUILDER(Name(kCacheDatasetOp).Device(tensorflow::DEVICE_CPU), CacheDatasetOp);
+REGISTER_KERNEL_BUILDER(Name(kCachePassDatasetOp).Device(tensorflow::DEVICE_CPU), CachePassDatasetOp);
+REGISTER_KERNEL_BUILDER(Name(kCachePrefetchDatasetOp).Device(tensorflow::DEVICE_CPU), CachePrefetchDatasetOp);
+
+}  // namespace
+}  // namespace tfliquid

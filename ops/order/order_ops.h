@@ -1,0 +1,14 @@
+// Names of the seeded-order op and its attribute, shared by its registration (order_ops.cc) and kernel
+// (order_kernels.cc). Python calls it liquid_seeded_order_keys.
+#ifndef TFLIQUID_OPS_ORDER_ORDER_OPS_H_
+#define TFLIQUID_OPS_ORDER_ORDER_OPS_H_
+
+namespace tfliquid {
+
+inline constexpr char kSeededOrderKeysOp[] = "Liquid>SeededOrderKeys";
+// The order as text, "num_items,seed,num_workers,worker_index" (order/seeded_order.h).
+inline constexpr char kOrderAttr[] = "order";
+
+}  // namespace tfliquid
+
+#endif  // TFLIQUID_OPS_ORDER_ORDER_OPS_H_

@@ -1,0 +1,397 @@
+// Kernels of the record ops: Liquid>RecordBytesDataset reads a record's bytes (or a prefix) in one throttled,
+// cancellable read; Liquid>RecordDataset validates the bytes its input yields and emits the record's items.
+// Apart, so that a cache (tfliquid/cache) can sit between them: a hit never reaches the read.
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/input_checks.h"
+#include "common/throttled_read.h"
+#include "records/item_format.h"
+#include "records/record.h"
+#include "records/record_ops.h"
+#include "tensorflow/core/data/name_utils.h"
+#include "tensorflow/core/framework/dataset.h"
+#include "tensorflow/core/framework/model.h"
+
+namespace tfliquid {
+namespace {
+
+using tensorflow::DataTypeVector;
+using tensorflow::mutex;
+using tensorflow::mutex_lock;
+using tensorflow::Node;
+using tensorflow::OpKernelConstruction;
+using tensorflow::OpKernelContext;
+using tensorflow::PartialTensorShape;
+using tensorflow::Tensor;
+using tensorflow::TensorShape;
+using tensorflow::tstring;
+using tensorflow::data::DatasetBase;
+using tensorflow::data::DatasetContext;
+using tensorflow::data::DatasetIterator;
+using tensorflow::data::DatasetOpKernel;
+using tensorflow::data::IteratorBase;
+using tensorflow::data::IteratorContext;
+using tensorflow::data::IteratorStateReader;
+using tensorflow::data::IteratorStateWriter;
+using tensorflow::data::SerializationContext;
+using tensorflow::data::UnaryDatasetOpKernel;
+using tensorflow::errors::InvalidArgument;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Liquid>RecordBytesDataset
+
+class RecordBytesDatasetOp : public DatasetOpKernel {
+ public:
+  using DatasetOpKernel::DatasetOpKernel;
+
+  void MakeDataset(OpKernelContext* ctx, DatasetBase** output) override {
+    const tstring* filename;
+    int64_t length;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "filename", &filename));
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "length", &length));
+    OP_REQUIRES(ctx, length >= 0, InvalidArgument("length must be >= 0, got ", length));
+    *output = new Dataset(ctx, std::string(*filename), length);
+  }
+
+ private:
+  class Dataset : public DatasetBase {
+   public:
+    Dataset(OpKernelContext* ctx, std::string filename, int64_t length)
+        : DatasetBase(DatasetContext(ctx)), filename_(std::move(filename)), length_(length) {}
+
+    std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
+      return std::make_unique<Iterator>(
+          Iterator::Params{this, tensorflow::data::name_utils::IteratorPrefix("RecordBytes", prefix)});
+    }
+    const DataTypeVector& output_dtypes() const override {
+      static const auto* dtypes = new DataTypeVector({tensorflow::DT_STRING});
+      return *dtypes;
+    }
+    const std::vector<PartialTensorShape>& output_shapes() const override {
+      static const auto* shapes = new std::vector<PartialTensorShape>({PartialTensorShape({})});
+      return *shapes;
+    }
+    std::string DebugString() const override { return "RecordBytesDatasetOp::Dataset(" + filename_ + ")"; }
+    int64_t CardinalityInternal(tensorflow::data::CardinalityOptions) const override { return 1; }
+    absl::Status InputDatasets(std::vector<const DatasetBase*>*) const override { return absl::OkStatus(); }
+    absl::Status CheckExternalState() const override { return absl::OkStatus(); }
+
+   protected:
+    absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
+                                    Node** output) const override {
+      Node *filename, *length;
+      TF_RETURN_IF_ERROR(b->AddScalar(tstring(filename_), &filename));
+      TF_RETURN_IF_ERROR(b->AddScalar(length_, &length));
+      return b->AddDataset(this, {filename, length}, output);
+    }
+
+   private:
+    class Iterator : public DatasetIterator<Dataset> {
+     public:
+      explicit Iterator(const Params& params) : DatasetIterator<Dataset>(params) {}
+
+      absl::Status GetNextInternal(IteratorContext* ctx, std::vector<Tensor>* out_tensors,
+                                   bool* end_of_sequence) override {
+        mutex_lock lock(mu_);
+        *end_of_sequence = read_;
+        if (read_) return absl::OkStatus();
+        const Dataset& d = *dataset();
+        const auto length = static_cast<uint64_t>(d.length_);
+        uint64_t file_size;
+        TF_RETURN_IF_ERROR(FileSize(ctx->env(), d.filename_, &file_size));
+        if (file_size < length) {  // checked before allocating: the index may be stale or corrupt
+          return tensorflow::errors::DataLoss(d.filename_, ": offset ", file_size, ": file is ", file_size,
+                                              " bytes but the index says the bytes to read end at ", length,
+                                              " (truncated record or stale index?)");
+        }
+        Tensor bytes(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
+        tstring& buffer = bytes.scalar<tstring>()();
+        buffer.resize_uninitialized(length);
+        TF_RETURN_IF_ERROR(ReadRange(ctx->env(), d.filename_, 0, length, buffer.data(), ctx->cancellation_manager()));
+        out_tensors->push_back(std::move(bytes));
+        read_ = true;
+        return absl::OkStatus();
+      }
+
+     protected:
+      std::shared_ptr<tensorflow::data::model::Node> CreateNode(
+          IteratorContext*, tensorflow::data::model::Node::Args args) const override {
+        return tensorflow::data::model::MakeSourceNode(std::move(args));
+      }
+      absl::Status SaveInternal(SerializationContext*, IteratorStateWriter* writer) override {
+        mutex_lock lock(mu_);
+        return writer->WriteScalar(prefix(), "read", static_cast<int64_t>(read_));
+      }
+      absl::Status RestoreInternal(IteratorContext*, IteratorStateReader* reader) override {
+        mutex_lock lock(mu_);
+        int64_t read;
+        TF_RETURN_IF_ERROR(reader->ReadScalar(prefix(), "read", &read));
+        read_ = read != 0;
+        return absl::OkStatus();
+      }
+
+     private:
+      mutex mu_;
+      bool read_ TF_GUARDED_BY(mu_) = false;
+    };
+
+    const std::string filename_;
+    const int64_t length_;
+  };
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Liquid>RecordDataset
+
+// Deterministic on every platform (std::shuffle's distribution is implementation-defined), so a checkpoint
+// restored elsewhere resumes with the same order.
+std::vector<uint32_t> Permutation(uint32_t n, bool shuffle, int64_t seed) {
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  if (!shuffle) return order;
+  uint64_t state = static_cast<uint64_t>(seed) ^ 0x9E3779B97F4A7C15ull;
+  auto next = [&state]() {  // splitmix64
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  for (uint32_t i = n; i > 1; --i) std::swap(order[i - 1], order[next() % i]);
+  return order;
+}
+
+struct RecordSettings {
+  bool shuffle = false;
+  bool with_keys = false;
+  bool with_cache_hits = false;
+  std::string item_format_name;
+  const records::ItemFormat* item_format = nullptr;
+  int64_t item_channels = 0;
+};
+
+class RecordDatasetOp : public UnaryDatasetOpKernel {
+ public:
+  explicit RecordDatasetOp(OpKernelConstruction* ctx) : UnaryDatasetOpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kShuffleAttr, &settings_.shuffle));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kWithKeysAttr, &settings_.with_keys));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kWithCacheHitsAttr, &settings_.with_cache_hits));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kItemFormatAttr, &settings_.item_format_name));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kItemChannelsAttr, &settings_.item_channels));
+    OP_REQUIRES_OK(ctx, records::FindItemFormat(settings_.item_format_name, &settings_.item_format));
+    OP_REQUIRES(ctx, !settings_.item_format->pixels || settings_.item_channels > 0,
+                InvalidArgument("item_format '", settings_.item_format_name, "' emits pixels: give item_channels"));
+  }
+
+ protected:
+  void MakeDataset(OpKernelContext* ctx, DatasetBase* input, DatasetBase** output) override {
+    const tstring* name;
+    int64_t group, seed;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "filename", &name));
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "group", &group));
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "seed", &seed));
+    OP_REQUIRES(ctx, group >= 1, InvalidArgument("group must be >= 1, got ", group));
+    const DataTypeVector expected = settings_.with_cache_hits
+                                        ? DataTypeVector({tensorflow::DT_BOOL, tensorflow::DT_STRING})
+                                        : DataTypeVector({tensorflow::DT_STRING});
+    OP_REQUIRES(ctx, input->output_dtypes() == expected,
+                InvalidArgument(kRecordDatasetOp, ": the input must yield ",
+                                settings_.with_cache_hits ? "(bool hit, string bytes) pairs" : "string scalars",
+                                ", got ", tensorflow::DataTypeVectorString(input->output_dtypes())));
+    *output = new Dataset(ctx, input, std::string(*name), group, seed, settings_);
+  }
+
+ private:
+  class Dataset : public DatasetBase {
+   public:
+    Dataset(OpKernelContext* ctx, const DatasetBase* input, std::string name, int64_t group, int64_t seed,
+            RecordSettings settings)
+        : DatasetBase(DatasetContext(ctx)),
+          input_(input),
+          name_(std::move(name)),
+          group_(group),
+          seed_(seed),
+          settings_(std::move(settings)) {
+      input_->Ref();
+      // In the order tf.nest flattens {"cached", "item", "key", "label"}.
+      if (settings_.with_cache_hits) Add(tensorflow::DT_BOOL, PartialTensorShape({}));
+      Add(settings_.item_format->dtype, settings_.item_format->Shape(settings_.item_channels));
+      if (settings_.with_keys) Add(tensorflow::DT_STRING, PartialTensorShape({}));
+      Add(tensorflow::DT_INT64, PartialTensorShape({}));
+    }
+    ~Dataset() override { input_->Unref(); }
+
+    std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
+      return std::make_unique<Iterator>(
+          Iterator::Params{this, tensorflow::data::name_utils::IteratorPrefix("Record", prefix)});
+    }
+    const DataTypeVector& output_dtypes() const override { return dtypes_; }
+    const std::vector<PartialTensorShape>& output_shapes() const override { return shapes_; }
+    std::string DebugString() const override { return "RecordDatasetOp::Dataset(" + name_ + ")"; }
+    absl::Status InputDatasets(std::vector<const DatasetBase*>* inputs) const override {
+      inputs->push_back(input_);
+      return absl::OkStatus();
+    }
+    absl::Status CheckExternalState() const override { return input_->CheckExternalState(); }
+
+   protected:
+    absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
+                                    Node** output) const override {
+      Node *input, *name, *group, *seed;
+      TF_RETURN_IF_ERROR(b->AddInputDataset(ctx, input_, &input));
+      TF_RETURN_IF_ERROR(b->AddScalar(tstring(name_), &name));
+      TF_RETURN_IF_ERROR(b->AddScalar(group_, &group));
+      TF_RETURN_IF_ERROR(b->AddScalar(seed_, &seed));
+      tensorflow::AttrValue shuffle, with_keys, with_cache_hits, item_format, item_channels;
+      b->BuildAttrValue(settings_.shuffle, &shuffle);
+      b->BuildAttrValue(settings_.with_keys, &with_keys);
+      b->BuildAttrValue(settings_.with_cache_hits, &with_cache_hits);
+      b->BuildAttrValue(settings_.item_format_name, &item_format);
+      b->BuildAttrValue(settings_.item_channels, &item_channels);
+      return b->AddDataset(this, {input, name, group, seed},
+                           {{kShuffleAttr, shuffle},
+                            {kWithKeysAttr, with_keys},
+                            {kWithCacheHitsAttr, with_cache_hits},
+                            {kItemFormatAttr, item_format},
+                            {kItemChannelsAttr, item_channels}},
+                           output);
+    }
+
+   private:
+    void Add(tensorflow::DataType dtype, PartialTensorShape shape) {
+      dtypes_.push_back(dtype);
+      shapes_.push_back(std::move(shape));
+    }
+
+    class Iterator : public DatasetIterator<Dataset> {
+     public:
+      explicit Iterator(const Params& params) : DatasetIterator<Dataset>(params) {}
+
+      absl::Status GetNextInternal(IteratorContext* ctx, std::vector<Tensor>* out_tensors,
+                                   bool* end_of_sequence) override {
+        mutex_lock lock(mu_);
+        if (!loaded_) TF_RETURN_IF_ERROR(Load(ctx));
+        if (next_ >= order_.size()) {
+          *end_of_sequence = true;
+          Release();
+          return absl::OkStatus();
+        }
+        const Dataset& d = *dataset();
+        const uint32_t i = order_[next_++];
+        const records::RecordHeader& header = prefix_.header;
+        if (d.settings_.with_cache_hits) {
+          Tensor cached(ctx->allocator({}), tensorflow::DT_BOOL, TensorShape({}));
+          cached.scalar<bool>()() = cached_;
+          out_tensors->push_back(std::move(cached));
+        }
+        Tensor item;
+        const absl::Status emitted = d.settings_.item_format->emit(
+            prefix_, buffer_.scalar<tstring>()().data(), i, d.settings_.item_channels, ctx->allocator({}), &item);
+        if (!emitted.ok()) return absl::Status(emitted.code(), absl::StrCat(d.name_, ": ", emitted.message()));
+        out_tensors->push_back(std::move(item));
+        if (d.settings_.with_keys) {
+          Tensor key(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
+          if (!header.keys.empty()) key.scalar<tstring>()() = tstring(header.keys[i].data(), header.keys[i].size());
+          out_tensors->push_back(std::move(key));
+        }
+        Tensor label(ctx->allocator({}), tensorflow::DT_INT64, TensorShape({}));
+        label.scalar<int64_t>()() = header.labels[i];
+        out_tensors->push_back(std::move(label));
+        *end_of_sequence = false;
+        return absl::OkStatus();
+      }
+
+     protected:
+      std::shared_ptr<tensorflow::data::model::Node> CreateNode(
+          IteratorContext*, tensorflow::data::model::Node::Args args) const override {
+        return tensorflow::data::model::MakeUnknownRatioNode(std::move(args));
+      }
+
+      absl::Status SaveInternal(SerializationContext*, IteratorStateWriter* writer) override {
+        mutex_lock lock(mu_);
+        return writer->WriteScalar(prefix(), "next", static_cast<int64_t>(next_));
+      }
+
+      // The record is not checkpointed: it is read again from a new input iterator at the next GetNext, and the
+      // order is a function of the seed, so `next` is all the state there is.
+      absl::Status RestoreInternal(IteratorContext*, IteratorStateReader* reader) override {
+        mutex_lock lock(mu_);
+        int64_t next;
+        TF_RETURN_IF_ERROR(reader->ReadScalar(prefix(), "next", &next));
+        if (next < 0) return tensorflow::errors::DataLoss("negative position in checkpoint");
+        next_ = static_cast<size_t>(next);
+        Release();
+        loaded_ = false;
+        return absl::OkStatus();
+      }
+
+     private:
+      // Takes the record from a new iterator of the input, which must yield exactly one element (draining it lets
+      // a cache in the input admit what it read), and makes it the record being emitted.
+      absl::Status Load(IteratorContext* ctx) TF_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        const Dataset& d = *dataset();
+        std::unique_ptr<IteratorBase> input;
+        TF_RETURN_IF_ERROR(d.input_->MakeIterator(ctx, this, prefix(), &input));
+        std::vector<Tensor> element, extra;
+        bool end;
+        TF_RETURN_IF_ERROR(input->GetNext(ctx, &element, &end));
+        if (end) return tensorflow::errors::DataLoss(d.name_, ": the record's source yielded nothing");
+        TF_RETURN_IF_ERROR(input->GetNext(ctx, &extra, &end));
+        if (!end) return InvalidArgument(d.name_, ": a record's source must yield one element, got more");
+        const Tensor& bytes = element.back();
+        if (bytes.dims() != 0) return InvalidArgument(d.name_, ": a record's bytes must be a scalar string");
+        cached_ = d.settings_.with_cache_hits && element.front().scalar<bool>()();
+        const tstring& data = bytes.scalar<tstring>()();
+        std::string error;
+        const auto group = static_cast<uint32_t>(std::min<int64_t>(d.group_, records::kMaxGroups));
+        if (!records::ParseRecordPrefix(data.data(), data.size(), group, &prefix_, &error)) {
+          Release();
+          return tensorflow::errors::DataLoss(d.name_, ": ", error);
+        }
+        if (next_ > prefix_.num_items()) {
+          Release();
+          return tensorflow::errors::DataLoss(d.name_, ": checkpoint position ", next_, " is past the ",
+                                              prefix_.num_items(), " items of the record");
+        }
+        buffer_ = bytes;
+        order_ = Permutation(prefix_.num_items(), d.settings_.shuffle, d.seed_);
+        loaded_ = true;
+        return absl::OkStatus();
+      }
+
+      // Frees the record; an iterator at its end stays there.
+      void Release() TF_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        buffer_ = Tensor();
+        prefix_ = records::RecordPrefix();
+        order_.clear();
+      }
+
+      mutex mu_;
+      bool loaded_ TF_GUARDED_BY(mu_) = false;
+      bool cached_ TF_GUARDED_BY(mu_) = false;  // the record being emitted was a cache hit
+      size_t next_ TF_GUARDED_BY(mu_) = 0;
+      Tensor buffer_ TF_GUARDED_BY(mu_);  // the record's bytes: a scalar string, shared with a cache
+      records::RecordPrefix prefix_ TF_GUARDED_BY(mu_);
+      std::vector<uint32_t> order_ TF_GUARDED_BY(mu_);
+    };
+
+    const DatasetBase* const input_;
+    const std::string name_;
+    const int64_t group_;
+    const int64_t seed_;
+    const RecordSettings settings_;
+    DataTypeVector dtypes_;
+    std::vector<PartialTensorShape> shapes_;
+  };
+
+  RecordSettings settings_;
+};
+
+REGISTER_KERNEL_BUILDER(Name(kRecordBytesDatasetOp).Device(tensorflow::DEVICE_CPU), RecordBytesDatasetOp);
+REGISTER_KERNEL_BUILDER(Name(kRecordDatasetOp).Device(tensorflow::DEVICE_CPU), RecordDatasetOp);
+
+}  // namespace
+}  // namespace tfliquid

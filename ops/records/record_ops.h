@@ -1,0 +1,20 @@
+// Names of the record ops and their attributes, shared by their registration (record_ops.cc) and kernels
+// (record_kernels.cc). Python calls them liquid_record_bytes_dataset and liquid_record_dataset.
+#ifndef TFLIQUID_OPS_RECORDS_RECORD_OPS_H_
+#define TFLIQUID_OPS_RECORDS_RECORD_OPS_H_
+
+namespace tfliquid {
+
+inline constexpr char kRecordBytesDatasetOp[] = "Liquid>RecordBytesDataset";
+inline constexpr char kRecordDatasetOp[] = "Liquid>RecordDataset";
+
+inline constexpr char kShuffleAttr[] = "shuffle";
+inline constexpr char kWithKeysAttr[] = "with_keys";
+// The input's elements are (hit, bytes) pairs (a cache's, tfliquid/cache): every item carries the bool.
+inline constexpr char kWithCacheHitsAttr[] = "with_cache_hits";
+inline constexpr char kItemFormatAttr[] = "item_format";      // a name registered in records/item_format.h
+inline constexpr char kItemChannelsAttr[] = "item_channels";  // C of [H, W, C] items
+
+}  // namespace tfliquid
+
+#endif  // TFLIQUID_OPS_RECORDS_RECORD_OPS_H_

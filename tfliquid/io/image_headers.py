@@ -1,0 +1,47 @@
+"""What an image's header claims, read before decoding it: conversions refuse an image whose header claims more
+pixels than they may decode, before the decoder allocates them."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+# Images that are decoded to be re-encoded (about 4 bytes a pixel) and claim more pixels than this are rejected
+# before that, as Pillow's decompression-bomb check (which the L3 conversion meets) does at the same size.
+MAX_PIXELS = 178_956_970
+
+
+def claimed_pixels(contents: tf.Tensor) -> tf.Tensor:
+    """Width x height from the header of a PNG, GIF or BMP (what tf.io.decode_image reads besides JPEG), read
+    before decoding; 0 for anything else (decode_image refuses it)."""
+    data = contents + b"\0" * 26  # every field below lies in the first 26 bytes: short data reads zeros
+
+    def number(offset: int, size: int, big_endian: bool) -> tf.Tensor:
+        raw = tf.cast(tf.io.decode_raw(tf.strings.substr(data, offset, size), tf.uint8), tf.int64)
+        weights = [256 ** (size - 1 - i) if big_endian else 256**i for i in range(size)]
+        return tf.reduce_sum(raw * tf.constant(weights, tf.int64))
+
+    def bmp_side(offset: int) -> tf.Tensor:  # an int32: BMP heights are negative for top-down images
+        side = number(offset, 4, big_endian=False)
+        return tf.where(side >= 2**31, 2**32 - side, side)
+
+    magic = tf.strings.substr(data, 0, 8)
+    return tf.case(
+        [
+            (tf.equal(magic, b"\x89PNG\r\n\x1a\n"), lambda: number(16, 4, True) * number(20, 4, True)),
+            (tf.equal(tf.strings.substr(magic, 0, 3), b"GIF"), lambda: number(6, 2, False) * number(8, 2, False)),
+            (tf.equal(tf.strings.substr(magic, 0, 2), b"BM"), lambda: bmp_side(18) * bmp_side(22)),
+        ],
+        default=lambda: tf.constant(0, tf.int64),
+    )
+
+
+def decode_bounded(contents: tf.Tensor) -> tf.Tensor:
+    """tf.io.decode_image of a PNG, GIF or BMP, refused (InvalidArgument) before decoding when its header claims
+    more than MAX_PIXELS pixels."""
+    bounded = tf.debugging.assert_less_equal(
+        claimed_pixels(contents),
+        tf.constant(MAX_PIXELS, tf.int64),
+        message=f"the header claims more than {MAX_PIXELS} pixels",
+    )
+    with tf.control_dependencies([bounded]):  # before decode_image allocates them
+        return tf.io.decode_image(contents, expand_animations=False)

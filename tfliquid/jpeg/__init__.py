@@ -1,0 +1,3 @@
+"""JPEG below the capabilities that store it: `scans` (the scan split of progressive JPEGs, the oracle; no
+TensorFlow) and `ops` (the C++ lossless progressive transcoder, the scan split and strict reading). PCR stores the
+scans as record groups; Liquid keeps JPEG items and reads them strictly when it converts."""

@@ -1,0 +1,110 @@
+"""Reading records in tf.data: `record_bytes` reads a record's bytes (or a prefix of them) in one throttled read,
+`RecordDataset` emits the items of the record its source yields. Apart, so that a cache can sit between them (a
+hit never reaches the read)::
+
+    record_bytes(file, length) [-> tfliquid.cache's transform] -> RecordDataset(..., item_format=...)
+
+Both are C++ dataset ops: they serialize for tf.data service and checkpoint mid-record.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from tfliquid._lib import load_ops
+from tfliquid.records.format import MAX_GROUPS
+
+
+class _OpDataset(tf.data.Dataset):
+    """A dataset that is one op's variant with a known element spec."""
+
+    def __init__(self, variant, element_spec):
+        self._spec = element_spec
+        super().__init__(variant)
+
+    @property
+    def element_spec(self):
+        return self._spec
+
+    def _inputs(self):
+        return []
+
+
+def record_bytes(filename, length) -> tf.data.Dataset:
+    """One element, the scalar string of bytes [0, `length`) of `filename`, read at once through tfliquid's read
+    throttle (cancelled with its iterator). A shorter file is a DataLoss error naming it."""
+    variant = load_ops().liquid_record_bytes_dataset(filename, tf.cast(length, tf.int64))
+    return _OpDataset(variant, tf.TensorSpec([], tf.string))
+
+
+def prefix_name(filename, length) -> tf.Tensor:
+    """What names the first `length` bytes of record file `filename`, e.g. for a cache: "record:FILE#bytes=N"."""
+    return tf.strings.join(["record:", filename, "#bytes=", tf.strings.as_string(tf.cast(length, tf.int64))])
+
+
+class RecordDataset(tf.data.Dataset):
+    """The items of one record, from `source`: a dataset whose one element is the record's bytes (a scalar string:
+    the whole file, or a prefix holding groups 1..`group`), or a (bool, string) pair whose bool every item carries
+    as "cached" (a cache's hit flag).
+
+    Elements: {"cached" (with a pair source), `item_key`: the item as `item_format` emits it, "key" (with_keys),
+    "label"}. The record's preamble, header and the CRC32C of every group read are checked; errors are DataLoss
+    errors that start with `name` (the record's file) and the offset.
+
+    Args:
+      source: the record's bytes, e.g. `record_bytes(path, length)`.
+      name: what errors call the record (its file).
+      group: the groups to read (1-based); None or more than the record has: all.
+      seed, shuffle: emit the items in a seeded random order instead of stored order.
+      with_keys: also emit each item's "key".
+      item_format: "bytes" (the item's parts up to the group, as a string), or a format a capability registers in
+        the op library: "jpeg" (PCR: the progressive JPEG, closed with EOI), "raw" (Liquid: a raw item's pixels,
+        uint8 [H, W, item_channels]).
+      item_key: the element's name for the item ("image" for PCR's and Liquid's images).
+    """
+
+    def __init__(
+        self,
+        source: tf.data.Dataset,
+        name,
+        group=None,
+        *,
+        seed=0,
+        shuffle: bool = False,
+        with_keys: bool = False,
+        item_format: str = "bytes",
+        item_channels: int = 0,
+        item_key: str = "item",
+    ):
+        # The op's outputs are in the order tf.nest flattens {"cached", item_key, "key", "label"}.
+        assert "cached" < item_key < "key", item_key
+        with_cache_hits = isinstance(source.element_spec, tuple)
+        variant = load_ops().liquid_record_dataset(
+            source._variant_tensor,
+            name,
+            tf.constant(MAX_GROUPS, tf.int64) if group is None else tf.cast(group, tf.int64),
+            tf.cast(seed, tf.int64),
+            shuffle=shuffle,
+            with_keys=with_keys,
+            with_cache_hits=with_cache_hits,
+            item_format=item_format,
+            item_channels=item_channels,
+        )
+        if item_format == "raw":
+            item = tf.TensorSpec([None, None, item_channels], tf.uint8)
+        else:
+            item = tf.TensorSpec([], tf.string)
+        self._spec = {item_key: item, "label": tf.TensorSpec([], tf.int64)}
+        if with_cache_hits:
+            self._spec["cached"] = tf.TensorSpec([], tf.bool)
+        if with_keys:
+            self._spec["key"] = tf.TensorSpec([], tf.string)
+        self._source = source
+        super().__init__(variant)
+
+    @property
+    def element_spec(self):
+        return self._spec
+
+    def _inputs(self):
+        return [self._source]
