@@ -10,47 +10,20 @@
 #include "cache/cache.h"
 #include "cache/cache_attrs.h"
 #include "cache/cache_ops.h"
+#include "common/dataset_kernel.h"
 #include "common/input_checks.h"
 #include "tensorflow/core/data/name_utils.h"
-#include "tensorflow/core/framework/dataset.h"
-#include "tensorflow/core/framework/model.h"
 
 namespace tfliquid {
 namespace {
 
 using cache::Cache;
 using cache::Config;
-using tensorflow::DataTypeVector;
 using tensorflow::mutex;
 using tensorflow::mutex_lock;
-using tensorflow::Node;
-using tensorflow::OpKernelConstruction;
-using tensorflow::OpKernelContext;
-using tensorflow::PartialTensorShape;
-using tensorflow::Tensor;
-using tensorflow::TensorShape;
-using tensorflow::tstring;
-using tensorflow::data::DatasetBase;
-using tensorflow::data::DatasetContext;
-using tensorflow::data::DatasetIterator;
-using tensorflow::data::IteratorBase;
-using tensorflow::data::IteratorContext;
-using tensorflow::data::IteratorStateReader;
-using tensorflow::data::IteratorStateWriter;
-using tensorflow::data::SerializationContext;
 using tensorflow::errors::InvalidArgument;
 
 using Attrs = std::vector<std::pair<absl::string_view, tensorflow::AttrValue>>;
-
-const DataTypeVector& Int64Dtypes() {
-  static const auto* dtypes = new DataTypeVector({tensorflow::DT_INT64});
-  return *dtypes;
-}
-
-const std::vector<PartialTensorShape>& ScalarShapes() {
-  static const auto* shapes = new std::vector<PartialTensorShape>({PartialTensorShape({})});
-  return *shapes;
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Liquid>CacheDataset
@@ -61,7 +34,7 @@ struct CacheSettings {
   bool prefetch = false;
 };
 
-class CacheDatasetOp : public tensorflow::data::UnaryDatasetOpKernel {
+class CacheDatasetOp : public UnaryDatasetOpKernel {
  public:
   explicit CacheDatasetOp(OpKernelConstruction* ctx) : UnaryDatasetOpKernel(ctx) {
     OP_REQUIRES_OK(ctx, cache::ConfigFromAttrs(ctx, &settings_.config));
@@ -81,17 +54,11 @@ class CacheDatasetOp : public tensorflow::data::UnaryDatasetOpKernel {
   }
 
  private:
-  class Dataset : public DatasetBase {
+  class Dataset : public UnaryDataset {
    public:
     Dataset(OpKernelContext* ctx, const DatasetBase* input, std::string name, int64_t item, int64_t pass,
             CacheSettings settings)
-        : DatasetBase(DatasetContext(ctx)),
-          input_(input),
-          name_(std::move(name)),
-          item_(item),
-          pass_(pass),
-          settings_(std::move(settings)) {
-      input_->Ref();
+        : UnaryDataset(ctx, input), name_(std::move(name)), item_(item), pass_(pass), settings_(std::move(settings)) {
       if (settings_.with_hit) {
         dtypes_.push_back(tensorflow::DT_BOOL);
         shapes_.push_back(PartialTensorShape({}));
@@ -99,7 +66,6 @@ class CacheDatasetOp : public tensorflow::data::UnaryDatasetOpKernel {
       dtypes_.insert(dtypes_.end(), input_->output_dtypes().begin(), input_->output_dtypes().end());
       shapes_.insert(shapes_.end(), input_->output_shapes().begin(), input_->output_shapes().end());
     }
-    ~Dataset() override { input_->Unref(); }
 
     std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
       return std::make_unique<Iterator>(
@@ -107,13 +73,9 @@ class CacheDatasetOp : public tensorflow::data::UnaryDatasetOpKernel {
     }
     const DataTypeVector& output_dtypes() const override { return dtypes_; }
     const std::vector<PartialTensorShape>& output_shapes() const override { return shapes_; }
+    // The cache's contents never change the elements (a key always names the same ones): the only external state
+    // is the input's (UnaryDataset::CheckExternalState).
     std::string DebugString() const override { return "CacheDatasetOp::Dataset(" + name_ + ")"; }
-    absl::Status InputDatasets(std::vector<const DatasetBase*>* inputs) const override {
-      inputs->push_back(input_);
-      return absl::OkStatus();
-    }
-    // The cache's contents never change the elements (a name always names the same ones): no external state.
-    absl::Status CheckExternalState() const override { return input_->CheckExternalState(); }
 
    protected:
     absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
@@ -281,7 +243,6 @@ class CacheDatasetOp : public tensorflow::data::UnaryDatasetOpKernel {
       std::unique_ptr<IteratorBase> input_impl_ TF_GUARDED_BY(mu_);
     };
 
-    const DatasetBase* const input_;
     const std::string name_;
     const int64_t item_;
     const int64_t pass_;
@@ -294,14 +255,13 @@ class CacheDatasetOp : public tensorflow::data::UnaryDatasetOpKernel {
 };
 
 // ---------------------------------------------------------------------------------------------------------------
-// Liquid>CachePassDataset and Liquid>CachePrefetchDataset: sources of int64 scalars computed by the cache when
-// first read.
+// Liquid>CachePassDataset and Liquid>CachePrefetchDataset: int64 scalars the cache computes when they are first
+// read, from the op's one scalar input.
 
-// What a source computes: the values it yields, from the cache and its scalar input.
 using ComputeValues = absl::Status (*)(Cache* cache, double input, std::vector<int64_t>* values);
 
 template <typename InputT>
-class CacheSourceOp : public tensorflow::data::DatasetOpKernel {
+class CacheSourceOp : public DatasetOpKernel {
  public:
   CacheSourceOp(OpKernelConstruction* ctx, const char* input_name, const char* type, ComputeValues compute)
       : DatasetOpKernel(ctx), input_name_(input_name), type_(type), compute_(compute) {
@@ -316,20 +276,25 @@ class CacheSourceOp : public tensorflow::data::DatasetOpKernel {
 
  private:
   // Holds copies of the kernel's settings: a dataset can outlive the kernel that made it.
-  class Dataset : public DatasetBase {
+  class Dataset : public ComputedDataset {
    public:
     Dataset(OpKernelContext* ctx, Config config, const char* type, ComputeValues compute, InputT input)
-        : DatasetBase(DatasetContext(ctx)), config_(std::move(config)), type_(type), compute_(compute), input_(input) {}
+        : ComputedDataset(ctx, type, tensorflow::DT_INT64, /*save_elements=*/true),
+          config_(std::move(config)),
+          compute_(compute),
+          input_(input) {}
 
-    std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
-      return std::make_unique<Iterator>(
-          typename Iterator::Params{this, tensorflow::data::name_utils::IteratorPrefix(type_, prefix)});
+    absl::Status Compute(IteratorContext* ctx, std::vector<Tensor>* elements) const override {
+      std::shared_ptr<Cache> cache;
+      TF_RETURN_IF_ERROR(Cache::Get(config_, &cache));
+      std::vector<int64_t> values;
+      TF_RETURN_IF_ERROR(compute_(cache.get(), input_, &values));
+      for (int64_t value : values) {
+        elements->emplace_back(ctx->allocator({}), tensorflow::DT_INT64, TensorShape({}));
+        elements->back().scalar<int64_t>()() = value;
+      }
+      return absl::OkStatus();
     }
-    const DataTypeVector& output_dtypes() const override { return Int64Dtypes(); }
-    const std::vector<PartialTensorShape>& output_shapes() const override { return ScalarShapes(); }
-    std::string DebugString() const override { return type_ + "DatasetOp::Dataset"; }
-    absl::Status InputDatasets(std::vector<const DatasetBase*>*) const override { return absl::OkStatus(); }
-    absl::Status CheckExternalState() const override { return absl::OkStatus(); }
 
    protected:
     absl::Status AsGraphDefInternal(SerializationContext*, DatasetGraphDefBuilder* b, Node** output) const override {
@@ -341,68 +306,7 @@ class CacheSourceOp : public tensorflow::data::DatasetOpKernel {
     }
 
    private:
-    class Iterator : public DatasetIterator<Dataset> {
-     public:
-      explicit Iterator(const typename DatasetIterator<Dataset>::Params& params) : DatasetIterator<Dataset>(params) {}
-
-      absl::Status GetNextInternal(IteratorContext* ctx, std::vector<Tensor>* out_tensors,
-                                   bool* end_of_sequence) override {
-        mutex_lock lock(mu_);
-        if (!computed_) {
-          std::shared_ptr<Cache> cache;
-          TF_RETURN_IF_ERROR(Cache::Get(this->dataset()->config_, &cache));
-          TF_RETURN_IF_ERROR(this->dataset()->compute_(cache.get(), this->dataset()->input_, &values_));
-          computed_ = true;
-        }
-        *end_of_sequence = next_ >= values_.size();
-        if (*end_of_sequence) return absl::OkStatus();
-        Tensor value(ctx->allocator({}), tensorflow::DT_INT64, TensorShape({}));
-        value.scalar<int64_t>()() = values_[next_++];
-        out_tensors->push_back(std::move(value));
-        return absl::OkStatus();
-      }
-
-     protected:
-      std::shared_ptr<tensorflow::data::model::Node> CreateNode(
-          IteratorContext*, tensorflow::data::model::Node::Args args) const override {
-        return tensorflow::data::model::MakeSourceNode(std::move(args));
-      }
-
-      // What was computed is saved, so that a restored pass keeps its id (and a prefetch its plan).
-      absl::Status SaveInternal(SerializationContext*, IteratorStateWriter* writer) override {
-        mutex_lock lock(mu_);
-        TF_RETURN_IF_ERROR(writer->WriteScalar(this->prefix(), "computed", static_cast<int64_t>(computed_)));
-        TF_RETURN_IF_ERROR(writer->WriteScalar(this->prefix(), "next", static_cast<int64_t>(next_)));
-        Tensor values(tensorflow::DT_INT64, TensorShape({static_cast<int64_t>(values_.size())}));
-        for (size_t i = 0; i < values_.size(); ++i) values.vec<int64_t>()(i) = values_[i];
-        return writer->WriteTensor(this->prefix(), "values", values);
-      }
-
-      absl::Status RestoreInternal(IteratorContext*, IteratorStateReader* reader) override {
-        mutex_lock lock(mu_);
-        int64_t computed, next;
-        Tensor values;
-        TF_RETURN_IF_ERROR(reader->ReadScalar(this->prefix(), "computed", &computed));
-        TF_RETURN_IF_ERROR(reader->ReadScalar(this->prefix(), "next", &next));
-        TF_RETURN_IF_ERROR(reader->ReadTensor(this->prefix(), "values", &values));
-        if (next < 0 || values.dims() != 1 || values.dtype() != tensorflow::DT_INT64) {
-          return tensorflow::errors::DataLoss("a cache source's checkpoint is damaged");
-        }
-        computed_ = computed != 0;
-        next_ = static_cast<size_t>(next);
-        values_.assign(values.vec<int64_t>().data(), values.vec<int64_t>().data() + values.NumElements());
-        return absl::OkStatus();
-      }
-
-     private:
-      mutex mu_;
-      bool computed_ TF_GUARDED_BY(mu_) = false;
-      size_t next_ TF_GUARDED_BY(mu_) = 0;
-      std::vector<int64_t> values_ TF_GUARDED_BY(mu_);
-    };
-
     const Config config_;
-    const std::string type_;  // the iterator's prefix and debug name
     const ComputeValues compute_;
     const InputT input_;
   };

@@ -8,16 +8,13 @@
 // Liquid>ScanGroupVariableToken registers the variable (its resource handle's identity) in this process; the dataset op
 // reads a variable only if the token names that very handle, and fails otherwise.
 #include <map>
-#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "common/dataset_kernel.h"
 #include "common/input_checks.h"
 #include "pcr/pcr_ops.h"
-#include "tensorflow/core/data/name_utils.h"
-#include "tensorflow/core/framework/dataset.h"
-#include "tensorflow/core/framework/model.h"
 #include "tensorflow/core/framework/resource_mgr.h"
 #include "tensorflow/core/framework/resource_var.h"
 #include "tensorflow/core/platform/mutex.h"
@@ -102,13 +99,13 @@ absl::Status ReadScanGroupVariable(OpKernelContext* ctx, int input, int64_t toke
 }
 
 // One element: the scan group variable's value, read when the dataset is made.
-class ScanGroupDatasetOp : public tensorflow::data::DatasetOpKernel {
+class ScanGroupDatasetOp : public DatasetOpKernel {
  public:
   explicit ScanGroupDatasetOp(OpKernelConstruction* ctx) : DatasetOpKernel(ctx) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr(kScanGroupVariableTokenAttr, &token_));
   }
 
-  void MakeDataset(OpKernelContext* ctx, tensorflow::data::DatasetBase** output) override {
+  void MakeDataset(OpKernelContext* ctx, DatasetBase** output) override {
     const Tensor* handle;
     OP_REQUIRES_OK(ctx, InputWithRank(ctx, "scan_group_variable", 0, &handle));
     int64_t num_groups, scan_group;
@@ -118,77 +115,25 @@ class ScanGroupDatasetOp : public tensorflow::data::DatasetOpKernel {
   }
 
  private:
-  class Dataset : public tensorflow::data::DatasetBase {
+  class Dataset : public ComputedDataset {
    public:
     Dataset(OpKernelContext* ctx, int64_t scan_group)
-        : DatasetBase(tensorflow::data::DatasetContext(ctx)), scan_group_(scan_group) {}
+        : ComputedDataset(ctx, "ScanGroup", tensorflow::DT_INT64, /*save_elements=*/true), scan_group_(scan_group) {}
 
-    std::unique_ptr<tensorflow::data::IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
-      return std::make_unique<Iterator>(
-          Iterator::Params{this, tensorflow::data::name_utils::IteratorPrefix("ScanGroup", prefix)});
+    absl::Status Compute(IteratorContext* ctx, std::vector<Tensor>* elements) const override {
+      elements->emplace_back(ctx->allocator({}), tensorflow::DT_INT64, TensorShape({}));
+      elements->back().scalar<int64_t>()() = scan_group_;
+      return absl::OkStatus();
     }
-    const tensorflow::DataTypeVector& output_dtypes() const override {
-      static const auto* dtypes = new tensorflow::DataTypeVector({tensorflow::DT_INT64});
-      return *dtypes;
-    }
-    const std::vector<tensorflow::PartialTensorShape>& output_shapes() const override {
-      static const auto* shapes = new std::vector<tensorflow::PartialTensorShape>({{}});
-      return *shapes;
-    }
-    std::string DebugString() const override { return "ScanGroupDatasetOp::Dataset"; }
-    int64_t CardinalityInternal(tensorflow::data::CardinalityOptions) const override { return 1; }
-    absl::Status InputDatasets(std::vector<const DatasetBase*>*) const override { return absl::OkStatus(); }
-    absl::Status CheckExternalState() const override { return absl::OkStatus(); }
 
    protected:
     // A graph cannot carry this process's variable; PCRDataset makes this dataset in its interleave function, so
     // only a graph of the dataset itself would need it.
-    absl::Status AsGraphDefInternal(tensorflow::data::SerializationContext*, DatasetGraphDefBuilder*,
-                                    tensorflow::Node**) const override {
+    absl::Status AsGraphDefInternal(SerializationContext*, DatasetGraphDefBuilder*, Node**) const override {
       return tensorflow::errors::Unimplemented("a scan group read from a tf.Variable cannot be serialized: use an int");
     }
 
    private:
-    class Iterator : public tensorflow::data::DatasetIterator<Dataset> {
-     public:
-      explicit Iterator(const Params& params) : DatasetIterator<Dataset>(params) {}
-
-      absl::Status GetNextInternal(tensorflow::data::IteratorContext* ctx, std::vector<Tensor>* out_tensors,
-                                   bool* end_of_sequence) override {
-        tensorflow::mutex_lock lock(mu_);
-        *end_of_sequence = emitted_;
-        if (emitted_) return absl::OkStatus();
-        Tensor value(ctx->allocator({}), tensorflow::DT_INT64, TensorShape({}));
-        value.scalar<int64_t>()() = dataset()->scan_group_;
-        out_tensors->push_back(std::move(value));
-        emitted_ = true;
-        return absl::OkStatus();
-      }
-
-     protected:
-      std::shared_ptr<tensorflow::data::model::Node> CreateNode(
-          tensorflow::data::IteratorContext*, tensorflow::data::model::Node::Args args) const override {
-        return tensorflow::data::model::MakeSourceNode(std::move(args));
-      }
-      absl::Status SaveInternal(tensorflow::data::SerializationContext*,
-                                tensorflow::data::IteratorStateWriter* writer) override {
-        tensorflow::mutex_lock lock(mu_);
-        return writer->WriteScalar(prefix(), "emitted", static_cast<int64_t>(emitted_));
-      }
-      absl::Status RestoreInternal(tensorflow::data::IteratorContext*,
-                                   tensorflow::data::IteratorStateReader* reader) override {
-        tensorflow::mutex_lock lock(mu_);
-        int64_t emitted;
-        TF_RETURN_IF_ERROR(reader->ReadScalar(prefix(), "emitted", &emitted));
-        emitted_ = emitted != 0;
-        return absl::OkStatus();
-      }
-
-     private:
-      tensorflow::mutex mu_;
-      bool emitted_ TF_GUARDED_BY(mu_) = false;
-    };
-
     const int64_t scan_group_;
   };
 

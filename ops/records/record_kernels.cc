@@ -7,38 +7,19 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/dataset_kernel.h"
 #include "common/input_checks.h"
 #include "common/throttled_read.h"
 #include "records/item_format.h"
 #include "records/record.h"
 #include "records/record_ops.h"
 #include "tensorflow/core/data/name_utils.h"
-#include "tensorflow/core/framework/dataset.h"
-#include "tensorflow/core/framework/model.h"
 
 namespace tfliquid {
 namespace {
 
-using tensorflow::DataTypeVector;
 using tensorflow::mutex;
 using tensorflow::mutex_lock;
-using tensorflow::Node;
-using tensorflow::OpKernelConstruction;
-using tensorflow::OpKernelContext;
-using tensorflow::PartialTensorShape;
-using tensorflow::Tensor;
-using tensorflow::TensorShape;
-using tensorflow::tstring;
-using tensorflow::data::DatasetBase;
-using tensorflow::data::DatasetContext;
-using tensorflow::data::DatasetIterator;
-using tensorflow::data::DatasetOpKernel;
-using tensorflow::data::IteratorBase;
-using tensorflow::data::IteratorContext;
-using tensorflow::data::IteratorStateReader;
-using tensorflow::data::IteratorStateWriter;
-using tensorflow::data::SerializationContext;
-using tensorflow::data::UnaryDatasetOpKernel;
 using tensorflow::errors::InvalidArgument;
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -58,27 +39,29 @@ class RecordBytesDatasetOp : public DatasetOpKernel {
   }
 
  private:
-  class Dataset : public DatasetBase {
+  class Dataset : public ComputedDataset {
    public:
     Dataset(OpKernelContext* ctx, std::string filename, int64_t length)
-        : DatasetBase(DatasetContext(ctx)), filename_(std::move(filename)), length_(length) {}
+        : ComputedDataset(ctx, "RecordBytes", tensorflow::DT_STRING, /*save_elements=*/false),
+          filename_(std::move(filename)),
+          length_(length) {}
 
-    std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
-      return std::make_unique<Iterator>(
-          Iterator::Params{this, tensorflow::data::name_utils::IteratorPrefix("RecordBytes", prefix)});
+    absl::Status Compute(IteratorContext* ctx, std::vector<Tensor>* elements) const override {
+      const auto length = static_cast<uint64_t>(length_);
+      uint64_t file_size;
+      TF_RETURN_IF_ERROR(FileSize(ctx->env(), filename_, &file_size));
+      if (file_size < length) {  // checked before allocating: the index may be stale or corrupt
+        return tensorflow::errors::DataLoss(filename_, ": offset ", file_size, ": file is ", file_size,
+                                            " bytes but the index says the bytes to read end at ", length,
+                                            " (truncated record or stale index?)");
+      }
+      Tensor bytes(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
+      tstring& buffer = bytes.scalar<tstring>()();
+      buffer.resize_uninitialized(length);
+      TF_RETURN_IF_ERROR(ReadRange(ctx->env(), filename_, 0, length, buffer.data(), ctx->cancellation_manager()));
+      elements->push_back(std::move(bytes));
+      return absl::OkStatus();
     }
-    const DataTypeVector& output_dtypes() const override {
-      static const auto* dtypes = new DataTypeVector({tensorflow::DT_STRING});
-      return *dtypes;
-    }
-    const std::vector<PartialTensorShape>& output_shapes() const override {
-      static const auto* shapes = new std::vector<PartialTensorShape>({PartialTensorShape({})});
-      return *shapes;
-    }
-    std::string DebugString() const override { return "RecordBytesDatasetOp::Dataset(" + filename_ + ")"; }
-    int64_t CardinalityInternal(tensorflow::data::CardinalityOptions) const override { return 1; }
-    absl::Status InputDatasets(std::vector<const DatasetBase*>*) const override { return absl::OkStatus(); }
-    absl::Status CheckExternalState() const override { return absl::OkStatus(); }
 
    protected:
     absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
@@ -90,55 +73,6 @@ class RecordBytesDatasetOp : public DatasetOpKernel {
     }
 
    private:
-    class Iterator : public DatasetIterator<Dataset> {
-     public:
-      explicit Iterator(const Params& params) : DatasetIterator<Dataset>(params) {}
-
-      absl::Status GetNextInternal(IteratorContext* ctx, std::vector<Tensor>* out_tensors,
-                                   bool* end_of_sequence) override {
-        mutex_lock lock(mu_);
-        *end_of_sequence = read_;
-        if (read_) return absl::OkStatus();
-        const Dataset& d = *dataset();
-        const auto length = static_cast<uint64_t>(d.length_);
-        uint64_t file_size;
-        TF_RETURN_IF_ERROR(FileSize(ctx->env(), d.filename_, &file_size));
-        if (file_size < length) {  // checked before allocating: the index may be stale or corrupt
-          return tensorflow::errors::DataLoss(d.filename_, ": offset ", file_size, ": file is ", file_size,
-                                              " bytes but the index says the bytes to read end at ", length,
-                                              " (truncated record or stale index?)");
-        }
-        Tensor bytes(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
-        tstring& buffer = bytes.scalar<tstring>()();
-        buffer.resize_uninitialized(length);
-        TF_RETURN_IF_ERROR(ReadRange(ctx->env(), d.filename_, 0, length, buffer.data(), ctx->cancellation_manager()));
-        out_tensors->push_back(std::move(bytes));
-        read_ = true;
-        return absl::OkStatus();
-      }
-
-     protected:
-      std::shared_ptr<tensorflow::data::model::Node> CreateNode(
-          IteratorContext*, tensorflow::data::model::Node::Args args) const override {
-        return tensorflow::data::model::MakeSourceNode(std::move(args));
-      }
-      absl::Status SaveInternal(SerializationContext*, IteratorStateWriter* writer) override {
-        mutex_lock lock(mu_);
-        return writer->WriteScalar(prefix(), "read", static_cast<int64_t>(read_));
-      }
-      absl::Status RestoreInternal(IteratorContext*, IteratorStateReader* reader) override {
-        mutex_lock lock(mu_);
-        int64_t read;
-        TF_RETURN_IF_ERROR(reader->ReadScalar(prefix(), "read", &read));
-        read_ = read != 0;
-        return absl::OkStatus();
-      }
-
-     private:
-      mutex mu_;
-      bool read_ TF_GUARDED_BY(mu_) = false;
-    };
-
     const std::string filename_;
     const int64_t length_;
   };
@@ -205,24 +139,17 @@ class RecordDatasetOp : public UnaryDatasetOpKernel {
   }
 
  private:
-  class Dataset : public DatasetBase {
+  class Dataset : public UnaryDataset {
    public:
     Dataset(OpKernelContext* ctx, const DatasetBase* input, std::string name, int64_t group, int64_t seed,
             RecordSettings settings)
-        : DatasetBase(DatasetContext(ctx)),
-          input_(input),
-          name_(std::move(name)),
-          group_(group),
-          seed_(seed),
-          settings_(std::move(settings)) {
-      input_->Ref();
+        : UnaryDataset(ctx, input), name_(std::move(name)), group_(group), seed_(seed), settings_(std::move(settings)) {
       // In the order tf.nest flattens {"cached", "item", "key", "label"}.
       if (settings_.with_cache_hits) Add(tensorflow::DT_BOOL, PartialTensorShape({}));
       Add(settings_.item_format->dtype, settings_.item_format->Shape(settings_.item_channels));
       if (settings_.with_keys) Add(tensorflow::DT_STRING, PartialTensorShape({}));
       Add(tensorflow::DT_INT64, PartialTensorShape({}));
     }
-    ~Dataset() override { input_->Unref(); }
 
     std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
       return std::make_unique<Iterator>(
@@ -231,11 +158,6 @@ class RecordDatasetOp : public UnaryDatasetOpKernel {
     const DataTypeVector& output_dtypes() const override { return dtypes_; }
     const std::vector<PartialTensorShape>& output_shapes() const override { return shapes_; }
     std::string DebugString() const override { return "RecordDatasetOp::Dataset(" + name_ + ")"; }
-    absl::Status InputDatasets(std::vector<const DatasetBase*>* inputs) const override {
-      inputs->push_back(input_);
-      return absl::OkStatus();
-    }
-    absl::Status CheckExternalState() const override { return input_->CheckExternalState(); }
 
    protected:
     absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
@@ -378,7 +300,6 @@ class RecordDatasetOp : public UnaryDatasetOpKernel {
       std::vector<uint32_t> order_ TF_GUARDED_BY(mu_);
     };
 
-    const DatasetBase* const input_;
     const std::string name_;
     const int64_t group_;
     const int64_t seed_;

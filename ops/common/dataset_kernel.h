@@ -1,0 +1,76 @@
+// What tfliquid's dataset kernels share: tf.data's names, a base for datasets of one input dataset, and a base for
+// source datasets whose elements are computed when first read.
+#ifndef TFLIQUID_OPS_COMMON_DATASET_KERNEL_H_
+#define TFLIQUID_OPS_COMMON_DATASET_KERNEL_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/kernel.h"
+#include "tensorflow/core/framework/dataset.h"
+#include "tensorflow/core/framework/model.h"
+
+namespace tfliquid {
+
+using tensorflow::DataTypeVector;
+using tensorflow::Node;
+using tensorflow::PartialTensorShape;
+using tensorflow::data::DatasetBase;
+using tensorflow::data::DatasetContext;
+using tensorflow::data::DatasetIterator;
+using tensorflow::data::DatasetOpKernel;
+using tensorflow::data::IteratorBase;
+using tensorflow::data::IteratorContext;
+using tensorflow::data::IteratorStateReader;
+using tensorflow::data::IteratorStateWriter;
+using tensorflow::data::SerializationContext;
+using tensorflow::data::UnaryDatasetOpKernel;
+
+// A dataset of one input dataset, which it holds a reference to and whose external state is its own.
+class UnaryDataset : public DatasetBase {
+ public:
+  UnaryDataset(OpKernelContext* ctx, const DatasetBase* input) : DatasetBase(DatasetContext(ctx)), input_(input) {
+    input_->Ref();
+  }
+  ~UnaryDataset() override { input_->Unref(); }
+
+  absl::Status InputDatasets(std::vector<const DatasetBase*>* inputs) const override {
+    inputs->push_back(input_);
+    return absl::OkStatus();
+  }
+  absl::Status CheckExternalState() const override { return input_->CheckExternalState(); }
+
+ protected:
+  const DatasetBase* const input_;
+};
+
+// A source dataset of scalars computed when it is first read (a file's bytes, a variable's value, a cache's pass).
+// Its iterator saves its position and, with `save_elements`, the elements themselves, so that a restored iterator
+// yields what the first one computed (small values only: a pass id, planned items).
+class ComputedDataset : public DatasetBase {
+ public:
+  ComputedDataset(OpKernelContext* ctx, std::string type, tensorflow::DataType dtype, bool save_elements);
+
+  // The elements, each a scalar of the dataset's dtype; errors end the iteration as errors.
+  virtual absl::Status Compute(IteratorContext* ctx, std::vector<Tensor>* elements) const = 0;
+
+  std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override;
+  const DataTypeVector& output_dtypes() const override { return dtypes_; }
+  const std::vector<PartialTensorShape>& output_shapes() const override { return shapes_; }
+  std::string DebugString() const override { return type_ + "DatasetOp::Dataset"; }
+  absl::Status InputDatasets(std::vector<const DatasetBase*>*) const override { return absl::OkStatus(); }
+  absl::Status CheckExternalState() const override { return absl::OkStatus(); }
+
+ private:
+  class Iterator;
+
+  const std::string type_;
+  const bool save_elements_;
+  const DataTypeVector dtypes_;
+  const std::vector<PartialTensorShape> shapes_;
+};
+
+}  // namespace tfliquid
+
+#endif  // TFLIQUID_OPS_COMMON_DATASET_KERNEL_H_
