@@ -23,9 +23,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import os
 import sys
 import tempfile
+
+from tfliquid._common.errors import ArgumentError
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -60,12 +63,9 @@ def _common_options(progress: bool, conversion: bool = False) -> argparse.Argume
     return options
 
 
-def _runner_kwargs(args) -> dict:
-    return dict(runner=args.runner, beam_options=args.beam_options)
-
-
 def _source_options() -> argparse.ArgumentParser:
-    """How to read a source of images: an image folder, or TFRecords of tf.train.Example."""
+    """How to read a source of images: an image folder, or TFRecords of tf.train.Example (the API's
+    tfliquid.io.sources.SourceOptions, one option each)."""
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument("--format", dest="source_format", choices=["auto", "folder", "tfrecord"], default="auto")
     options.add_argument("--image-key", default="image/encoded", help="TFRecord feature with the image bytes")
@@ -73,21 +73,40 @@ def _source_options() -> argparse.ArgumentParser:
     options.add_argument("--key-feature", default="image/filename", help="TFRecord feature used as the image key")
     options.add_argument(
         "--compression",
-        choices=["auto", "none", "gzip", "zlib"],
-        default="auto",
-        help="TFRecord compression (default: from the file extension)",
+        type=_compression,
+        default=None,
+        metavar="{auto,none,gzip,zlib}",
+        help="TFRecord compression (default: auto, from the file extension)",
     )
     return options
 
 
-def _source_kwargs(args) -> dict:
-    return dict(
-        source_format=args.source_format,
-        image_key=args.image_key,
-        label_key=args.label_key,
-        key_feature=args.key_feature,
-        compression={"auto": None, "none": "", "gzip": "GZIP", "zlib": "ZLIB"}[args.compression],
-    )
+def _compression(name: str) -> str | None:
+    """The API's compression= of a --compression name."""
+    names = {"auto": None, "none": "", "gzip": "GZIP", "zlib": "ZLIB"}
+    if name not in names:
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(names)}, got {name!r}")
+    return names[name]
+
+
+# The options of _source_options(), which an API function with **source_options takes.
+_SOURCE_OPTIONS = ("source_format", "image_key", "label_key", "key_feature", "compression")
+
+
+def _call(function, args, **given):
+    """function(**given, and each option parsed into `args` whose name is one of the function's parameters): every
+    option's dest is its parameter's name (--images-per-record is images_per_record=), so no command lists the
+    API's keywords again. --quiet and --fail-fast become progress= and on_error= where the function takes them."""
+    parameters = inspect.signature(function).parameters
+    names = set(parameters)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        names |= set(_SOURCE_OPTIONS)
+    parsed = vars(args)
+    if "quiet" in parsed:
+        parsed = {**parsed, "progress": not args.quiet}
+    if "fail_fast" in parsed:
+        parsed = {**parsed, "on_error": "raise" if args.fail_fast else "reject"}
+    return function(**given, **{name: value for name, value in parsed.items() if name in names and name not in given})
 
 
 def _report_exit(report) -> int:
@@ -119,7 +138,9 @@ def _add_convert_pcr(kinds):
         default=90,
         help="JPEG quality for non-JPEG inputs, which are re-encoded lossily (default 90)",
     )
-    p.add_argument("--keep-metadata", action="store_true", help="keep APPn/COM segments (EXIF, ICC) of JPEGs")
+    p.add_argument(
+        "--keep-metadata", dest="keep_markers", action="store_true", help="keep APPn/COM segments (EXIF, ICC) of JPEGs"
+    )
     p.add_argument(
         "--verify",
         action="store_true",
@@ -143,24 +164,7 @@ def _add_convert_pcr(kinds):
     def run(args):
         from tfliquid import pcr
 
-        return _report_exit(
-            pcr.convert(
-                args.src,
-                args.dst,
-                images_per_record=args.images_per_record,
-                seed=args.seed,
-                quality=args.quality,
-                keep_markers=args.keep_metadata,
-                verify=args.verify,
-                overwrite=args.overwrite,
-                on_error="raise" if args.fail_fast else "reject",
-                scan_script=args.scan_script,
-                rescript_progressive=args.rescript_progressive,
-                progress=not args.quiet,
-                **_source_kwargs(args),
-                **_runner_kwargs(args),
-            )
-        )
+        return _report_exit(_call(pcr.convert, args))
 
     p.set_defaults(run=run)
 
@@ -199,20 +203,7 @@ def _add_convert_l3(kinds):
     def run(args):
         from tfliquid import l3
 
-        return _report_exit(
-            l3.convert(
-                args.src,
-                args.dst,
-                profile=args.profile,
-                workers=args.workers,
-                verify=args.verify,
-                overwrite=args.overwrite,
-                progress=not args.quiet,
-                reduce_16bit=args.reduce_16bit,
-                on_error="raise" if args.fail_fast else "reject",
-                **_runner_kwargs(args),
-            )
-        )
+        return _report_exit(_call(l3.convert, args))
 
     p.set_defaults(run=run)
 
@@ -246,25 +237,7 @@ def _add_convert_liquid(kinds):
     def run(args):
         from tfliquid import liquid
 
-        report = liquid.convert(
-            args.src,
-            args.dst,
-            formats=args.formats,
-            ratio=args.ratio,
-            channels=args.channels,
-            images_per_record=args.images_per_record,
-            seed=args.seed,
-            png_compression=args.png_compression,
-            l3_profile=args.l3_profile,
-            jpeg_quality=args.jpeg_quality,
-            size_only=args.size_only,
-            verify=args.verify,
-            overwrite=args.overwrite,
-            on_error="raise" if args.fail_fast else "reject",
-            progress=not args.quiet,
-            **_source_kwargs(args),
-            **_runner_kwargs(args),
-        )
+        report = _call(liquid.convert, args)
         if args.size_only:
             print(f"{args.dst}: {report.prediction}")
             return 0
@@ -304,7 +277,7 @@ def _add_profile_liquid(kinds):
         help="images per timed pass: the sample read over and over, for the steady rate (default 1024; "
         "measured storage reads the sample once per pass)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the sample, and of the --write dataset (default 0)")
     p.add_argument("--workdir", help="where the sample datasets are written (default: a temporary directory)")
     p.add_argument("--plot", metavar="FILE.png", help="save throughput against ratio (needs matplotlib)")
     p.add_argument("--write", metavar="DST", help="then convert all of SRC to DST at the chosen ratio")
@@ -313,38 +286,14 @@ def _add_profile_liquid(kinds):
         from tfliquid import liquid
         from tfliquid.liquid.profiling import profile
 
-        options = _source_kwargs(args)
-        result = profile(
-            args.src,
-            args.formats,
-            sample=args.sample,
-            read_bandwidth=args.read_bandwidth,
-            exhaustive=args.exhaustive,
-            batch_size=args.batch_size,
-            images_per_record=args.images_per_record,
-            epochs=args.epochs,
-            pass_images=args.pass_images,
-            seed=args.seed,
-            workdir=args.workdir,
-            progress=not args.quiet,
-            **options,
-        )
+        result = _call(profile, args)
         print(result)
         if args.plot:
             result.plot(args.plot)
             print(f"plot: {args.plot}")
         if args.write:
-            return _report_exit(
-                liquid.convert(
-                    args.src,
-                    args.write,
-                    formats=result.formats,
-                    ratio=result.ratio,
-                    images_per_record=args.images_per_record,
-                    progress=not args.quiet,
-                    **options,
-                )
-            )
+            converted = _call(liquid.convert, args, dst=args.write, formats=result.formats, ratio=result.ratio)
+            return _report_exit(converted)
         return 0
 
     p.set_defaults(run=run)
@@ -414,7 +363,7 @@ def _add_simulate_cache(kinds):
         if args.workers is not None:
             return _simulate_workers(args, capacity)
         if args.prefetch_bandwidth:
-            raise ValueError("--prefetch-bandwidth is for --workers")
+            raise ArgumentError("--prefetch-bandwidth is for --workers")
         from tfliquid.cache.simulation import simulate
 
         args.policies = args.policies or "minio,lru,opt"
@@ -485,7 +434,7 @@ def _add_analyze(verbs):
         script = runpy.run_path(args.script)
         missing = [name for name in ("model", "dataset") if not callable(script.get(name))]
         if missing:
-            raise ValueError(f"{args.script} must define {' and '.join(f'{name}()' for name in missing)}")
+            raise ArgumentError(f"{args.script} must define {' and '.join(f'{name}()' for name in missing)}")
         report = analyze(
             script["model"](),
             script["dataset"](),

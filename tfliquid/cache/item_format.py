@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from tfliquid._common.crc32c import crc32c
-from tfliquid._common.errors import FormatError
+from tfliquid._common.errors import ArgumentError, FormatError
 
 ITEM_MAGIC = b"LQCITEM1"
 LEDGER_MAGIC = b"LQCLEDG1"
@@ -57,9 +57,9 @@ class CacheFormatError(FormatError):
 def encode_item(key: bytes, arrays: Sequence[np.ndarray], crc: Callable[[bytes], int] = crc32c) -> bytes:
     """The item file of `key` holding `arrays` (numbers, bool, or object arrays of bytes for strings)."""
     if not 1 <= len(key) <= MAX_KEY_BYTES:
-        raise ValueError(f"key must be 1..{MAX_KEY_BYTES} bytes, got {len(key)}")
+        raise ArgumentError(f"key must be 1..{MAX_KEY_BYTES} bytes, got {len(key)}")
     if not 1 <= len(arrays) <= MAX_TENSORS:
-        raise ValueError(f"an item holds 1..{MAX_TENSORS} arrays, got {len(arrays)}")
+        raise ArgumentError(f"an item holds 1..{MAX_TENSORS} arrays, got {len(arrays)}")
     out = [_HEADER.pack(ITEM_MAGIC, len(key), len(arrays)), key]
     for array in arrays:
         array = np.asarray(array)
@@ -70,7 +70,7 @@ def encode_item(key: bytes, arrays: Sequence[np.ndarray], crc: Callable[[bytes],
             continue
         little = array.dtype.newbyteorder("<") if array.dtype.byteorder == ">" else array.dtype
         if little not in _ENUM_OF:
-            raise ValueError(f"cannot store dtype {array.dtype}")
+            raise ArgumentError(f"cannot store dtype {array.dtype}")
         out.append(struct.pack("<II", _ENUM_OF[little], array.ndim) + struct.pack(f"<{array.ndim}q", *array.shape))
         out.append(np.ascontiguousarray(array, dtype=little).tobytes())
     body = b"".join(out)

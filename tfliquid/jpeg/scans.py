@@ -10,7 +10,7 @@ scan group g. Malformed data raises `JpegError`, whose message starts with the b
 This module is plain Python (no NumPy, no TensorFlow) so that it stays easy to read and to trust.
 """
 
-from tfliquid._common.errors import FormatError
+from tfliquid._common.errors import ArgumentError, FormatError
 
 SOI = b"\xff\xd8"
 EOI = b"\xff\xd9"
@@ -118,7 +118,7 @@ def split_partials(data: bytes) -> list[bytes]:
 def join_partials(partials: list[bytes], g: int) -> bytes:
     """The JPEG at scan group g: partials 1..min(g, len(partials)) followed by EOI."""
     if g < 1:
-        raise ValueError(f"scan group must be >= 1, got {g}")
+        raise ArgumentError(f"scan group must be >= 1, got {g}")
     return b"".join(partials[:g]) + EOI
 
 

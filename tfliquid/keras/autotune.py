@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfliquid._common.checks import check_int
+from tfliquid._common.errors import ArgumentError
 from tfliquid.jpeg.ops import jpeg_scan_ends
 from tfliquid.jpeg.scans import EOI
 from tfliquid.pcr import format as pcr_format
@@ -69,11 +70,11 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
         if isinstance(dataset, (str, os.PathLike)):
             dataset = _dataset_with_a_scan_group_variable(dataset, dataset_options or {})
         elif dataset_options is not None:
-            raise ValueError("dataset_options applies when dataset is a directory; this PCRDataset is already built")
+            raise ArgumentError("dataset_options applies when dataset is a directory; this PCRDataset is already built")
         if not isinstance(dataset, PCRDataset):
-            raise TypeError(f"dataset must be a tfliquid.PCRDataset or its directory, got {type(dataset).__name__}")
+            raise ArgumentError(f"dataset must be a tfliquid.PCRDataset or its directory, got {type(dataset).__name__}")
         if not isinstance(dataset.scan_group, tf.Variable):
-            raise ValueError(
+            raise ArgumentError(
                 "the PCRDataset must be built with a tf.Variable scan group, which the tuner assigns: "
                 "PCRDataset(path, scan_group=tf.Variable(G, dtype=tf.int64))"
             )
@@ -84,13 +85,13 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
         if not candidates or any(
             isinstance(g, bool) or not isinstance(g, (int, np.integer)) or not 1 <= g < full for g in candidates
         ):
-            raise ValueError(
+            raise ArgumentError(
                 f"candidates must be scan groups in 1..{full - 1} (below full fidelity {full}), got {candidates}"
             )
         if not 0 < threshold <= 1:
-            raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+            raise ArgumentError(f"threshold must be in (0, 1], got {threshold}")
         if preprocess is not None and not callable(preprocess):
-            raise TypeError(f"preprocess must be callable, got {preprocess!r}")
+            raise ArgumentError(f"preprocess must be callable, got {preprocess!r}")
         self.dataset = dataset
         self.threshold = float(threshold)
         self.candidates = [int(g) for g in candidates]
@@ -216,7 +217,7 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
 
 def _dataset_with_a_scan_group_variable(path, options: dict) -> PCRDataset:
     if "scan_group" in options:
-        raise ValueError("dataset_options must not set scan_group: the tuner creates and assigns it")
+        raise ArgumentError("dataset_options must not set scan_group: the tuner creates and assigns it")
     full = pcr_format.read_index(path).num_scan_groups
     return PCRDataset(path, scan_group=tf.Variable(full, dtype=tf.int64, trainable=False), **options)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from tfliquid._common.errors import ArgumentError
 from tfliquid.l3.ops import decode_l3_batch
 
 
@@ -24,7 +25,7 @@ class DecodeL3(keras.layers.Layer):
     def __init__(self, image_shape: tuple[int | None, int | None, int | None] | None = None, **kwargs):
         super().__init__(**kwargs)
         if image_shape is not None and len(image_shape) != 3:
-            raise ValueError(f"DecodeL3: image_shape is (height, width, channels), got {image_shape!r}")
+            raise ArgumentError(f"DecodeL3: image_shape is (height, width, channels), got {image_shape!r}")
         self.image_shape = None if image_shape is None else tuple(image_shape)
 
     def call(self, encoded):

@@ -16,7 +16,7 @@ import struct
 
 import numpy as np
 
-from tfliquid._common.errors import FormatError
+from tfliquid._common.errors import ArgumentError, FormatError
 
 MAGIC = b"\x89L3I\r\n\x1a\n"
 VERSION = 1
@@ -52,7 +52,7 @@ def profile_params(profile: str, height: int, width: int, channels: int) -> Para
         pixels = height * width
         patch = 32 if pixels <= 1080 * 720 else 64 if pixels <= 1920 * 1080 else 128
         return Params(channels, False, False, 0, patch)
-    raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+    raise ArgumentError(f"profile must be one of {PROFILES}, got {profile!r}")
 
 
 def _patch_grid(height: int, width: int, n: int):
@@ -133,10 +133,10 @@ def encode(image: np.ndarray, profile: str = "default") -> bytes:
     if image.ndim == 2:
         image = image[..., None]
     if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] not in (1, 3, 4):
-        raise ValueError(f"expected uint8 [H, W] or [H, W, C] with C in 1, 3, 4, got {image.dtype} {image.shape}")
+        raise ArgumentError(f"expected uint8 [H, W] or [H, W, C] with C in 1, 3, 4, got {image.dtype} {image.shape}")
     height, width, channels = image.shape
     if not (1 <= height <= MAX_SIDE and 1 <= width <= MAX_SIDE) or image.size > MAX_BYTES:
-        raise ValueError(f"image {height}x{width}x{channels} outside the format's limits")
+        raise ArgumentError(f"image {height}x{width}x{channels} outside the format's limits")
     params = profile_params(profile, height, width, channels)
     planes = _planes(image, params.subtract_green)
     grid = _patch_grid(height, width, params.patch)
