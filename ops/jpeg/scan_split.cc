@@ -32,7 +32,7 @@ struct Segment {
   size_t end;  // for SOS, the end of the scan's entropy-coded data
 };
 
-// Yields the segments in file order, EOI included: _walk in tfliquid/formats/jpeg.py, step for step.
+// Yields the segments in file order, EOI included: _walk in tfliquid/jpeg/scans.py, step for step.
 // The walk stops after EOI, or after a scan whose entropy-coded data runs to the end of the data.
 class Walker {
  public:

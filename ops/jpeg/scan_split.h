@@ -1,4 +1,4 @@
-// Scan splitting of (progressive) JPEGs: the C++ twin of tfliquid/formats/jpeg.py (the reference and test
+// Scan splitting of (progressive) JPEGs: the C++ twin of tfliquid/jpeg/scans.py (the reference and test
 // oracle). Same offsets, same errors, same messages. Contract: docs/formats/pcr.md, "Scan splitting".
 //
 // No TensorFlow dependency. Safe on hostile input: never throws, aborts or reads outside [data, data + size).

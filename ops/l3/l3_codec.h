@@ -1,5 +1,5 @@
 // L3 lossless images (docs/formats/l3.md): the C++ codec core, no TensorFlow. Byte for byte the reference
-// codec tfliquid/formats/l3.py. Never throws or aborts; every read is bounds-checked; thread-safe.
+// codec tfliquid/l3/codec.py. Never throws or aborts; every read is bounds-checked; thread-safe.
 #ifndef TFLIQUID_OPS_L3_L3_CODEC_H_
 #define TFLIQUID_OPS_L3_L3_CODEC_H_
 
