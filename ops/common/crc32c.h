@@ -9,7 +9,7 @@
 namespace tfliquid {
 
 // CRC32C of data[0, n), continuing from `crc` (0 for a fresh checksum). Uses the SSE4.2 crc32 instruction
-// when the CPU has it (about 10 GB/s), a slicing-by-8 table otherwise.
+// when the CPU has it, a slicing-by-8 table otherwise.
 uint32_t Crc32c(const void* data, size_t n, uint32_t crc = 0);
 
 }  // namespace tfliquid

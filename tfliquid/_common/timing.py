@@ -2,8 +2,8 @@
 element, with the iterator's teardown timed apart.
 
 Deleting an exhausted tf.data iterator now and then stalls until tf.data's autotuning thread next wakes (about
-10 x (2^k - 1) ms after the pass began: 0.3 s after a 0.36 s pass was seen here). It is tf.data's cost, the same
-for any pipeline, paid once per epoch; folded into a short pass it halves the rate measured, at random."""
+10 x (2^k - 1) ms after the pass began). It is tf.data's cost, the same for any pipeline, paid once per epoch;
+folded into a short pass it can halve the rate measured, at random."""
 
 from __future__ import annotations
 

@@ -2,12 +2,10 @@
 
 The plan is one job per source file (where to read it, where to write it); the per-file conversion is pure and
 runs on a pool of threads here (the local runner) or on Apache Beam's workers (runner="beam"). Per file: decode
-with Pillow -> 8-bit grey, RGB or RGBA pixels -> `tfliquid.io.encode_l3` (the C++ op) -> written to a temporary
+with Pillow -> 8-bit grey, RGB or RGBA pixels -> `tfliquid.l3.encode_l3` (the C++ op) -> written to a temporary
 file, optionally decoded back and compared, renamed into place. Locally threads, not processes: Pillow's decoders
-and the op both release the GIL, so threads scale (on 2 cores, 30 shipped photos: the op encodes them in 1.71 s
-on 1 thread, 0.74 s on 2; Pillow decodes them in 0.87 s, 0.47 s), while worker processes must each import
-TensorFlow first (11 s for 2 spawned workers) and were slower even after that (3.1 s against 1.7 s for decode +
-encode on 2 threads).
+and the op both release the GIL, so threads scale, while worker processes must each import TensorFlow first, which
+costs seconds before any work.
 
 A file is only ever complete or absent, so an interrupted run resumes by rerunning it: a `.l3` at least as new as
 its source and written with the same profile is skipped.
