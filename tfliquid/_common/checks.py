@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import os
 
 from tfliquid._common.errors import ArgumentError
 
@@ -28,3 +29,16 @@ def _range(least: int | None, most: int | None) -> str:
     if most is not None:
         return f" <= {most}"
     return ""
+
+
+def check_dataset_path(value) -> str:
+    """A dataset directory's path as a str, if `value` is a str or os.PathLike. A dataset reads its index or
+    manifest when it is built, so its path cannot be a tensor (one built inside a dataset function, e.g. an
+    interleave over directories): ArgumentError saying what to do instead."""
+    if isinstance(value, (str, os.PathLike)):
+        return os.fspath(value)
+    raise ArgumentError(
+        f"the dataset's path must be a str or os.PathLike, got {type(value).__name__}: a dataset reads its index "
+        "when it is built, so it cannot be built inside a dataset function from a tensor. Build one dataset per "
+        "directory outside, and combine them (tf.data.Dataset.sample_from_datasets or choose_from_datasets)"
+    )

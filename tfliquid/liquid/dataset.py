@@ -20,7 +20,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from tfliquid._common.checks import check_int
+from tfliquid._common.checks import check_dataset_path, check_int
 from tfliquid._common.errors import ArgumentError
 from tfliquid._lib import crc32c_fast
 from tfliquid.cache.minio_cache import MinIOCache
@@ -221,7 +221,7 @@ class LiquidDataset(tf.data.Dataset):
         first_epoch: int = 0,
         tf_autotune: bool = False,
     ):
-        self._path = os.fspath(path)
+        self._path = check_dataset_path(path)
         self._manifest = liquid_format.read_manifest(self._path, crc=crc32c_fast)
         self._batch_size = check_int("batch_size", batch_size, 1)
         if seed is not None:
@@ -299,24 +299,32 @@ class LiquidDataset(tf.data.Dataset):
         epoch is a cache pass, restarted."""
         stream_epochs = epochs if self._cache is None else 1
 
-        def stream_dataset(k: int, stream: _Stream, cache_pass):
+        # Built outside the pass that reads them, so that the pass's function holds no stateful op (a shuffle's
+        # seed generator) and its iterator checkpoints; every pass reshuffles them anew.
+        def records_of(stream: _Stream) -> tf.data.Dataset:
             records = tf.data.Dataset.from_tensor_slices(tf.constant(stream.records, tf.int64))
-            if shuffle:
-                records = records.shuffle(len(stream.records), seed=seed, reshuffle_each_iteration=True)
-                records = records.repeat(stream_epochs)  # reshuffled every epoch
-                records = tf.data.Dataset.zip(
-                    records, tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
-                )
-            else:
-                records = records.repeat(stream_epochs).map(lambda i: (i, tf.constant(0, tf.int64)))
-            cache = self._cache if stream.cached else None
-            return read(stream.format, records, cache, cache_pass, ahead=2 * int(self._counts[:, k].max()))
+            if not shuffle:
+                return records.repeat(stream_epochs).map(lambda i: (i, tf.constant(0, tf.int64)))
+            records = records.shuffle(len(stream.records), seed=seed, reshuffle_each_iteration=True)
+            records = records.repeat(stream_epochs)  # reshuffled every epoch
+            return tf.data.Dataset.zip(records, tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True))
+
+        stream_records = [records_of(stream) for stream in self._streams]
+        rows = tf.data.Dataset.from_tensor_slices(tf.constant(self._counts, tf.int64)).repeat(stream_epochs)
+        row_seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+        pattern = _pattern(tf.data.Dataset.zip(rows, row_seeds), len(self._streams), shuffle)
 
         def one_pass(cache_pass):
-            streams = [stream_dataset(k, s, cache_pass) for k, s in enumerate(self._streams)]
-            rows = tf.data.Dataset.from_tensor_slices(tf.constant(self._counts, tf.int64)).repeat(stream_epochs)
-            row_seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
-            pattern = _pattern(tf.data.Dataset.zip(rows, row_seeds), len(streams), shuffle)
+            streams = [
+                read(
+                    stream.format,
+                    records,
+                    self._cache if stream.cached else None,
+                    cache_pass,
+                    ahead=2 * int(self._counts[:, k].max()),
+                )
+                for k, (stream, records) in enumerate(zip(self._streams, stream_records))
+            ]
             return tf.data.Dataset.choose_from_datasets(streams, pattern, stop_on_empty_dataset=True)
 
         passes = each_pass(self._cache, one_pass)

@@ -15,7 +15,7 @@ import os
 
 import tensorflow as tf
 
-from tfliquid._common.checks import check_int
+from tfliquid._common.checks import check_dataset_path, check_int
 from tfliquid._common.errors import ArgumentError
 from tfliquid._lib import crc32c_fast, load_ops
 from tfliquid.cache.minio_cache import MinIOCache
@@ -175,6 +175,7 @@ class PCRDataset(tf.data.Dataset):
         epochs: int | None = None,
         first_epoch: int = 0,
     ):
+        path = check_dataset_path(path)
         index = pcr_format.read_index(path, crc=crc32c_fast)
         if not index.records:
             raise ArgumentError(f"{path}: the index lists no records")

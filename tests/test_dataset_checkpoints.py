@@ -1,0 +1,71 @@
+"""Pipelines through the MinIO cache checkpoint mid-epoch and resume where they were (PCRDataset, LiquidDataset,
+minio_cache), and a dataset given a path it cannot read at build time says what to do instead."""
+
+import pytest
+import tensorflow as tf
+
+import tfliquid
+
+
+@pytest.fixture(scope="module")
+def pcr(photo_folder, tmp_path_factory):
+    dst = tmp_path_factory.mktemp("checkpoints") / "pcr"
+    tfliquid.pcr.convert(str(photo_folder), str(dst), images_per_record=5, progress=False)
+    return str(dst)
+
+
+@pytest.fixture(scope="module")
+def liquid(photo_folder, tmp_path_factory):
+    dst = tmp_path_factory.mktemp("checkpoints") / "liquid"
+    tfliquid.liquid.convert(
+        str(photo_folder), str(dst), formats="png,raw", ratio="1:1", images_per_record=3, progress=False
+    )
+    return str(dst)
+
+
+def _resumes(make, tmp_path, head_length: int) -> None:
+    """A checkpoint taken after `head_length` elements restores, in a new pipeline, to the same remaining keys."""
+    iterator = iter(make())
+    head = [next(iterator)["key"].numpy() for _ in range(head_length)]
+    saved = tf.train.Checkpoint(iterator=iterator).save(str(tmp_path / "ckpt"))
+    tail = [x["key"].numpy() for x in iterator]
+    restored = iter(make())
+    tf.train.Checkpoint(iterator=restored).restore(saved)
+    assert [x["key"].numpy() for x in restored] == tail
+    assert len(head) == head_length and tail
+
+
+@pytest.mark.parametrize("epoch", [0, 1])  # the pass that fills the cache, and one that hits it
+def test_a_pcr_dataset_through_a_cache_checkpoints(pcr, tmp_path, epoch):
+    cache = tfliquid.MinIOCache(1 << 26)
+    make = lambda: tfliquid.PCRDataset(pcr, decode=False, seed=3, with_keys=True, cache=cache)  # noqa: E731
+    for _ in range(epoch):
+        list(make())
+    _resumes(make, tmp_path, 7)
+    assert cache.stats().items == tfliquid.PCRDataset(pcr).num_records
+
+
+def test_a_liquid_dataset_through_a_cache_checkpoints(liquid, tmp_path):
+    make = lambda: tfliquid.LiquidDataset(liquid, 4, seed=2, cache=1 << 26, with_keys=True)  # noqa: E731
+    _resumes(make, tmp_path, 5)
+
+
+def test_a_minio_cache_pipeline_checkpoints(tmp_path):
+    cache = tfliquid.MinIOCache(1 << 20)
+    keys = tf.data.Dataset.range(40).shuffle(40, seed=1, reshuffle_each_iteration=False)
+    make = lambda: keys.apply(  # noqa: E731
+        tfliquid.minio_cache(lambda k: {"key": tf.strings.as_string(k)}, cache=cache, num_parallel_calls=2)
+    )
+    list(make())  # some later reads are hits
+    _resumes(make, tmp_path, 11)
+
+
+def test_a_dataset_built_from_a_tensor_path_says_to_build_it_outside(pcr, liquid):
+    paths = tf.data.Dataset.from_tensor_slices([pcr, pcr])
+    # AutoGraph, which converts the dataset function, re-raises the ArgumentError as its StagingError, message kept.
+    with pytest.raises(Exception, match="cannot be built inside a dataset function"):
+        paths.interleave(lambda path: tfliquid.PCRDataset(path))
+    with pytest.raises(Exception, match="sample_from_datasets or choose_from_datasets"):
+        paths.interleave(lambda path: tfliquid.LiquidDataset(path, 4))
+    with pytest.raises(tfliquid.ArgumentError, match="got EagerTensor"):
+        tfliquid.PCRDataset(tf.constant(pcr))
