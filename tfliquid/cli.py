@@ -486,7 +486,7 @@ def _add_analyze(verbs):
     p.add_argument(
         "--quick",
         action="store_true",
-        help="measurements made in turns once or twice instead of 3 to 5 times: about half the time, the "
+        help="measurements made in turns once or twice instead of 5 times, and shorter: less than half the time, the "
         "predictions scatter more",
     )
     p.add_argument("--json", dest="json_path", help="also write the report as JSON to this file")

@@ -20,7 +20,7 @@ from tfliquid.analysis.whatif import Measurements, recommend
 
 SUBSET_BATCHES = 16  # the default subset
 # Of the measurements made in turns: rounds of model.fit runs and of prep passes, and the seconds each timed run lasts.
-TURNS, QUICK_TURNS = (3, 5, 1.0), (1, 2, 0.3)
+TURNS, QUICK_TURNS = (5, 5, 1.0), (1, 2, 0.3)
 
 
 def analyze(
@@ -40,7 +40,7 @@ def analyze(
     `model` is a compiled Keras model; `pipeline` an `InputPipeline` (pcr_pipeline(...), file_pipeline(...)), not
     a tf.data.Dataset: the phases take its reads and its prep apart. `memory_budget_bytes`: the largest MinIO cache
     the recommendation may use (default: half this machine's memory). `quick`: runs made in turns once or twice, not
-    3 to 5 times, and shorter: a first look in less than half the time, whose predictions scatter more.
+    5 times, and shorter: a first look in less than half the time, whose predictions scatter more.
     """
     if not isinstance(pipeline, InputPipeline):
         raise ArgumentError(
