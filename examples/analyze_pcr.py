@@ -4,8 +4,9 @@ change fixes it.
 
     tfliquid analyze examples/analyze_pcr.py [--json report.json] [--plot rate-vs-cache.png]
 
-The dataset is made on the first run under $TFLIQUID_ANALYZE_WORKDIR (default: a folder in the temp directory).
-Set READ_BANDWIDTH (bytes/s) to emulate another disk; 0 reads at full speed.
+The dataset is made on the first run under $TFLIQUID_ANALYZE_WORKDIR (default: a folder in the temp directory), with
+IMAGES_PER_CLASS images of each of the 10 photos (default 64). Set READ_BANDWIDTH (bytes/s) to emulate another disk;
+0 reads at full speed.
 """
 
 import os
@@ -17,7 +18,7 @@ from tfliquid.samples import photos as sample_photos
 
 WORKDIR = os.environ.get("TFLIQUID_ANALYZE_WORKDIR", os.path.join(tempfile.gettempdir(), "tfliquid-analyze-example"))
 READ_BANDWIDTH = float(os.environ.get("READ_BANDWIDTH", 4e6))
-IMAGES_PER_CLASS = 64
+IMAGES_PER_CLASS = int(os.environ.get("IMAGES_PER_CLASS", 64))
 BATCH = 32
 
 

@@ -393,6 +393,23 @@ def _simulate_workers(args, capacity: int) -> None:
 
 
 def _add_analyze(verbs):
+    def whole(least: int):
+        def parse(text: str) -> int:
+            if not text.lstrip("-").isdigit() or int(text) < least:
+                raise argparse.ArgumentTypeError(f"must be a whole number >= {least}, got {text!r}")
+            return int(text)
+
+        return parse
+
+    def byte_count(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not 0 <= value < float("inf"):
+            raise argparse.ArgumentTypeError(f"must be a number of bytes >= 0, got {text!r}")
+        return value
+
     p = verbs.add_parser(
         "analyze",
         parents=[_common_options(progress=True)],
@@ -403,21 +420,23 @@ def _add_analyze(verbs):
     )
     p.add_argument(
         "script",
-        help="a Python file defining model() (a compiled Keras model) and dataset() (a "
-        "tfliquid.analysis.InputPipeline); examples/analyze_pcr.py is one",
+        help="a Python file defining model(), which returns a compiled Keras model, and dataset(), which returns a "
+        "tfliquid.analysis.InputPipeline (pcr_pipeline(...) or file_pipeline(...)), not a tf.data.Dataset; "
+        "examples/analyze_pcr.py is one",
     )
-    p.add_argument("--steps", type=int, default=20, help="train steps timed for the ingestion rate (default 20)")
-    p.add_argument("--subset", type=int, default=None, help="items read per phase (default: 16 batches)")
+    p.add_argument("--steps", type=whole(1), default=20, help="train steps timed for the ingestion rate (default 20)")
+    p.add_argument("--subset", type=whole(1), default=None, help="items read per phase (default: 16 batches)")
     p.add_argument(
         "--memory-budget",
-        type=float,
+        type=byte_count,
         default=None,
         help="bytes the recommended cache may take (default: half of this machine's memory)",
     )
     p.add_argument(
         "--quick",
         action="store_true",
-        help="one round of most measurements made in turns: less than half the time, the predictions scatter more",
+        help="measurements made in turns once or twice instead of 5 times, and shorter: less than half the time, the "
+        "predictions scatter more",
     )
     p.add_argument("--json", dest="json_path", help="also write the report as JSON to this file")
     p.add_argument(
@@ -429,15 +448,25 @@ def _add_analyze(verbs):
     def run(args):
         import runpy
 
-        from tfliquid.analysis import analyze
+        from tfliquid.analysis import InputPipeline, analyze
 
         script = runpy.run_path(args.script)
         missing = [name for name in ("model", "dataset") if not callable(script.get(name))]
         if missing:
-            raise ArgumentError(f"{args.script} must define {' and '.join(f'{name}()' for name in missing)}")
+            raise ArgumentError(
+                f"{args.script} must define {' and '.join(f'{name}()' for name in missing)}: model() returns a "
+                "compiled Keras model, dataset() a tfliquid.analysis.InputPipeline"
+            )
+        pipeline = script["dataset"]()
+        if not isinstance(pipeline, InputPipeline):
+            raise ArgumentError(
+                f"{args.script}: dataset() must return a tfliquid.analysis.InputPipeline, e.g. "
+                f"tfliquid.analysis.pcr_pipeline(path, preprocess, batch_size), not a {type(pipeline).__name__}: "
+                "the analysis rebuilds the reads and the prep apart"
+            )
         report = analyze(
             script["model"](),
-            script["dataset"](),
+            pipeline,
             subset_items=args.subset,
             steps=args.steps,
             memory_budget_bytes=args.memory_budget,

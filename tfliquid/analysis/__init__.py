@@ -1,19 +1,16 @@
-"""Data-stall analysis for tf.data and Keras (DS-Analyzer's differential phases and what-if, Lobster's thread
-planning), on stock TensorFlow.
+"""Data-stall analysis for tf.data and Keras on stock TensorFlow: DS-Analyzer's differential phases and what-if,
+and Lobster's thread planning (guide: docs/analysis.md).
 
     >>> pipeline = tfliquid.analysis.pcr_pipeline("train-pcr/", preprocess, batch_size=64)
     >>> report = tfliquid.analysis.analyze(model, pipeline)   # or: tfliquid analyze SCRIPT
     >>> print(report)                                          # rates, stalls, per-op table, what-if, advice
     >>> plan = tfliquid.analysis.plan_threads(pipeline)        # prep threads at their peak, the rest to reads
-
-Guide: docs/analysis.md.
 """
 
 from tfliquid.analysis.analyze import analyze
 from tfliquid.analysis.pipeline import InputPipeline, file_pipeline, pcr_pipeline
 from tfliquid.analysis.report import Report
-from tfliquid.analysis.scaling import ScalingFit, fit_scaling
-from tfliquid.analysis.threads import ThreadPlan, plan_threads
+from tfliquid.analysis.threads import ScalingFit, ThreadPlan, fit_scaling, plan_threads
 from tfliquid.analysis.whatif import Change, Measurements, predict
 
 __all__ = [

@@ -1,10 +1,10 @@
 """StallMonitor: how much of each epoch model.fit spent waiting for its input, without a profiler.
 
-The monitored dataset ends in an op that stamps each batch with the time it left the pipeline, into a ring of
-timestamps in C++ (Liquid>StallStampDataset: no Python in the pipeline, and no function call on the step's path to
-its batch). The callback notes when each train step began, just before the step asks for its batch. A batch that
-was ready waited in the pipeline's buffer and leaves it at once; one that was not leaves when it is done, and the
-step waited the difference. Summed over an epoch, divided by the epoch's time: the data stall fraction.
+The monitored dataset ends in an op (Liquid>StallStampDataset, in C++: no Python on the step's path to its batch)
+that times each request for a batch from the moment the step asks to the moment the pipeline answers, and adds the
+wait to counters named after the monitor. A batch that was ready leaves the pipeline's buffer at once; one that
+was not keeps the step waiting until it is done. The callback reads the counters where an epoch's training begins
+and ends and around its validation.
 """
 
 from __future__ import annotations
@@ -13,80 +13,111 @@ import time
 import uuid
 
 import keras
-import numpy as np
 import tensorflow as tf
 
+from tfliquid._common.errors import ArgumentError
 from tfliquid._lib import load_ops
-
-RING = 1 << 14  # batches whose stamps are kept between two reads of the ring
 
 
 class StallMonitor(keras.callbacks.Callback):
-    """Logs, at each epoch's end, `data_stall_fraction` (share of the epoch's time the train steps waited for
-    input) and `input_rate` (items per second the input delivered), so History and TensorBoard show when
-    training turns input-bound.
+    """Logs, at each epoch's end, `data_stall_fraction` (the share of the epoch's training time spent waiting for
+    input) and `input_rate` (items per second the input delivered), so History and TensorBoard show when training
+    turns input-bound; with `validation_data` instrumented by the same monitor, also `val_data_stall_fraction`.
 
         monitor = tfliquid.keras.StallMonitor()
         model.fit(monitor.instrument(dataset), epochs=10, callbacks=[monitor, tensorboard])
 
-    Put it before callbacks that read the logs (TensorBoard, CSVLogger). It assumes one batch per train step
-    (Keras' default `steps_per_execution=1`) and one process reading the dataset.
+    Waiting for input is the time each train step waited for its batches, timed where they are asked for (so any
+    `steps_per_execution` works, and tracing the first step is not waiting), and the time before the first step
+    (making the epoch's iterator). An epoch's training time runs from its start to its last step's end: deleting
+    the iterator after that, and validation, are left out. Put the monitor before callbacks that read the logs
+    (TensorBoard, CSVLogger).
+    The data model.fit trains on must be this monitor's `instrument(...)`: if the first train step took no batch
+    from it, the monitor raises `tfliquid.ArgumentError` rather than log a stall of 0. It measures one process.
     """
 
     def __init__(self):
         super().__init__()
-        self._ring = f"stall-monitor-{uuid.uuid4().hex}"  # the C++ ring this monitor's datasets stamp
+        self._ring = f"stall-monitor-{uuid.uuid4().hex}"  # the counters this monitor's datasets add to
+        self._epoch = None  # while an epoch's training runs: (its start, the counters then)
+        self._checked = False  # whether this fit's first train step was seen to take an instrumented batch
 
     def instrument(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
-        """The dataset, then a prefetch, then the op that stamps each batch as it leaves (add nothing after it).
-        The prefetch is the one tf.data would otherwise inject after the stamp."""
+        """The dataset, then a prefetch, then the op that times each request for a batch (add nothing after it)."""
+        if not isinstance(dataset, tf.data.Dataset):
+            raise ArgumentError(f"StallMonitor.instrument takes a tf.data.Dataset, got {type(dataset).__name__}")
         options = tf.data.Options()
-        # tf.data would otherwise add a prefetch after the stamp, stamping batches ahead of the steps that take them.
+        # tf.data would otherwise add a prefetch after the op, which would then time its own requests.
         options.experimental_optimization.inject_prefetch = False
         return _Stamped(dataset.prefetch(tf.data.AUTOTUNE), self._ring).with_options(options)
 
-    def _read(self) -> tuple[np.ndarray, int, int]:
-        """(the ring of stamps, batches stamped, items stamped) so far."""
-        stamps, batches, items = load_ops().liquid_stall_ring_read(ring=self._ring, capacity=RING)
-        return stamps.numpy(), int(batches), int(items)
+    def _read(self) -> tuple[float, int, int]:
+        """(seconds waited, batches taken, items taken) by every dataset this monitor instrumented, so far."""
+        waited, batches, items = load_ops().liquid_stall_ring_read(ring=self._ring)
+        return float(waited), int(batches), int(items)
+
+    def on_train_begin(self, logs=None):
+        self._checked = False
 
     def on_epoch_begin(self, epoch, logs=None):
-        _, self._first_batch, self._first_items = self._read()
-        self._asked: list[float] = []
-        self._stalled = 0.0
-        self._epoch_start = time.time()
+        self._epoch = (time.perf_counter(), self._read())
+        self._first_step = self._last_step = None
+        self._training = self._validation = None  # (seconds, waited, batches, items) of each part
 
     def on_train_batch_begin(self, batch, logs=None):
-        self._asked.append(time.time())
-        if len(self._asked) == RING // 2:
-            self._settle()
+        if self._first_step is None:
+            self._first_step = time.perf_counter()
 
-    def _settle(self) -> None:
-        """Adds the waits of the steps noted so far (their stamps are still in the ring) and forgets them."""
-        stamps, batches, _ = self._read()
-        count = min(len(self._asked), batches - self._first_batch)
-        if count <= 0:
+    def on_train_batch_end(self, batch, logs=None):
+        self._last_step = time.perf_counter()
+        if not self._checked:
+            self._checked = True
+            if self._epoch is not None and self._read()[1] == self._epoch[1][1]:
+                raise ArgumentError(
+                    "StallMonitor: model.fit's training data is not instrumented by this monitor, so its waits "
+                    "cannot be measured; pass monitor.instrument(dataset) to fit, with this same monitor in callbacks"
+                )
+
+    def _end_training(self) -> None:
+        """The epoch's training: from its start to its last step's end (deleting its iterator after that, and
+        validation, are not training); its waits, and the input's time before its first step (the iterator made)."""
+        if self._epoch is None or self._training is not None:
             return
-        left = stamps[(self._first_batch + np.arange(count)) % RING]
-        self._stalled += float(np.maximum(0.0, left - np.asarray(self._asked[:count])).sum())
-        self._first_batch += count
-        self._asked = self._asked[count:]
+        start, counters = self._epoch
+        _, waited, batches, items = self._since(start, counters)
+        if self._first_step is None:  # no step ran
+            self._training = (0.0, 0.0, batches, items)
+        else:
+            self._training = (self._last_step - start, waited + self._first_step - start, batches, items)
+
+    def _since(self, start: float, counters: tuple) -> tuple[float, float, int, int]:
+        return (time.perf_counter() - start, *(now - then for now, then in zip(self._read(), counters)))
+
+    def on_test_begin(self, logs=None):
+        self._end_training()
+        if self._epoch is not None:  # validation within fit
+            self._test = (time.perf_counter(), self._read())
+
+    def on_test_end(self, logs=None):
+        if self._epoch is not None:
+            self._validation = self._since(*self._test)
 
     def on_epoch_end(self, epoch, logs=None):
-        self._settle()
-        seconds = time.time() - self._epoch_start
-        items = self._read()[2] - self._first_items
-        if logs is not None:
-            logs["data_stall_fraction"] = self._stalled / seconds if seconds > 0 else 0.0
-            logs["input_rate"] = items / seconds if seconds > 0 else 0.0
+        self._end_training()
+        (seconds, waited, _, items), validation, self._epoch = self._training, self._validation, None
+        if logs is not None and seconds > 0:
+            logs["data_stall_fraction"] = min(1.0, waited / seconds)
+            logs["input_rate"] = items / seconds
+            if validation is not None and validation[2] and validation[0] > 0:
+                logs["val_data_stall_fraction"] = min(1.0, validation[1] / validation[0])
 
 
 class _Stamped(tf.data.Dataset):
-    """`dataset`'s elements unchanged, each stamped into the named ring as it leaves (Liquid>StallStampDataset)."""
+    """`dataset`'s elements unchanged, each request timed into the named counters (Liquid>StallStampDataset)."""
 
     def __init__(self, dataset: tf.data.Dataset, ring: str):
         self._input = dataset
-        super().__init__(load_ops().liquid_stall_stamp_dataset(dataset._variant_tensor, ring=ring, capacity=RING))
+        super().__init__(load_ops().liquid_stall_stamp_dataset(dataset._variant_tensor, ring=ring))
 
     @property
     def element_spec(self):

@@ -1,30 +1,20 @@
-// Kernels of the StallMonitor's ops (tfliquid/keras/stall_monitor.py): a dataset that stamps each element as
-// it leaves, and the read of its stamps. In C++ rather than a tf.data map: the stamp sits on the train step's
-// path to its batch, and a map's function call cost more there than the step can spare (about 125 us a batch).
+// Kernels of the StallMonitor's ops (tfliquid/keras/stall_monitor.py): a dataset that times how long each request
+// for an element waits on its input, and the read of those times. The wait is timed where the consumer asks, so
+// it holds however the consumer calls (one batch per train step or several, training or validation) and counts
+// nothing the consumer did before asking (tracing its step). In C++ rather than a tf.data map: the op sits on the
+// train step's path to its batch, where a map's function call costs more than a step can spare.
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "common/kernel.h"
-#include "data/data_ops.h"
-#include "data/stall_ring.h"
+#include "common/dataset_kernel.h"
+#include "stall/stall_counters.h"
+#include "stall/stall_ops.h"
 #include "tensorflow/core/data/name_utils.h"
-#include "tensorflow/core/framework/dataset.h"
-#include "tensorflow/core/framework/model.h"
 
 namespace tfliquid {
 namespace {
-
-using tensorflow::DataTypeVector;
-using tensorflow::PartialTensorShape;
-using tensorflow::data::DatasetBase;
-using tensorflow::data::DatasetIterator;
-using tensorflow::data::IteratorBase;
-using tensorflow::data::IteratorContext;
-using tensorflow::data::IteratorStateReader;
-using tensorflow::data::IteratorStateWriter;
-using tensorflow::data::SerializationContext;
-using tensorflow::data::UnaryDatasetOpKernel;
 
 constexpr char kDatasetType[] = "StallStamp";
 
@@ -32,27 +22,21 @@ class StallStampDatasetOp : public UnaryDatasetOpKernel {
  public:
   explicit StallStampDatasetOp(OpKernelConstruction* ctx) : UnaryDatasetOpKernel(ctx) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr(kStallRingAttr, &ring_name_));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr(kStallCapacityAttr, &capacity_));
   }
 
  protected:
   void MakeDataset(OpKernelContext* ctx, DatasetBase* input, DatasetBase** output) override {
-    std::shared_ptr<stall::Ring> ring;
-    OP_REQUIRES_OK(ctx, stall::Ring::Get(ring_name_, capacity_, &ring));
-    *output = new Dataset(ctx, input, ring_name_, std::move(ring));
+    std::shared_ptr<stall::Counters> counters;
+    OP_REQUIRES_OK(ctx, stall::Counters::Get(ring_name_, &counters));
+    *output = new Dataset(ctx, input, ring_name_, std::move(counters));
   }
 
  private:
-  class Dataset : public DatasetBase {
+  class Dataset : public UnaryDataset {
    public:
-    Dataset(OpKernelContext* ctx, const DatasetBase* input, std::string ring_name, std::shared_ptr<stall::Ring> ring)
-        : DatasetBase(tensorflow::data::DatasetContext(ctx)),
-          input_(input),
-          ring_name_(std::move(ring_name)),
-          ring_(std::move(ring)) {
-      input_->Ref();
-    }
-    ~Dataset() override { input_->Unref(); }
+    Dataset(OpKernelContext* ctx, const DatasetBase* input, std::string ring_name,
+            std::shared_ptr<stall::Counters> counters)
+        : UnaryDataset(ctx, input), ring_name_(std::move(ring_name)), counters_(std::move(counters)) {}
 
     std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
       return std::make_unique<Iterator>(
@@ -66,21 +50,15 @@ class StallStampDatasetOp : public UnaryDatasetOpKernel {
     int64_t CardinalityInternal(tensorflow::data::CardinalityOptions options) const override {
       return input_->Cardinality(options);
     }
-    absl::Status InputDatasets(std::vector<const DatasetBase*>* inputs) const override {
-      inputs->push_back(input_);
-      return absl::OkStatus();
-    }
-    absl::Status CheckExternalState() const override { return input_->CheckExternalState(); }
 
    protected:
     absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
                                     tensorflow::Node** output) const override {
       tensorflow::Node* input;
       TF_RETURN_IF_ERROR(b->AddInputDataset(ctx, input_, &input));
-      tensorflow::AttrValue ring, capacity;
+      tensorflow::AttrValue ring;
       b->BuildAttrValue(ring_name_, &ring);
-      b->BuildAttrValue(ring_->capacity(), &capacity);
-      return b->AddDataset(this, {input}, {{kStallRingAttr, ring}, {kStallCapacityAttr, capacity}}, output);
+      return b->AddDataset(this, {input}, {{kStallRingAttr, ring}}, output);
     }
 
    private:
@@ -94,10 +72,15 @@ class StallStampDatasetOp : public UnaryDatasetOpKernel {
 
       absl::Status GetNextInternal(IteratorContext* ctx, std::vector<Tensor>* out_tensors,
                                    bool* end_of_sequence) override {
+        const auto asked = std::chrono::steady_clock::now();
         TF_RETURN_IF_ERROR(input_impl_->GetNext(ctx, out_tensors, end_of_sequence));
-        if (*end_of_sequence || out_tensors->empty()) return absl::OkStatus();
+        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
+        if (*end_of_sequence || out_tensors->empty()) {
+          dataset()->counters_->Add(waited, 0, 0);
+          return absl::OkStatus();
+        }
         const Tensor& first = out_tensors->front();
-        dataset()->ring_->Stamp(first.dims() > 0 ? first.dim_size(0) : 1);
+        dataset()->counters_->Add(waited, 1, first.dims() > 0 ? first.dim_size(0) : 1);
         return absl::OkStatus();
       }
 
@@ -119,35 +102,31 @@ class StallStampDatasetOp : public UnaryDatasetOpKernel {
       std::unique_ptr<IteratorBase> input_impl_;
     };
 
-    const DatasetBase* const input_;
     const std::string ring_name_;
-    const std::shared_ptr<stall::Ring> ring_;
+    const std::shared_ptr<stall::Counters> counters_;
   };
 
   std::string ring_name_;
-  int64_t capacity_;
 };
 
 class StallRingReadOp : public OpKernel {
  public:
   explicit StallRingReadOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr(kStallRingAttr, &ring_name_));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr(kStallCapacityAttr, &capacity_));
   }
 
   void Compute(OpKernelContext* ctx) override {
-    std::shared_ptr<stall::Ring> ring;
-    OP_REQUIRES_OK(ctx, stall::Ring::Get(ring_name_, capacity_, &ring));
-    Tensor *stamps, *batches, *items;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({capacity_}), &stamps));
+    std::shared_ptr<stall::Counters> counters;
+    OP_REQUIRES_OK(ctx, stall::Counters::Get(ring_name_, &counters));
+    Tensor *waited, *batches, *items;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &waited));
     OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({}), &batches));
     OP_REQUIRES_OK(ctx, ctx->allocate_output(2, TensorShape({}), &items));
-    ring->Read(stamps->flat<double>().data(), &batches->scalar<int64_t>()(), &items->scalar<int64_t>()());
+    counters->Read(&waited->scalar<double>()(), &batches->scalar<int64_t>()(), &items->scalar<int64_t>()());
   }
 
  private:
   std::string ring_name_;
-  int64_t capacity_;
 };
 
 REGISTER_KERNEL_BUILDER(Name(kStallStampDatasetOp).Device(tensorflow::DEVICE_CPU), StallStampDatasetOp);
