@@ -16,8 +16,10 @@ def _decode(path: Path) -> np.ndarray:
     try:
         import cv2
     except ImportError:
-        from PIL import Image
-
+        try:
+            from PIL import Image
+        except ImportError:
+            raise ImportError("decoding the photos needs OpenCV (cv2) or Pillow") from None
         return np.asarray(Image.open(path).convert("RGB"))
     return cv2.cvtColor(cv2.imread(str(path), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
 
