@@ -38,7 +38,7 @@ MAX_THREADS = 512  # a block handles longer patch rows (all channels) by looping
 @dataclasses.dataclass(frozen=True)
 class BatchPlan:
     shape: tuple[int, int, int, int]  # decoded batch: B, H, W, C
-    payload: np.ndarray  # uint8: the patch data of every image, in batch order
+    payload: np.ndarray  # uint8: the patch data of every image (without its checksum), in batch order
     tasks: np.ndarray  # int64 [tasks, len(TASK_FIELDS)], one row per CUDA block
     max_width: int  # widest patch row and most segments in a row over all tasks: size the shared memory
     max_segments: int
@@ -102,9 +102,9 @@ def plan_batch(encoded: list[bytes]) -> BatchPlan:
                 f"image {i} is {height}x{width}x{params.channels} (HxWxC), image 0 is "
                 f"{shape[0]}x{shape[1]}x{shape[2]}: a batch needs one shape"
             )
-        payloads.append(np.frombuffer(data, np.uint8, offset=payload_start))
+        payloads.append(np.frombuffer(data, np.uint8, int(offsets[-1]), payload_start))  # not the checksum
         tasks.append(_image_tasks(i, params, height, width, offsets, base, payload_start - base))
-        base += len(data) - payload_start
+        base += int(offsets[-1])
     table = np.concatenate(tasks)
     widths, segments = table[:, _COLUMN["width"]], table[:, _COLUMN["segment"]]
     return BatchPlan(

@@ -164,7 +164,7 @@ def _encode_paper_with_patch(image: np.ndarray, patch: int) -> bytes:
     ]
     offsets = np.cumsum([0] + [len(stream) for stream in streams]).astype("<u4")
     header = l3.HEADER.pack(l3.MAGIC, l3.VERSION, 1, 0, params.segment, width, height, patch, 0)
-    return header + offsets.tobytes() + b"".join(streams)
+    return l3.with_checksum(header + offsets.tobytes() + b"".join(streams), l3.VERSION)
 
 
 def _larger_patch_image(patch: int) -> np.ndarray:
@@ -176,12 +176,13 @@ def _larger_patch_image(patch: int) -> np.ndarray:
 
 
 def _corrupt_cases():
-    """(name, corrupted L3 bytes): each breaks one rule the kernel checks while decoding."""
+    """(name, corrupted L3 bytes): each breaks one rule the kernel checks while decoding. Version 1 files: version
+    2's checksum, verified on the host before the launch, would refuse them before the kernel sees them."""
     rng = np.random.default_rng(3)
-    noise = l3.encode(rng.integers(0, 256, (40, 40), dtype=np.uint8), "default")  # one 40x40 patch
-    constant = l3.encode(np.full((40, 40), 9, np.uint8), "default")  # rows of 5 zero-width segments: 3 bytes
-    paper = l3.encode(rng.integers(0, 256, (40, 40), dtype=np.uint8), "paper")  # four patches of at most 32
-    rgb = l3.encode(rng.integers(0, 256, (40, 40, 3), dtype=np.uint8), "default")  # three channel streams
+    noise = l3.encode(rng.integers(0, 256, (40, 40), dtype=np.uint8), "default", version=1)  # one 40x40 patch
+    constant = l3.encode(np.full((40, 40), 9, np.uint8), "default", version=1)  # rows of 5 zero-width segments
+    paper = l3.encode(rng.integers(0, 256, (40, 40), dtype=np.uint8), "paper", version=1)  # four patches <= 32
+    rgb = l3.encode(rng.integers(0, 256, (40, 40, 3), dtype=np.uint8), "default", version=1)  # three streams
     payload = 24 + 4 * 2
 
     def patched(data, at, value):
@@ -200,6 +201,14 @@ def _corrupt_cases():
         "bytes-left-over": offset(paper, 1, paper_offsets[1] + 1),
         "third-channel-width-15": patched(rgb, third + 40, 0xF0 | rgb[third + 40] & 0x0F),
     }
+
+
+def _intact_and_flipped() -> tuple[bytes, bytes]:
+    """A version 2 file, and the same with one bit flipped that breaks no rule of the patch data."""
+    intact = l3.encode(_larger_patch_image(64), "default")
+    flipped = bytearray(intact)
+    flipped[len(intact) // 2] ^= 0x10
+    return intact, bytes(flipped)
 
 
 def _ones_like(encoded: bytes) -> np.ndarray:
@@ -227,6 +236,7 @@ def _jobs(photos) -> dict[str, Job]:
         jobs[f"paper-patch-{patch}"] = Job((_encode_paper_with_patch(_larger_patch_image(patch), patch),))
     for name, corrupt in _corrupt_cases().items():
         jobs[f"corrupt-{name}"] = Job((l3.encode(_ones_like(corrupt), "default"), corrupt))
+    jobs["checksum"] = Job(_intact_and_flipped())
     jobs["shapes-differ"] = Job(tuple(l3.encode(np.ones((40, width, 1), np.uint8), "default") for width in (40, 41)))
     return jobs
 
@@ -314,6 +324,15 @@ def test_corrupt_stream_sets_the_error_flag(decoded, name):
     np.testing.assert_array_equal(result.pixels[0], _ones_like(_corrupt_cases()[name]))
 
 
+def test_a_version_2_checksum_is_verified_before_the_launch(decoded):
+    """A flipped bit that breaks no rule of the patch data is refused on the host, naming the image and the
+    checksum's offset, as the reference decoder refuses it."""
+    intact, flipped = _intact_and_flipped()
+    with pytest.raises(l3.L3Error, match=rf"offset {len(intact) - 4}: checksum mismatch"):
+        l3.decode(flipped)
+    assert decoded["checksum"].batch_error.startswith(f"image 1: offset {len(intact) - 4}: checksum mismatch")
+
+
 def test_a_batch_of_two_shapes_is_refused_before_the_launch(decoded):
     assert decoded["shapes-differ"].batch_error == (
         "image 1 is 40x41x1 (HxWxC), image 0 is 40x40x1: a batch needs one shape"
@@ -351,16 +370,16 @@ def test_plan_covers_every_pixel_once():
     assert set(tasks["subtract_green"]) == {1} and set(tasks["zigzag"]) == {1} and set(tasks["segment"]) == {8}
     assert set(tasks["start3"]) == {0} and set(tasks["end3"]) == {0}  # no fourth channel
     # Image 1's patch streams follow image 0's; file_bias maps them back into each file.
-    payload_start = l3.parse_header(data)[4]
-    assert tasks["start0"][4] == len(data) - payload_start
+    _, _, _, offsets, payload_start = l3.parse_header(data)
+    assert tasks["start0"][4] == offsets[-1] == len(data) - payload_start - 4  # the checksum is no patch data
     assert tasks["start0"][4] + tasks["file_bias"][4] == payload_start
-    assert plan.payload.tobytes() == 2 * data[payload_start:]
+    assert plan.payload.tobytes() == 2 * data[payload_start:-4]
 
 
 def test_gpu_check_runs_on_the_cpu(binaries, tmp_path):
     """The GPU check, as a GPU machine runs it (gpu_check.py: its images, every check, its report), with the CPU
     stand-in for the CUDA driver: every batch bit-exact on the GPU path and the CPU decoder, every damaged file
-    reported or decoded like the CPU decoder, every speed measured."""
+    reported or decoded like the CPU decoder (version 1) or reported (version 2), every speed measured."""
     result = subprocess.run(
         [
             sys.executable,
@@ -386,8 +405,9 @@ def test_gpu_check_runs_on_the_cpu(binaries, tmp_path):
     assert batches == {(batch, profile) for batch in expected for profile in l3.PROFILES}
     for row in report["verify"]:
         assert row["passed"] and row["failure_count"] == 0, row
-        assert row["reported"] + row["decoded_like_cpu"] == row["corruptions"] > 0, row
-    assert sum(row["reported"] for row in report["verify"]) > 0
+        # Version 1: each damaged file reported, or decoded to the CPU decoder's pixels; version 2: all reported.
+        assert row["v1_reported"] + row["v1_decoded_like_cpu"] == row["corruptions"] > 0, row
+        assert row["v2_reported"] == row["corruptions"] and row["v2_decoded_like_cpu"] == 0, row
     decoders = {(row["batch"], row["profile"], row["decoder"]) for row in report["time"]}
     assert len(decoders) == 2 * 2 * 4 and all(row["ms"] > 0 for row in report["time"])
     assert "Bit-exactness" in result.stdout and "all checks passed" in result.stdout

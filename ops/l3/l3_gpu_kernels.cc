@@ -58,6 +58,8 @@ class DecodeL3BatchGpuOp : public OpKernel {
     std::vector<std::string_view> images;
     l3::BatchHeaders batch;  // validated on the host, before anything is allocated (or touches the device)
     OP_REQUIRES_OK(ctx, ReadL3Batch(ctx, &images, &batch));
+    std::string error;
+    OP_REQUIRES(ctx, l3::VerifyChecksums(images, batch, &error), absl::InvalidArgumentError("L3 " + error));
     l3::LaunchPlan plan;
     l3::BuildLaunchPlan(images, batch, &plan);
     Tensor* output;
@@ -66,7 +68,6 @@ class DecodeL3BatchGpuOp : public OpKernel {
 
     const cuda::Driver* driver;
     const cuda::Nvrtc* nvrtc;
-    std::string error;
     OP_REQUIRES(ctx, cuda::LoadDriver(&driver, &error), absl::FailedPreconditionError(error));
     OP_REQUIRES(ctx, cuda::LoadNvrtc(&nvrtc, &error), absl::FailedPreconditionError(error));
     const tensorflow::DeviceContext* device_context = ctx->op_device_context();

@@ -40,6 +40,18 @@ bool ParseBatchHeaders(const std::vector<std::string_view>& images, BatchHeaders
   return true;
 }
 
+bool VerifyChecksums(const std::vector<std::string_view>& images, const BatchHeaders& batch, std::string* error) {
+  for (size_t i = 0; i < images.size(); ++i) {
+    std::string checksum_error;
+    if (!VerifyChecksum(reinterpret_cast<const uint8_t*>(images[i].data()), images[i].size(), batch.headers[i],
+                        &checksum_error)) {
+      *error = "image " + std::to_string(i) + ": " + checksum_error;
+      return false;
+    }
+  }
+  return true;
+}
+
 void BuildLaunchPlan(const std::vector<std::string_view>& images, const BatchHeaders& batch, LaunchPlan* plan) {
   plan->images = static_cast<int64_t>(images.size());
   plan->height = batch.height, plan->width = batch.width, plan->channels = batch.channels;
@@ -50,7 +62,7 @@ void BuildLaunchPlan(const std::vector<std::string_view>& images, const BatchHea
     const Header& header = batch.headers[i];
     const Params& p = header.params;
     const int64_t base = plan->payload_bytes;
-    plan->payloads.push_back(images[i].substr(header.payload));
+    plan->payloads.push_back(images[i].substr(header.payload, header.offsets.back()));  // not the checksum
     plan->payload_bytes += static_cast<int64_t>(plan->payloads.back().size());
     const int64_t file_bias = static_cast<int64_t>(header.payload) - base;
     // The offsets table lists channel 0's patches row-major, then channel 1's, ...

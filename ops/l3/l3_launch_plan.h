@@ -29,9 +29,15 @@ struct BatchHeaders {
 // is corrupt or differs in shape from image 0, or on an empty batch.
 bool ParseBatchHeaders(const std::vector<std::string_view>& images, BatchHeaders* batch, std::string* error);
 
+// The checksum of every version 2 image, which the GPU decoder verifies on the host before the launch (its kernel
+// checks the patch data's structure only). False with an error naming the image ("image 2: offset 5120: checksum
+// mismatch: ...") on the first that fails.
+bool VerifyChecksums(const std::vector<std::string_view>& images, const BatchHeaders& batch, std::string* error);
+
 struct LaunchPlan {
   int64_t images = 0, height = 0, width = 0, channels = 0;
-  std::vector<std::string_view> payloads;  // each image's patch data (views into the images), in batch order
+  std::vector<std::string_view> payloads;  // each image's patch data (views into the images, without the
+                                           // checksum), in batch order
   int64_t payload_bytes = 0;               // theirs together: the kernel sees them back to back
   std::vector<int64_t> tasks;              // [num_tasks() x L3_TASK_FIELDS], images in order, patches row-major
   int max_width = 0;                       // widest patch row and most segments in a row: size the shared memory

@@ -21,7 +21,9 @@ CUDA_HOST = ROOT / "tests" / "cuda_host"
 
 # The op library's TF-free device side, the CPU decoder and encoder (the reference), and the driver's own files.
 L3_SOURCES = ("l3_codec", "l3_decoder", "l3_launch_plan", "l3_gpu_program", "l3_gpu_staging", "l3_gpu_launch")
-OP_SOURCES = [OPS / "common" / "cuda_api.cc", *(OPS / "l3" / f"{name}.cc" for name in L3_SOURCES)]
+OP_SOURCES = [OPS / "common" / f"{name}.cc" for name in ("cuda_api", "crc32c")] + [
+    OPS / "l3" / f"{name}.cc" for name in L3_SOURCES
+]
 DRIVER_NAMES = ("l3_gpu_check", "device", "batch", "pam", "verify", "timing", "corruption", "cpu_decoder")
 DRIVER_SOURCES = [HERE / f"{name}.cc" for name in DRIVER_NAMES]
 # Those that include the CUDA headers (through ops/common/cuda_api.h): what another CUDA version could break.

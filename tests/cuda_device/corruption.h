@@ -1,5 +1,6 @@
-// Damaged files for the GPU check: an image of a batch cut short or with one bit flipped. L3 has no checksum, so a
-// flip may also decode, to other pixels, without any error; the check then requires the CPU decoder's pixels.
+// Damaged files for the GPU check: an image of a batch cut short or with one bit flipped. Format version 1 has no
+// checksum, so a flip may also decode, to other pixels, without any error (the check then requires the CPU
+// decoder's pixels); version 2's checksum refuses every flip.
 #ifndef TFLIQUID_TESTS_CUDA_DEVICE_CORRUPTION_H_
 #define TFLIQUID_TESTS_CUDA_DEVICE_CORRUPTION_H_
 

@@ -69,7 +69,10 @@ bool Device::Run(const std::vector<std::string_view>& images, int threads, Stagi
   outcome->batch_error.clear();
   outcome->corrupt_offsets.clear();
   l3::BatchHeaders batch;
-  if (!l3::ParseBatchHeaders(images, &batch, &outcome->batch_error)) return true;
+  if (!l3::ParseBatchHeaders(images, &batch, &outcome->batch_error) ||
+      !l3::VerifyChecksums(images, batch, &outcome->batch_error)) {
+    return true;
+  }
   l3::LaunchPlan& plan = outcome->plan;
   l3::BuildLaunchPlan(images, batch, &plan);
   if (threads == 0) threads = plan.threads();

@@ -1,8 +1,8 @@
 // The GPU as Liquid>DecodeL3Batch's GPU kernel drives it, without TensorFlow: device 0's primary context, a stream,
 // the kernel compiled by NVRTC from ops/l3/l3_decode.cu (ops/l3/l3_gpu_launch.h), and device memory from cuMemAlloc
 // where the op has TensorFlow's allocator. Decoding a batch runs the op's sequence (l3_gpu_kernels.cc, Compute):
-// headers parsed and the launch planned on the host, the shared memory checked, the plan staged in a pinned
-// buffer from the pool and decoded by l3::DecodeOnDevice.
+// headers parsed, checksums verified and the launch planned on the host, the shared memory checked, the plan
+// staged in a pinned buffer from the pool and decoded by l3::DecodeOnDevice.
 #ifndef TFLIQUID_TESTS_CUDA_DEVICE_DEVICE_H_
 #define TFLIQUID_TESTS_CUDA_DEVICE_DEVICE_H_
 

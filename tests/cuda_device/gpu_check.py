@@ -137,12 +137,13 @@ def _speed(row: dict, images: int, pixel_bytes: int) -> str:
 
 def report(device: dict, verified: list[dict], timed: list[dict], baseline_rows: dict, problems: list[str]) -> str:
     lines = [f"L3 GPU check on {device.get('name', '(no device)')}, {device.get('date')}", "", "Bit-exactness"]
-    lines.append(f"{'batch':<18} {'profile':<8} {'shape':<18} {'threads':>7} {'damaged':>8} {'reported':>8} "
-                 f"{'like CPU':>8}  result")  # fmt: skip
+    lines.append(f"{'batch':<18} {'profile':<8} {'shape':<18} {'threads':>7} {'damaged':>8}   "
+                 f"{'v1: reported, like CPU':>22}   {'v2: reported, like CPU':>22}  result")  # fmt: skip
     for row in verified:
         lines.append(
-            f"{row['batch']:<18} {row['profile']:<8} {row['shape']:<18} {row['threads']:>7} {row['corruptions']:>8} "
-            f"{row['reported']:>8} {row['decoded_like_cpu']:>8}  {'pass' if row['passed'] else 'FAIL'}"
+            f"{row['batch']:<18} {row['profile']:<8} {row['shape']:<18} {row['threads']:>7} {row['corruptions']:>8}   "
+            f"{row['v1_reported']:>13} {row['v1_decoded_like_cpu']:>8}   {row['v2_reported']:>13} "
+            f"{row['v2_decoded_like_cpu']:>8}  {'pass' if row['passed'] else 'FAIL'}"
         )
         lines += [f"    {failure}" for failure in row["failures"]]
     lines += ["", "Speed: median ms per batch; images/s; GB/s of decoded pixels; MB compressed"]

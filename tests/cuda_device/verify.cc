@@ -5,6 +5,7 @@
 
 #include "corruption.h"
 #include "cpu_decoder.h"
+#include "l3/l3_codec.h"
 #include "l3/l3_gpu_staging.h"
 
 namespace l3_check {
@@ -15,11 +16,16 @@ constexpr size_t kCorruptedBatch = 4;
 // Failures listed in the JSON line at most (all are counted).
 constexpr size_t kListedFailures = 20;
 
+// What became of the damaged files of one format version.
+struct Damage {
+  int reported = 0;          // damaged images the GPU (or the host's checks before the launch) reported
+  int decoded_like_cpu = 0;  // damaged images that still decode, to the CPU decoder's pixels (version 1)
+};
+
 struct Tally {
   std::vector<std::string> failures;
   size_t failure_count = 0;
-  int reported = 0;          // damaged images the GPU (or the batch's header check) reported
-  int decoded_like_cpu = 0;  // damaged images that still decode, to the CPU decoder's pixels (L3 has no checksum)
+  Damage damage[3];  // by format version
 
   void Fail(const std::string& failure) {
     if (failures.size() < kListedFailures) failures.push_back(failure);
@@ -45,12 +51,15 @@ void CheckDecoded(const Batch& batch, const std::vector<size_t>& sources, const 
   }
 }
 
-bool CheckCorruption(Device& device, const Batch& batch, const Corruption& corruption, int threads, Tally* tally,
-                     std::string* error) {
-  const size_t count = std::min(batch.encoded.size(), kCorruptedBatch);
-  std::vector<std::string_view> images(batch.encoded.begin(), batch.encoded.begin() + count);
+// One damaged file among `intact` (the first images of the batch, one format version), launched as one batch.
+bool CheckCorruption(Device& device, const Batch& batch, const std::vector<std::string>& intact,
+                     const Corruption& corruption, int version, int threads, Tally* tally, std::string* error) {
+  const size_t count = intact.size();
+  std::vector<std::string_view> images(intact.begin(), intact.end());
   images[corruption.victim] = corruption.data;
-  const std::string what = ImageName(corruption.victim) + " " + corruption.what;
+  const std::string what =
+      "version " + std::to_string(version) + ", " + ImageName(corruption.victim) + " " + corruption.what;
+  Damage& damage = tally->damage[version];
   std::vector<uint8_t> cpu_pixels, gpu_pixels;
   std::string cpu_error;
   const bool cpu_decodes = DecodeOnCpu(corruption.data, &cpu_pixels, &cpu_error);
@@ -66,7 +75,7 @@ bool CheckCorruption(Device& device, const Batch& batch, const Corruption& corru
     } else if (cpu_decodes && cpu_pixels.size() == batch.image_bytes() && rejected.find(" is ") == std::string::npos) {
       tally->Fail(what + ": rejected before the launch (" + rejected + ") but the CPU decoder decodes it");
     } else {
-      ++tally->reported;
+      ++damage.reported;
     }
     return true;
   }
@@ -81,7 +90,7 @@ bool CheckCorruption(Device& device, const Batch& batch, const Corruption& corru
     if (offset == l3::kNoError) {
       tally->Fail(what + ": the CPU decoder rejects it (" + cpu_error + ") but the GPU reports nothing");
     } else {
-      ++tally->reported;
+      ++damage.reported;
     }
   } else if (offset != l3::kNoError) {
     tally->Fail(what + ": the GPU reports " + l3::CorruptDataMessage(offset) + " but the CPU decoder decodes it");
@@ -89,7 +98,20 @@ bool CheckCorruption(Device& device, const Batch& batch, const Corruption& corru
                          batch.image_bytes()) != 0) {
     tally->Fail(what + ": the GPU decodes it to other pixels than the CPU decoder");
   } else {
-    ++tally->decoded_like_cpu;
+    ++damage.decoded_like_cpu;
+  }
+  return true;
+}
+
+// The first `count` images encoded in format `version`, with the batch's profile.
+bool EncodeHead(const Batch& batch, size_t count, int version, std::vector<std::string>* encoded, std::string* error) {
+  for (size_t i = 0; i < count; ++i) {
+    const Image& image = batch.images[i];
+    l3::Params params;
+    encoded->emplace_back();
+    if (!l3::ProfileParams(batch.profile, image.height, image.width, image.channels, &params, error)) return false;
+    params.version = version;
+    if (!l3::Encode(image.pixels.data(), image.height, image.width, params, &encoded->back(), error)) return false;
   }
   return true;
 }
@@ -119,10 +141,15 @@ bool Verify(Device& device, const Batch& batch, const VerifyOptions& options, bo
       tally.Fail("CPU: " + ImageName(i) + ": pixels differ from the source");
     }
   }
-  const std::vector<std::string> head(batch.encoded.begin(),
-                                      batch.encoded.begin() + std::min(batch.encoded.size(), kCorruptedBatch));
-  for (const Corruption& corruption : Corruptions(head, options.corruptions, options.seed)) {
-    if (!CheckCorruption(device, batch, corruption, options.threads, &tally, error)) return false;
+  // The first images again, as damaged files of each version: version 1's only the kernel's checks can catch,
+  // version 2's the checksum the host verifies before the launch.
+  const size_t count = std::min(batch.encoded.size(), kCorruptedBatch);
+  for (const int version : {1, 2}) {
+    std::vector<std::string> intact;
+    if (!EncodeHead(batch, count, version, &intact, error)) return false;
+    for (const Corruption& corruption : Corruptions(intact, options.corruptions, options.seed)) {
+      if (!CheckCorruption(device, batch, intact, corruption, version, options.threads, &tally, error)) return false;
+    }
   }
   *passed = tally.failure_count == 0;
   batch.Line("verify")
@@ -130,8 +157,10 @@ bool Verify(Device& device, const Batch& batch, const VerifyOptions& options, bo
       .Add("singles", std::min<size_t>(options.singles, images.size()))
       .Add("cpu_threads", options.cpu_threads)
       .Add("corruptions", options.corruptions)
-      .Add("reported", tally.reported)
-      .Add("decoded_like_cpu", tally.decoded_like_cpu)
+      .Add("v1_reported", tally.damage[1].reported)
+      .Add("v1_decoded_like_cpu", tally.damage[1].decoded_like_cpu)
+      .Add("v2_reported", tally.damage[2].reported)
+      .Add("v2_decoded_like_cpu", tally.damage[2].decoded_like_cpu)
       .Add("failure_count", tally.failure_count)
       .Add("failures", tally.failures)
       .Add("passed", *passed)
