@@ -10,7 +10,7 @@ INSTALLED := $(VENV)/.tfliquid-installed
 SOURCES := setup.py pyproject.toml $(shell find ops protos -type f 2>/dev/null)
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint install system-deps bench clean
+.PHONY: demo test lint install system-deps bench clean gpu-check
 
 demo: $(INSTALLED)
 	$(PY) examples/pcr_demo.py
@@ -30,6 +30,10 @@ lint: $(VENV)/.deps-installed
 	@$(VENV)/bin/clang-format --dry-run --Werror $(CPP_SOURCES)
 
 install: $(INSTALLED)
+
+# The L3 GPU decoder on this machine's GPU, without TensorFlow or the virtual environment (docs/l3.md).
+gpu-check:
+	tests/cuda_device/run.sh
 
 bench: $(INSTALLED)
 	$(PY) -m benchmarks.pcr_read

@@ -44,15 +44,18 @@ def _images() -> dict[str, np.ndarray]:
 
 
 def write_seeds(directory) -> list[pathlib.Path]:
-    """Writes NAME-PROFILE.l3 for every seed image and profile; returns the paths."""
+    """Writes NAME-PROFILE-vVERSION.l3 for every seed image, profile and format version; returns the paths.
+    Version 1 too: its mutants that break no rule of the patch data decode, and go through the round trip, where
+    version 2's checksum refuses them."""
     directory = pathlib.Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, image in _images().items():
         for profile in l3.PROFILES:
-            path = directory / f"{name}-{profile}.l3"
-            path.write_bytes(l3.encode(image, profile))
-            paths.append(path)
+            for version in l3.VERSIONS:
+                path = directory / f"{name}-{profile}-v{version}.l3"
+                path.write_bytes(l3.encode(image, profile, version=version))
+                paths.append(path)
     return paths
 
 

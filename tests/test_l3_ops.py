@@ -91,6 +91,37 @@ def test_corrupt_inputs_are_errors_never_crashes():
     assert errors > 150  # truncations always fail; flips in the payload may decode to other pixels
 
 
+def _flipped(data: bytes, rng) -> bytes:
+    mutated = bytearray(data)
+    mutated[rng.integers(0, len(mutated))] ^= 1 << int(rng.integers(0, 8))
+    return bytes(mutated)
+
+
+def _decoded_or_none(data: bytes):
+    try:
+        return tfliquid.l3.decode_l3(data).numpy()
+    except tf.errors.InvalidArgumentError as e:
+        assert "L3: offset" in e.message
+        return None
+
+
+def test_every_flipped_bit_of_a_version_2_file_is_detected():
+    """Format version 2's checksum: each of 300 random one-bit flips of a photo's file is refused, or leaves its
+    pixels as they were. The same flips of a version 1 file (no checksum), still read, often decode to other
+    pixels without a word."""
+    photo = _test_images()[-1]
+    rng = np.random.default_rng(7)
+    silently_wrong = {1: 0, 2: 0}
+    for version in (1, 2):
+        data = l3.encode(photo, "default", version=version)
+        np.testing.assert_array_equal(tfliquid.l3.decode_l3(data).numpy(), photo)
+        for _ in range(300):
+            decoded = _decoded_or_none(_flipped(data, rng))
+            silently_wrong[version] += decoded is not None and not np.array_equal(decoded, photo)
+    assert silently_wrong[2] == 0
+    assert silently_wrong[1] > 100
+
+
 def test_encode_validates():
     with pytest.raises(tf.errors.InvalidArgumentError, match="channels must be 1, 3 or 4"):
         tfliquid.l3.encode_l3(np.zeros((4, 4, 2), np.uint8))

@@ -108,6 +108,23 @@ def test_a_short_header_claiming_millions_of_patches_is_rejected_before_they_are
     assert peak < 1 << 20
 
 
+def test_version_2_checksum_refuses_flipped_bits_and_version_1_still_reads():
+    image = _images()["noise"][:20, :24]
+    rng = np.random.default_rng(5)
+    data = l3.encode(image, "paper")
+    assert data[8] == l3.VERSION == 2 and len(data) == len(l3.encode(image, "paper", version=1)) + 4
+    np.testing.assert_array_equal(l3.decode(l3.encode(image, "paper", version=1)), image)
+    for _ in range(40):
+        mutated = bytearray(data)
+        mutated[rng.integers(0, len(data))] ^= 1 << int(rng.integers(0, 8))
+        with pytest.raises(l3.L3Error, match=r"^offset \d+: "):
+            l3.decode(bytes(mutated))
+    last = bytearray(data)
+    last[-5] ^= 1  # the payload's last byte: a value or padding bit, which only the checksum sees
+    with pytest.raises(l3.L3Error, match=rf"offset {len(data) - 4}: checksum mismatch: the file says"):
+        l3.decode(bytes(last))
+
+
 def test_bad_segment_width_is_an_error():
     data = bytearray(l3.encode(np.zeros((4, 4), np.uint8), "default"))
     header_end = l3.HEADER.size + 4 * 2

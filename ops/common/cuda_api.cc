@@ -6,9 +6,6 @@
 #include <cstdlib>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-
 namespace tfliquid::cuda {
 namespace {
 
@@ -24,7 +21,8 @@ void LoadSymbol(void* handle, const char* name, Function* function, std::vector<
   if (*function == nullptr) missing->push_back(name);
 }
 
-// The directory holding TensorFlow's framework library (already loaded: this library depends on it).
+// The directory holding TensorFlow's framework library, which the op library depends on; "" where it is not
+// loaded (the GPU check).
 std::string TensorFlowLibraryDirectory() {
   void* framework = dlopen("libtensorflow_framework.so.2", RTLD_LAZY | RTLD_NOLOAD);
   if (framework == nullptr) return "";
@@ -32,6 +30,12 @@ std::string TensorFlowLibraryDirectory() {
   const bool found = dlinfo(framework, RTLD_DI_ORIGIN, origin) == 0;
   dlclose(framework);
   return found ? origin : "";
+}
+
+std::string Joined(const std::vector<std::string>& parts, const char* separator) {
+  std::string joined;
+  for (const std::string& part : parts) joined += (joined.empty() ? "" : separator) + part;
+  return joined;
 }
 
 // dlopen of the first candidate that loads; nullptr and every candidate's error otherwise.
@@ -45,49 +49,65 @@ void* OpenFirst(const char* env_variable, std::vector<std::string> candidates, s
     const char* error = dlerror();
     failures.push_back(error != nullptr ? error : candidate + ": not loadable");
   }
-  *errors = absl::StrJoin(failures, "; ");
+  *errors = Joined(failures, "; ");
   return nullptr;
 }
 
-absl::Status Missing(const char* library, const std::vector<std::string>& missing) {
-  return absl::FailedPreconditionError(
-      absl::StrCat(library, " lacks ", absl::StrJoin(missing, ", "), ": it is older than CUDA 12"));
+bool Missing(const char* library, const std::vector<std::string>& missing, std::string* error) {
+  *error = std::string(library) + " lacks " + Joined(missing, ", ") + ": it is older than CUDA 12";
+  return false;
 }
 
-absl::Status OpenDriver(Driver* driver) {
+bool OpenDriver(Driver* driver, std::string* error) {
   std::string errors;
   void* handle = OpenFirst(kDriverLibraryEnv, {"libcuda.so.1"}, &errors);
   if (handle == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the CUDA driver library cannot be loaded (no NVIDIA driver installed?): ", errors));
+    *error = "the CUDA driver library cannot be loaded (no NVIDIA driver installed?): " + errors;
+    return false;
   }
   std::vector<std::string> missing;
   TFLIQUID_LOAD(*driver, cuInit);
   TFLIQUID_LOAD(*driver, cuGetErrorName);
   TFLIQUID_LOAD(*driver, cuGetErrorString);
   TFLIQUID_LOAD(*driver, cuDeviceGetCount);
+  TFLIQUID_LOAD(*driver, cuDeviceGet);
+  TFLIQUID_LOAD(*driver, cuDeviceGetName);
   TFLIQUID_LOAD(*driver, cuDeviceGetAttribute);
+  TFLIQUID_LOAD(*driver, cuDevicePrimaryCtxRetain);
   TFLIQUID_LOAD(*driver, cuStreamGetCtx);
   TFLIQUID_LOAD(*driver, cuCtxPushCurrent);
   TFLIQUID_LOAD(*driver, cuCtxPopCurrent);
   TFLIQUID_LOAD(*driver, cuCtxGetDevice);
   TFLIQUID_LOAD(*driver, cuModuleLoadData);
   TFLIQUID_LOAD(*driver, cuModuleGetFunction);
+  TFLIQUID_LOAD(*driver, cuFuncGetAttribute);
+  TFLIQUID_LOAD(*driver, cuFuncSetAttribute);
+  TFLIQUID_LOAD(*driver, cuOccupancyMaxActiveBlocksPerMultiprocessor);
+  TFLIQUID_LOAD(*driver, cuMemAlloc);
+  TFLIQUID_LOAD(*driver, cuMemFree);
+  TFLIQUID_LOAD(*driver, cuMemHostAlloc);
+  TFLIQUID_LOAD(*driver, cuMemFreeHost);
+  TFLIQUID_LOAD(*driver, cuMemsetD8Async);
   TFLIQUID_LOAD(*driver, cuMemcpyHtoDAsync);
   TFLIQUID_LOAD(*driver, cuMemcpyDtoHAsync);
-  TFLIQUID_LOAD(*driver, cuMemsetD8Async);
   TFLIQUID_LOAD(*driver, cuLaunchKernel);
+  TFLIQUID_LOAD(*driver, cuStreamCreate);
   TFLIQUID_LOAD(*driver, cuStreamSynchronize);
-  if (!missing.empty()) return Missing("the CUDA driver library", missing);
+  TFLIQUID_LOAD(*driver, cuEventCreate);
+  TFLIQUID_LOAD(*driver, cuEventRecord);
+  TFLIQUID_LOAD(*driver, cuEventSynchronize);
+  TFLIQUID_LOAD(*driver, cuEventElapsedTime);
+  if (!missing.empty()) return Missing("the CUDA driver library", missing, error);
   if (const CUresult result = driver->cuInit(0); result != CUDA_SUCCESS) {
     const char* name = "unknown error";
     driver->cuGetErrorName(result, &name);
-    return absl::FailedPreconditionError(absl::StrCat("cuInit failed: ", name));
+    *error = std::string("cuInit failed: ") + name;
+    return false;
   }
-  return absl::OkStatus();
+  return true;
 }
 
-absl::Status OpenNvrtc(Nvrtc* nvrtc) {
+bool OpenNvrtc(Nvrtc* nvrtc, std::string* error) {
   std::vector<std::string> candidates = {"libnvrtc.so.12"};
   if (const std::string tensorflow = TensorFlowLibraryDirectory(); !tensorflow.empty()) {
     candidates.push_back(tensorflow + "/../nvidia/cuda_nvrtc/lib/libnvrtc.so.12");
@@ -95,8 +115,8 @@ absl::Status OpenNvrtc(Nvrtc* nvrtc) {
   std::string errors;
   void* handle = OpenFirst(kNvrtcLibraryEnv, candidates, &errors);
   if (handle == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("NVRTC cannot be loaded (pip install tfliquid[gpu] installs it): ", errors));
+    *error = "NVRTC cannot be loaded (pip install tfliquid[gpu] installs it): " + errors;
+    return false;
   }
   std::vector<std::string> missing;
   TFLIQUID_LOAD(*nvrtc, nvrtcVersion);
@@ -110,32 +130,35 @@ absl::Status OpenNvrtc(Nvrtc* nvrtc) {
   TFLIQUID_LOAD(*nvrtc, nvrtcGetPTXSize);
   TFLIQUID_LOAD(*nvrtc, nvrtcGetPTX);
   TFLIQUID_LOAD(*nvrtc, nvrtcDestroyProgram);
-  if (!missing.empty()) return Missing("NVRTC", missing);
-  return absl::OkStatus();
+  if (!missing.empty()) return Missing("NVRTC", missing, error);
+  return true;
 }
 
 // Loads once; every later call returns the first call's outcome.
 template <typename Table>
-absl::Status LoadOnce(absl::Status (*open)(Table*), const Table** table) {
+bool LoadOnce(bool (*open)(Table*, std::string*), const Table** table, std::string* error) {
   static Table loaded{};
-  static const absl::Status status = open(&loaded);
-  if (status.ok()) *table = &loaded;
-  return status;
+  static std::string open_error;
+  static const bool opened = open(&loaded, &open_error);
+  if (opened) *table = &loaded;
+  *error = open_error;
+  return opened;
 }
 
 }  // namespace
 
-absl::Status LoadDriver(const Driver** driver) { return LoadOnce(OpenDriver, driver); }
+bool LoadDriver(const Driver** driver, std::string* error) { return LoadOnce(OpenDriver, driver, error); }
 
-absl::Status LoadNvrtc(const Nvrtc** nvrtc) { return LoadOnce(OpenNvrtc, nvrtc); }
+bool LoadNvrtc(const Nvrtc** nvrtc, std::string* error) { return LoadOnce(OpenNvrtc, nvrtc, error); }
 
-absl::Status Check(const Driver& driver, CUresult result, const char* call) {
-  if (result == CUDA_SUCCESS) return absl::OkStatus();
+bool Check(const Driver& driver, CUresult result, const char* call, std::string* error) {
+  if (result == CUDA_SUCCESS) return true;
   const char* name = "unknown error";
   const char* description = "";
   driver.cuGetErrorName(result, &name);
   driver.cuGetErrorString(result, &description);
-  return absl::InternalError(absl::StrCat(call, ": ", name, " (", description, ")"));
+  *error = std::string(call) + ": " + name + " (" + description + ")";
+  return false;
 }
 
 }  // namespace tfliquid::cuda

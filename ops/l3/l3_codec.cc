@@ -1,8 +1,10 @@
 // The L3 encoder and header parser (docs/formats/l3.md); the decoder is l3_decoder.cc.
 #include "l3/l3_codec.h"
 
+#include <cstdio>
 #include <cstring>
 
+#include "common/crc32c.h"
 #include "l3/l3_layout.h"
 #include "l3/l3_row_kernels.h"
 
@@ -116,6 +118,8 @@ bool Encode(const uint8_t* pixels, uint32_t height, uint32_t width, const Params
             std::string* error) {
   const int channels = params.channels;
   if (channels != 1 && channels != 3 && channels != 4) return Fail(error, 0, "channels must be 1, 3 or 4");
+  if (params.version != 1 && params.version != 2)
+    return Fail(error, 0, "format version must be 1 or 2, got " + std::to_string(params.version));
   if (height < 1 || width < 1 || height > kMaxSide || width > kMaxSide ||
       static_cast<uint64_t>(height) * width * channels > kMaxBytes)
     return Fail(error, 0, "image outside the format's limits");
@@ -151,7 +155,7 @@ bool Encode(const uint8_t* pixels, uint32_t height, uint32_t width, const Params
     }
   }
   out->assign(kMagic, sizeof(kMagic));
-  out->push_back(1);
+  out->push_back(static_cast<char>(params.version));
   out->push_back(static_cast<char>(channels));
   out->push_back(
       static_cast<char>((params.subtract_green ? kFlagSubtractGreen : 0) | (params.zigzag ? kFlagZigzag : 0)));
@@ -162,14 +166,16 @@ bool Encode(const uint8_t* pixels, uint32_t height, uint32_t width, const Params
   StoreLe(out, 0, 2);
   for (uint32_t offset : offsets) StoreLe(out, offset, 4);
   out->append(payload);
+  if (params.version >= 2) StoreLe(out, Crc32c(out->data(), out->size()), kChecksumSize);
   return true;
 }
 
 bool ParseHeader(const uint8_t* data, size_t size, Header* header, std::string* error) {
   if (size < kHeaderSize) return Fail(error, size, "data ends inside the 24-byte header");
   if (std::memcmp(data, kMagic, sizeof(kMagic)) != 0) return Fail(error, 0, "bad magic: not an L3 image");
-  if (data[8] != 1) return Fail(error, 8, "unsupported version " + std::to_string(data[8]));
+  if (data[8] != 1 && data[8] != 2) return Fail(error, 8, "unsupported version " + std::to_string(data[8]));
   Params& p = header->params;
+  p.version = data[8];
   p.channels = data[9];
   if (p.channels != 1 && p.channels != 3 && p.channels != 4)
     return Fail(error, 9, std::to_string(p.channels) + " channels (1, 3 or 4 expected)");
@@ -198,9 +204,20 @@ bool ParseHeader(const uint8_t* data, size_t size, Header* header, std::string* 
     if ((i == 0 && header->offsets[i] != 0) || (i > 0 && header->offsets[i] < header->offsets[i - 1]))
       return Fail(error, kHeaderSize, "patch offsets are not increasing from 0 to the payload length");
   }
-  if (header->payload + header->offsets.back() != size)
+  const size_t trailer = p.version >= 2 ? kChecksumSize : 0;
+  if (header->payload + header->offsets.back() + trailer != size)
     return Fail(error, kHeaderSize, "patch offsets are not increasing from 0 to the payload length");
   return true;
+}
+
+bool VerifyChecksum(const uint8_t* data, size_t size, const Header& header, std::string* error) {
+  if (header.params.version < 2) return true;
+  const size_t at = size - kChecksumSize;
+  const uint32_t stored = LoadLe32(data + at), computed = Crc32c(data, at);
+  if (stored == computed) return true;
+  char detail[96];
+  std::snprintf(detail, sizeof(detail), "checksum mismatch: the file says %08x, its bytes give %08x", stored, computed);
+  return Fail(error, at, detail);
 }
 
 }  // namespace tfliquid::l3

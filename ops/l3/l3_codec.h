@@ -13,6 +13,9 @@ namespace tfliquid::l3 {
 inline constexpr size_t kHeaderSize = 24;
 inline constexpr uint32_t kMaxSide = 1u << 24;
 inline constexpr uint64_t kMaxBytes = 1ull << 30;
+// The format version written: 2 ends the file with a CRC32C of all its other bytes. Version 1 files still read.
+inline constexpr int kVersion = 2;
+inline constexpr size_t kChecksumSize = 4;
 
 struct Params {
   int channels = 0;
@@ -20,6 +23,7 @@ struct Params {
   bool zigzag = false;
   int segment = 0;  // pixels per segment; 0 = a whole patch row
   int patch = 0;
+  int version = kVersion;
 };
 
 struct Header {
@@ -38,10 +42,14 @@ bool ProfileParams(const std::string& profile, uint32_t height, uint32_t width, 
 bool Encode(const uint8_t* pixels, uint32_t height, uint32_t width, const Params& params, std::string* out,
             std::string* error);
 
-// Validates the header and the offsets (before the caller allocates the image).
+// Validates the header and the offsets (before the caller allocates the image); not the checksum.
 bool ParseHeader(const uint8_t* data, size_t size, Header* header, std::string* error);
 
-// Decodes into pixels[height x width x channels] (HWC). Errors read "offset N: ...".
+// A version 2 file's checksum against its bytes ("offset N: checksum mismatch: ..."); true for version 1.
+bool VerifyChecksum(const uint8_t* data, size_t size, const Header& header, std::string* error);
+
+// Decodes into pixels[height x width x channels] (HWC), then verifies the checksum: a damaged file that still
+// decodes is an error too, and one whose patch data breaks a rule names the byte. Errors read "offset N: ...".
 bool Decode(const uint8_t* data, size_t size, const Header& header, uint8_t* pixels, std::string* error);
 
 }  // namespace tfliquid::l3

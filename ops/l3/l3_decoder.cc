@@ -341,7 +341,7 @@ bool Decode(const uint8_t* data, size_t size, const Header& header, uint8_t* pix
 #ifdef TFLIQUID_L3_X86
   _mm_sfence();  // the interleave's streaming stores are visible before the image is handed on
 #endif
-  return true;
+  return VerifyChecksum(data, size, header, error);
 }
 
 }  // namespace tfliquid::l3

@@ -14,7 +14,7 @@
 //  - clang, when present, with libFuzzer's coverage-guided engine in place of main() (not required); the codec
 //    is every ops/l3/*.cc but l3_kernels.cc, as l3_fuzz.sh builds it:
 //      clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -DTFLIQUID_LIBFUZZER -Iops
-//              ops/l3/l3_codec.cc ops/l3/l3_decoder.cc ops/tests/l3_fuzz.cc -o l3_fuzz
+//              ops/l3/l3_codec.cc ops/l3/l3_decoder.cc ops/common/crc32c.cc ops/tests/l3_fuzz.cc -o l3_fuzz
 //      ./l3_fuzz -max_total_time=600 SEED_DIR      (SEED_DIR: python tests/l3_fuzz_seeds.py SEED_DIR)
 #include <algorithm>
 #include <chrono>

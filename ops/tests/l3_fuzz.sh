@@ -25,11 +25,11 @@ if [[ -z "$seed_dir" ]]; then
   "$python" "$root/tests/l3_fuzz_seeds.py" "$seed_dir" > /dev/null 2> "$work/seeds.log" &
   seeds_pid=$!
 fi
-# The codec core: every ops/l3 source that includes neither TensorFlow nor ops/common (the op registrations and
-# kernels, the GPU program).
-codec=()
+# The codec core: every ops/l3 source that includes neither TensorFlow nor ops/common but its CRC32C (the op
+# registrations and kernels, the GPU program), and that CRC32C, the checksum of format version 2.
+codec=("$root/ops/common/crc32c.cc")
 for source in "$root"/ops/l3/*.cc; do
-  grep -qE '#include "(tensorflow|common)/' "$source" || codec+=("$source")
+  grep -qP '#include "(tensorflow/|common/(?!crc32c\.h))' "$source" || codec+=("$source")
 done
 flags=(-std=c++17 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
   -Wall -Wextra -Werror -I"$root/ops")

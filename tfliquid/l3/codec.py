@@ -1,8 +1,9 @@
 """L3 lossless images: the readable reference encoder and decoder, the oracle of every other implementation.
 
-Format version 1, specified in docs/formats/l3.md::
+Format version 2 (version 1 files still read), specified in docs/formats/l3.md::
 
-    header(24) | uint32 offsets[C * P + 1] | payload: channel 0 patches, channel 1 patches, ...
+    header(24) | uint32 offsets[C * P + 1] | payload: channel 0 patches, channel 1 patches, ... | uint32 crc32c
+    (version 2 only: the CRC32C of every byte before it)
     patch channel = row 0 raw | rows 1.. : residuals of the previous-row Paeth prediction, packed per segment
                     (all segment headers of the row, then every segment's values in its bit width), byte aligned
 
@@ -16,11 +17,14 @@ import struct
 
 import numpy as np
 
+from tfliquid._common.crc32c import crc32c
 from tfliquid._common.errors import ArgumentError, FormatError
 
 MAGIC = b"\x89L3I\r\n\x1a\n"
-VERSION = 1
+VERSION = 2  # written; VERSIONS are read
+VERSIONS = (1, 2)
 HEADER = struct.Struct("<8sBBBBIIHH")  # magic, version, channels, flags, segment, width, height, patch, reserved
+CHECKSUM = struct.Struct("<I")  # version 2's trailer: CRC32C of every byte before it
 FLAG_SUBTRACT_GREEN = 1
 FLAG_ZIGZAG = 2
 MAX_SIDE = 1 << 24
@@ -39,6 +43,7 @@ class Params:
     zigzag: bool
     segment: int  # pixels per segment; 0 = a whole patch row
     patch: int
+    version: int = VERSION  # the format version of the file
 
     @property
     def header_bits(self) -> int:
@@ -127,11 +132,13 @@ def _planes(image: np.ndarray, subtract_green: bool) -> np.ndarray:
     return planes
 
 
-def encode(image: np.ndarray, profile: str = "default") -> bytes:
-    """uint8 [H, W] or [H, W, C] (C = 1, 3, 4) -> L3 bytes."""
+def encode(image: np.ndarray, profile: str = "default", version: int = VERSION) -> bytes:
+    """uint8 [H, W] or [H, W, C] (C = 1, 3, 4) -> L3 bytes; version 1 (no checksum) for readers of it."""
     image = np.asarray(image)
     if image.ndim == 2:
         image = image[..., None]
+    if version not in VERSIONS:
+        raise ArgumentError(f"format version {version} does not exist; versions: {VERSIONS}")
     if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] not in (1, 3, 4):
         raise ArgumentError(f"expected uint8 [H, W] or [H, W, C] with C in 1, 3, 4, got {image.dtype} {image.shape}")
     height, width, channels = image.shape
@@ -143,8 +150,22 @@ def encode(image: np.ndarray, profile: str = "default") -> bytes:
     streams = [encode_patch(planes[c, y0:y1, x0:x1], params) for c in range(channels) for y0, y1, x0, x1 in grid]
     offsets = np.concatenate([[0], np.cumsum([len(s) for s in streams])]).astype("<u4")
     flags = (FLAG_SUBTRACT_GREEN if params.subtract_green else 0) | (FLAG_ZIGZAG if params.zigzag else 0)
-    header = HEADER.pack(MAGIC, VERSION, channels, flags, params.segment, width, height, params.patch, 0)
-    return header + offsets.tobytes() + b"".join(streams)
+    header = HEADER.pack(MAGIC, version, channels, flags, params.segment, width, height, params.patch, 0)
+    return with_checksum(header + offsets.tobytes() + b"".join(streams), version)
+
+
+def with_checksum(data: bytes, version: int) -> bytes:
+    """The file's bytes followed by its checksum, in version 2."""
+    return data + CHECKSUM.pack(crc32c(data)) if version >= 2 else data
+
+
+def verify_checksum(data: bytes, version: int) -> None:
+    """Raises L3Error at the trailer when a version 2 file's bytes do not give its checksum."""
+    if version >= 2:
+        at = len(data) - CHECKSUM.size
+        stored, computed = CHECKSUM.unpack_from(data, at)[0], crc32c(data[:at])
+        if stored != computed:
+            raise L3Error(f"offset {at}: checksum mismatch: the file says {stored:08x}, its bytes give {computed:08x}")
 
 
 class _Reader:
@@ -204,13 +225,13 @@ def decode_patch(reader: _Reader, height: int, width: int, params: Params) -> np
 
 def parse_params(data: bytes):
     """Validates the 24-byte header at the start of `data` (the rest may be absent); returns (params, height,
-    width)."""
+    width). params.version is the file's format version."""
     if len(data) < HEADER.size:
         raise L3Error(f"offset {len(data)}: data ends inside the 24-byte header")
     magic, version, channels, flags, segment, width, height, patch, reserved = HEADER.unpack_from(data)
     if magic != MAGIC:
         raise L3Error("offset 0: bad magic: not an L3 image")
-    if version != VERSION:
+    if version not in VERSIONS:
         raise L3Error(f"offset 8: unsupported version {version}")
     if channels not in (1, 3, 4):
         raise L3Error(f"offset 9: {channels} channels (1, 3 or 4 expected)")
@@ -220,24 +241,27 @@ def parse_params(data: bytes):
         raise L3Error(f"offset 12: image {width}x{height}x{channels} outside the format's limits")
     if not 1 <= patch <= 4096 or reserved:
         raise L3Error(f"offset 20: patch size {patch} outside 1..4096 or reserved field set")
-    return Params(channels, bool(flags & FLAG_SUBTRACT_GREEN), bool(flags & FLAG_ZIGZAG), segment, patch), height, width
+    params = Params(channels, bool(flags & FLAG_SUBTRACT_GREEN), bool(flags & FLAG_ZIGZAG), segment, patch, version)
+    return params, height, width
 
 
 def parse_header(data: bytes):
-    """Validates header and offsets; returns (params, height, width, offsets, payload start)."""
+    """Validates header and offsets (not the checksum); returns (params, height, width, offsets, payload start)."""
     params, height, width = parse_params(data)
     count = params.channels * _patch_count(height, width, params.patch) + 1
     payload = HEADER.size + 4 * count
     if payload > len(data):
         raise L3Error(f"offset {len(data)}: data ends inside the {count} patch offsets")
     offsets = np.frombuffer(data, "<u4", count, HEADER.size).astype(np.int64)
-    if np.any(np.diff(offsets) < 0) or offsets[0] != 0 or payload + offsets[-1] != len(data):
+    trailer = CHECKSUM.size if params.version >= 2 else 0
+    if np.any(np.diff(offsets) < 0) or offsets[0] != 0 or payload + offsets[-1] + trailer != len(data):
         raise L3Error(f"offset {HEADER.size}: patch offsets are not increasing from 0 to the payload length")
     return params, height, width, offsets, payload
 
 
 def decode(data: bytes) -> np.ndarray:
-    """L3 bytes -> uint8 [H, W, C]."""
+    """L3 bytes -> uint8 [H, W, C]. The patch data's rules are checked as it decodes, the checksum after: a damaged
+    file that breaks a rule names its byte, one that does not is still refused."""
     params, height, width, offsets, payload = parse_header(data)
     grid = _patch_grid(height, width, params.patch)
     planes = np.empty((params.channels, height, width), np.uint8)
@@ -250,6 +274,7 @@ def decode(data: bytes) -> np.ndarray:
                 raise L3Error(
                     f"offset {reader.pos}: {reader.end - reader.pos} bytes left over in channel {c} patch {p}"
                 )
+    verify_checksum(data, params.version)
     if params.subtract_green:
         planes[0] += planes[1]
         planes[2] += planes[1]

@@ -20,7 +20,7 @@ def decode_l3_batch(encoded, name=None):
     """Decodes a batch of L3 images of one shape: string [B] -> uint8 [B, H, W, C].
 
     Runs where TensorFlow places it: on a GPU (the model's device, or `tf.device("/GPU:0")`) its kernel parses
-    the headers on the host and decodes on the device, one CUDA block per channel of each patch; on the CPU the
+    the headers on the host and decodes on the device, one CUDA block per patch; on the CPU the
     images decode in parallel on the op's thread pool. Both raise InvalidArgument naming the first bad image:
     corrupt data ("L3 image 3: offset 1234: ..."), or a shape that differs from image 0's. `gpu_available()`
     says whether the GPU kernel can run here.
