@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from cache_oracles import best_possible_hits
 
-from tfliquid import cli
+from tfliquid import ArgumentError, cli
 from tfliquid.cache import multiworker
 from tfliquid.order import SeededOrder
 
@@ -60,3 +60,24 @@ def test_cli_prints_the_multiworker_table(capsys):
     assert set(rows) == set(multiworker.POLICIES)
     assert float(rows["clairvoyant"][0]) == float(rows["opt"][0]) > float(rows["minio"][0])
     assert cli.main(["simulate", "cache", "--prefetch-bandwidth", "0.5"]) == 1
+
+
+def test_workers_of_unequal_slices_hit_at_most_every_read():
+    """3 items over 2 workers: slices of 1 and 2 items. A cache that holds every item hits at most every read of each
+    worker, counted over that worker's own reads."""
+    results = multiworker.simulate_workers(list(multiworker.POLICIES), 3, 2, 1.0, 4, seed=0)
+    for result in results:
+        assert 0 < result.hit_ratio <= 1, result.policy
+
+
+@pytest.mark.parametrize("method", ["positions", "items_at"])
+def test_an_order_refuses_items_outside_it(method):
+    order = SeededOrder(10, seed=3, num_workers=2, worker_index=1)
+    for outside in (10, -1, [3, 12]):
+        with pytest.raises(ArgumentError, match=r"must be in \[0, 10\)"):
+            getattr(order, method)(outside, epoch=0)
+    with pytest.raises(ArgumentError, match="epoch must be an int >= 0"):
+        getattr(order, method)(3, epoch=-1)
+    with pytest.raises(ArgumentError, match=r"item must be in \[0, 10\)"):
+        order.next_use(10, epoch=0, index=0)  # its cycle walk would not end
+    assert sorted(order.items_at(np.arange(10), epoch=2)) == list(range(10))

@@ -59,8 +59,9 @@ class PolicyResult:
 
     @property
     def hit_ratio(self) -> float:
-        """Over the epochs after the first, per worker, averaged."""
-        return float(np.mean([sum(w.hits[1:]) / (len(w.hits[1:]) * self.slice_length) for w in self.workers]))
+        """Over the epochs after the first, per worker (its hits over its reads: slices may differ by one item),
+        averaged."""
+        return float(np.mean([sum(w.hits[1:]) / (sum(w.hits[1:]) + sum(w.misses[1:])) for w in self.workers]))
 
     @property
     def storage_reads_per_epoch(self) -> float:

@@ -99,13 +99,24 @@ class SeededOrder:
             outside = result >= _U64(self.num_items)
         return result.astype(np.int64)
 
+    def _checked(self, name: str, values, epoch) -> np.ndarray:
+        """`values` as an int64 array, if every one is in [0, num_items) and `epoch` is an epoch: a value outside
+        would have no place in an epoch's permutation (its cycle walk need not end)."""
+        check_int("epoch", epoch, 0)
+        array = np.atleast_1d(np.asarray(values))
+        if array.dtype.kind not in "iu" or array.ndim != 1:
+            raise ArgumentError(f"{name} must be integers (a scalar or a vector), got {values!r}")
+        if array.size and (array.min() < 0 or array.max() >= self.num_items):
+            raise ArgumentError(f"{name} must be in [0, {self.num_items}), got {values!r}")
+        return array.astype(np.int64)
+
     def positions(self, items, epoch: int) -> np.ndarray:
-        """Where each of `items` is read in epoch `epoch`, among all workers' reads (0 .. num_items - 1)."""
-        return self._walk(np.atleast_1d(items), epoch, inverse=False)
+        """Where each of `items` (in [0, num_items)) is read in epoch `epoch`, among all workers' reads."""
+        return self._walk(self._checked("items", items, epoch), epoch, inverse=False)
 
     def items_at(self, positions, epoch: int) -> np.ndarray:
-        """The items read at global `positions` of epoch `epoch`."""
-        return self._walk(np.atleast_1d(positions), epoch, inverse=True)
+        """The items read at global `positions` (in [0, num_items)) of epoch `epoch`."""
+        return self._walk(self._checked("positions", positions, epoch), epoch, inverse=True)
 
     def global_order(self, epoch: int) -> np.ndarray:
         """Every item, in the order epoch `epoch` reads them across all workers."""
@@ -118,8 +129,9 @@ class SeededOrder:
     def next_use(self, item: int, epoch: int, index: int) -> tuple[int, int] | None:
         """When this worker next reads `item` after its read number `index` of epoch `epoch`: (epoch, index), or
         None if not within HORIZON_EPOCHS_PER_WORKER x num_workers epochs (docs/formats/seeded-order.md)."""
+        items = self._checked("item", item, epoch)
         for e in range(epoch, epoch + HORIZON_EPOCHS_PER_WORKER * self.num_workers + 1):
-            i = int(self.positions(item, e)[0]) - self.start
+            i = int(self._walk(items, e, inverse=False)[0]) - self.start
             if 0 <= i < self.slice_length and (e > epoch or i > index):
                 return e, i
         return None
