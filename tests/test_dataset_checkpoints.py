@@ -69,3 +69,14 @@ def test_a_dataset_built_from_a_tensor_path_says_to_build_it_outside(pcr, liquid
         paths.interleave(lambda path: tfliquid.LiquidDataset(path, 4))
     with pytest.raises(tfliquid.ArgumentError, match="got EagerTensor"):
         tfliquid.PCRDataset(tf.constant(pcr))
+
+
+def test_an_empty_directory_is_refused_not_taken_for_the_current_one(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(tfliquid.ArgumentError, match="directory must be a directory's path, got ''"):
+        tfliquid.MinIOCache(1 << 20, directory="")
+    from tfliquid import service
+
+    with pytest.raises(tfliquid.ArgumentError, match="work_dir must be a directory's path, got ''"):
+        service.serve_dispatcher(5999, "")  # refused before it binds the port
+    assert list(tmp_path.iterdir()) == []  # nothing written where the process stands

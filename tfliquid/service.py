@@ -20,7 +20,7 @@ import sys
 
 import tensorflow as tf
 
-from tfliquid._common.checks import check_int
+from tfliquid._common.checks import check_directory, check_int
 from tfliquid._common.errors import ArgumentError
 from tfliquid._lib import LIBRARY_PATH, load_ops
 from tfliquid._version import __version__
@@ -146,7 +146,7 @@ def _check_address(name: str, address) -> str:
 
 
 def _make_work_dir(work_dir) -> str:
-    work_dir = os.path.abspath(os.fspath(work_dir))
+    work_dir = check_directory("work_dir", work_dir)
     try:
         os.makedirs(work_dir, exist_ok=True)
     except OSError as e:

@@ -42,3 +42,11 @@ def check_dataset_path(value) -> str:
         "when it is built, so it cannot be built inside a dataset function from a tensor. Build one dataset per "
         "directory outside, and combine them (tf.data.Dataset.sample_from_datasets or choose_from_datasets)"
     )
+
+
+def check_directory(name: str, value) -> str:
+    """`value`, a directory's path (str or os.PathLike), made absolute. An empty path is refused (ArgumentError):
+    it would mean the current directory, which nobody names that way on purpose."""
+    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+        raise ArgumentError(f"{name} must be a directory's path, got {value!r}")
+    return os.path.abspath(os.fspath(value))

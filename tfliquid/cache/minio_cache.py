@@ -14,7 +14,7 @@ import uuid
 
 import tensorflow as tf
 
-from tfliquid._common.checks import check_int
+from tfliquid._common.checks import check_directory, check_int
 from tfliquid._common.errors import ArgumentError, op_error_message
 from tfliquid._lib import load_ops
 from tfliquid.cache.policies import cache_attr_names
@@ -103,7 +103,7 @@ class MinIOCache:
         order: SeededOrder | None = None,
     ):
         self._capacity = check_int("capacity_bytes", capacity_bytes, 0, _MAX_CAPACITY)
-        self._directory = "" if directory is None else os.path.abspath(os.fspath(directory))
+        self._directory = "" if directory is None else check_directory("directory", directory)
         if name is None:
             name = f"dir:{self._directory}" if self._directory else f"memory:{uuid.uuid4().hex}"
         if not isinstance(name, str) or not name:
