@@ -1,5 +1,5 @@
 """Pipelines through the MinIO cache checkpoint mid-epoch and resume where they were (PCRDataset, LiquidDataset,
-minio_cache), and a dataset given a path it cannot read at build time says what to do instead."""
+minio_cache)."""
 
 import pytest
 import tensorflow as tf
@@ -58,25 +58,3 @@ def test_a_minio_cache_pipeline_checkpoints(tmp_path):
     )
     list(make())  # some later reads are hits
     _resumes(make, tmp_path, 11)
-
-
-def test_a_dataset_built_from_a_tensor_path_says_to_build_it_outside(pcr, liquid):
-    paths = tf.data.Dataset.from_tensor_slices([pcr, pcr])
-    # AutoGraph, which converts the dataset function, re-raises the ArgumentError as its StagingError, message kept.
-    with pytest.raises(Exception, match="cannot be built inside a dataset function"):
-        paths.interleave(lambda path: tfliquid.PCRDataset(path))
-    with pytest.raises(Exception, match="sample_from_datasets or choose_from_datasets"):
-        paths.interleave(lambda path: tfliquid.LiquidDataset(path, 4))
-    with pytest.raises(tfliquid.ArgumentError, match="got EagerTensor"):
-        tfliquid.PCRDataset(tf.constant(pcr))
-
-
-def test_an_empty_directory_is_refused_not_taken_for_the_current_one(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(tfliquid.ArgumentError, match="directory must be a directory's path, got ''"):
-        tfliquid.MinIOCache(1 << 20, directory="")
-    from tfliquid import service
-
-    with pytest.raises(tfliquid.ArgumentError, match="work_dir must be a directory's path, got ''"):
-        service.serve_dispatcher(5999, "")  # refused before it binds the port
-    assert list(tmp_path.iterdir()) == []  # nothing written where the process stands
