@@ -220,7 +220,10 @@ def convert_records(
 ) -> list[WrittenRecord | None]:
     """Keeps the complete records, converts the others (and, with `verify`, rebuilds the kept ones to check them);
     returns every record's WrittenRecord, None for a record none of whose images could be converted. `runner`: a
-    name of RUNNERS; `beam_options` are Beam's."""
+    name of RUNNERS; `beam_options` are Beam's. With `overwrite`, the record files of the plan it replaces that
+    this plan does not write go first, so that the dataset holds no record its index or manifest does not list."""
+    if overwrite:
+        _remove_records_outside(dst, plan)
     return RUNNERS[runner]()(
         source, plan, dst, state, report, spec, verify, overwrite, on_error, progress, beam_options
     )
@@ -264,6 +267,13 @@ def _beam_runner():
 
 # The runners of the record job, by name (tfliquid._common.beam.RUNNERS); each resolved when used.
 RUNNERS = {"local": lambda: convert_locally, "beam": _beam_runner}
+
+
+def _remove_records_outside(dst: str, plan: Plan) -> None:
+    planned = {os.path.normpath(relative) for relative in plan.relatives}
+    for path in glob.glob(os.path.join(glob.escape(dst), RECORDS_DIR, "*")):
+        if os.path.isfile(path) and os.path.relpath(path, dst) not in planned:
+            os.remove(path)
 
 
 def keys_of(source: sources.Source, items: np.ndarray) -> list[bytes]:
