@@ -2,7 +2,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "cache/policy.h"
-#include "tensorflow/core/framework/attr_value_util.h"
 
 namespace tfliquid {
 namespace cache {
@@ -27,17 +26,10 @@ absl::Status ConfigFromAttrs(tensorflow::OpKernelConstruction* ctx, Config* conf
   return config->Validate();
 }
 
-void AppendAttrs(const Config& config, std::vector<std::pair<absl::string_view, tensorflow::AttrValue>>* attrs) {
-  const auto append = [attrs](absl::string_view name, const auto& value) {
-    tensorflow::AttrValue attr;
-    tensorflow::SetAttrValue(value, &attr);
-    attrs->emplace_back(name, std::move(attr));
-  };
-  append(kNameAttr, config.name);
-  append(kCapacityBytesAttr, config.capacity_bytes);
-  append(kDirectoryAttr, config.directory);
-  append(kPolicyAttr, config.policy);
-  append(kOrderAttr, config.order);
+void AppendAttrs(const Config& config, Attrs* attrs) {
+  attrs->insert(attrs->end(), {Attr(kNameAttr, config.name), Attr(kCapacityBytesAttr, config.capacity_bytes),
+                               Attr(kDirectoryAttr, config.directory), Attr(kPolicyAttr, config.policy),
+                               Attr(kOrderAttr, config.order)});
 }
 
 }  // namespace cache

@@ -11,7 +11,7 @@
 
 #include "absl/strings/string_view.h"
 #include "cache/cache.h"
-#include "tensorflow/core/framework/attr_value.pb.h"
+#include "common/dataset_kernel.h"
 #include "tensorflow/core/framework/op_kernel.h"
 
 namespace tfliquid {
@@ -41,7 +41,7 @@ std::array<std::string, 5> AttrSpecs();
 absl::Status ConfigFromAttrs(tensorflow::OpKernelConstruction* ctx, Config* config);
 
 // Appends the five attributes of `config` to those of a node being serialized (DatasetBase::AsGraphDefInternal).
-void AppendAttrs(const Config& config, std::vector<std::pair<absl::string_view, tensorflow::AttrValue>>* attrs);
+void AppendAttrs(const Config& config, Attrs* attrs);
 
 }  // namespace cache
 }  // namespace tfliquid

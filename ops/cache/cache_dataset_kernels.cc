@@ -23,8 +23,6 @@ using tensorflow::mutex;
 using tensorflow::mutex_lock;
 using tensorflow::errors::InvalidArgument;
 
-using Attrs = std::vector<std::pair<absl::string_view, tensorflow::AttrValue>>;
-
 // ---------------------------------------------------------------------------------------------------------------
 // Liquid>CacheDataset
 
@@ -80,17 +78,9 @@ class CacheDatasetOp : public UnaryDatasetOpKernel {
    protected:
     absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
                                     Node** output) const override {
-      Node *input, *name, *item, *pass;
-      TF_RETURN_IF_ERROR(b->AddInputDataset(ctx, input_, &input));
-      TF_RETURN_IF_ERROR(b->AddScalar(tstring(name_), &name));
-      TF_RETURN_IF_ERROR(b->AddScalar(item_, &item));
-      TF_RETURN_IF_ERROR(b->AddScalar(pass_, &pass));
-      tensorflow::AttrValue with_hit, prefetch;
-      b->BuildAttrValue(settings_.with_hit, &with_hit);
-      b->BuildAttrValue(settings_.prefetch, &prefetch);
-      Attrs attrs = {{kWithHitAttr, with_hit}, {kPrefetchAttr, prefetch}};
+      Attrs attrs = {Attr(kWithHitAttr, settings_.with_hit), Attr(kPrefetchAttr, settings_.prefetch)};
       cache::AppendAttrs(settings_.config, &attrs);
-      return b->AddDataset(this, {input, name, item, pass}, attrs, output);
+      return AddDatasetNode(ctx, b, this, input_, attrs, output, tstring(name_), item_, pass_);
     }
 
    private:
@@ -297,12 +287,11 @@ class CacheSourceOp : public DatasetOpKernel {
     }
 
    protected:
-    absl::Status AsGraphDefInternal(SerializationContext*, DatasetGraphDefBuilder* b, Node** output) const override {
-      Node* input;
-      TF_RETURN_IF_ERROR(b->AddScalar(input_, &input));
+    absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
+                                    Node** output) const override {
       Attrs attrs;
       cache::AppendAttrs(config_, &attrs);
-      return b->AddDataset(this, {input}, attrs, output);
+      return AddDatasetNode(ctx, b, this, nullptr, attrs, output, input_);
     }
 
    private:

@@ -5,9 +5,11 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/kernel.h"
+#include "tensorflow/core/framework/attr_value_util.h"
 #include "tensorflow/core/framework/dataset.h"
 #include "tensorflow/core/framework/model.h"
 
@@ -26,6 +28,38 @@ using tensorflow::data::IteratorStateReader;
 using tensorflow::data::IteratorStateWriter;
 using tensorflow::data::SerializationContext;
 using tensorflow::data::UnaryDatasetOpKernel;
+
+using Attrs = std::vector<std::pair<absl::string_view, tensorflow::AttrValue>>;
+
+// The attribute `name` = `value` of a dataset's node, as AsGraphDefInternal writes it.
+template <typename T>
+std::pair<absl::string_view, tensorflow::AttrValue> Attr(absl::string_view name, const T& value) {
+  tensorflow::AttrValue attr;
+  tensorflow::SetAttrValue(value, &attr);
+  return {name, std::move(attr)};
+}
+
+// Writes `dataset` as its op's node (DatasetBase::AsGraphDefInternal): its input dataset when it has one, then a
+// constant for each of `scalars` (the op's other inputs, in order), then `attrs`.
+template <typename... Scalars>
+absl::Status AddDatasetNode(SerializationContext* ctx, DatasetBase::DatasetGraphDefBuilder* b,
+                            const DatasetBase* dataset, const DatasetBase* input, const Attrs& attrs, Node** output,
+                            const Scalars&... scalars) {
+  std::vector<Node*> inputs;
+  if (input != nullptr) {
+    inputs.emplace_back();
+    TF_RETURN_IF_ERROR(b->AddInputDataset(ctx, input, &inputs.back()));
+  }
+  absl::Status status;
+  const auto add = [&](const auto& scalar) {
+    if (!status.ok()) return;
+    inputs.emplace_back();
+    status = b->AddScalar(scalar, &inputs.back());
+  };
+  (add(scalars), ...);
+  TF_RETURN_IF_ERROR(status);
+  return b->AddDataset(dataset, inputs, attrs, output);
+}
 
 // A dataset of one input dataset, which it holds a reference to and whose external state is its own.
 class UnaryDataset : public DatasetBase {

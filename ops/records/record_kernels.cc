@@ -66,10 +66,7 @@ class RecordBytesDatasetOp : public DatasetOpKernel {
    protected:
     absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
                                     Node** output) const override {
-      Node *filename, *length;
-      TF_RETURN_IF_ERROR(b->AddScalar(tstring(filename_), &filename));
-      TF_RETURN_IF_ERROR(b->AddScalar(length_, &length));
-      return b->AddDataset(this, {filename, length}, output);
+      return AddDatasetNode(ctx, b, this, nullptr, {}, output, tstring(filename_), length_);
     }
 
    private:
@@ -162,24 +159,11 @@ class RecordDatasetOp : public UnaryDatasetOpKernel {
    protected:
     absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
                                     Node** output) const override {
-      Node *input, *name, *group, *seed;
-      TF_RETURN_IF_ERROR(b->AddInputDataset(ctx, input_, &input));
-      TF_RETURN_IF_ERROR(b->AddScalar(tstring(name_), &name));
-      TF_RETURN_IF_ERROR(b->AddScalar(group_, &group));
-      TF_RETURN_IF_ERROR(b->AddScalar(seed_, &seed));
-      tensorflow::AttrValue shuffle, with_keys, with_cache_hits, item_format, item_channels;
-      b->BuildAttrValue(settings_.shuffle, &shuffle);
-      b->BuildAttrValue(settings_.with_keys, &with_keys);
-      b->BuildAttrValue(settings_.with_cache_hits, &with_cache_hits);
-      b->BuildAttrValue(settings_.item_format_name, &item_format);
-      b->BuildAttrValue(settings_.item_channels, &item_channels);
-      return b->AddDataset(this, {input, name, group, seed},
-                           {{kShuffleAttr, shuffle},
-                            {kWithKeysAttr, with_keys},
-                            {kWithCacheHitsAttr, with_cache_hits},
-                            {kItemFormatAttr, item_format},
-                            {kItemChannelsAttr, item_channels}},
-                           output);
+      const Attrs attrs = {Attr(kShuffleAttr, settings_.shuffle), Attr(kWithKeysAttr, settings_.with_keys),
+                           Attr(kWithCacheHitsAttr, settings_.with_cache_hits),
+                           Attr(kItemFormatAttr, settings_.item_format_name),
+                           Attr(kItemChannelsAttr, settings_.item_channels)};
+      return AddDatasetNode(ctx, b, this, input_, attrs, output, tstring(name_), group_, seed_);
     }
 
    private:

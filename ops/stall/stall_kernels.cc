@@ -54,11 +54,7 @@ class StallStampDatasetOp : public UnaryDatasetOpKernel {
    protected:
     absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
                                     tensorflow::Node** output) const override {
-      tensorflow::Node* input;
-      TF_RETURN_IF_ERROR(b->AddInputDataset(ctx, input_, &input));
-      tensorflow::AttrValue ring;
-      b->BuildAttrValue(ring_name_, &ring);
-      return b->AddDataset(this, {input}, {{kStallRingAttr, ring}}, output);
+      return AddDatasetNode(ctx, b, this, input_, {Attr(kStallRingAttr, ring_name_)}, output);
     }
 
    private:

@@ -28,7 +28,7 @@ from tfliquid.cache.transform import cached, each_pass
 from tfliquid.liquid import format as liquid_format
 from tfliquid.liquid import items as liquid_items
 from tfliquid.order.seeded_order import SeededOrder, checked_order, derived_seed
-from tfliquid.records.dataset import RecordDataset, prefix_name, record_bytes
+from tfliquid.records.dataset import RecordDataset, RecordFilesDataset, prefix_name, record_bytes
 
 AUTOTUNE = tf.data.AUTOTUNE
 # What the cache stores besides a record's bytes: its name ("record:FILE#bytes=N") and the item
@@ -153,7 +153,7 @@ def batch_rows(sizes, batch_size: int) -> tf.data.Dataset:
     return tf.data.Dataset.range(num_batches).scan(tf.zeros_like(sizes), step)
 
 
-class LiquidDataset(tf.data.Dataset):
+class LiquidDataset(RecordFilesDataset):
     """Images of a Liquid dataset (made by `tfliquid convert liquid`), in batches that hold the dataset's ratio.
 
     Args:
@@ -246,14 +246,14 @@ class LiquidDataset(tf.data.Dataset):
         read = _RecordReader(self, shuffle, decode, with_keys, num_parallel_reads, num_parallel_calls)
         if self._order is None:
             self._streams, self._counts = self._make_streams(seed)
-            self._impl = self._build(read, shuffle, seed, epochs)
+            pipeline = self._build(read, shuffle, seed, epochs)
         else:
-            self._impl = self._build_ordered(read, shuffle, seed, self._order.epochs_dataset(epochs, first_epoch))
+            pipeline = self._build_ordered(read, shuffle, seed, self._order.epochs_dataset(epochs, first_epoch))
         if not tf_autotune:
             options = tf.data.Options()
             options.autotune.enabled = False
-            self._impl = self._impl.with_options(options)
-        super().__init__(self._impl._variant_tensor)
+            pipeline = pipeline.with_options(options)
+        super().__init__(self._path, self._manifest, pipeline)
 
     def _make_streams(self, seed) -> tuple[list[_Stream], np.ndarray]:
         """The streams and, per batch, how many elements each gives: one stream per format; with a cache, each
@@ -366,21 +366,6 @@ class LiquidDataset(tf.data.Dataset):
         return epochs.flat_map(one_epoch)
 
     @property
-    def element_spec(self):
-        return self._impl.element_spec
-
-    def _inputs(self):
-        return self._impl._inputs()
-
-    @property
-    def path(self) -> str:
-        return self._path
-
-    @property
-    def num_images(self) -> int:
-        return self._manifest.num_images
-
-    @property
     def formats(self) -> dict[str, int]:
         """Images per format, in the dataset's order."""
         return {f.name: f.num_images for f in self._manifest.formats}
@@ -388,14 +373,6 @@ class LiquidDataset(tf.data.Dataset):
     @property
     def channels(self) -> int:
         return self._manifest.channels
-
-    @property
-    def class_names(self) -> list[str]:
-        return list(self._manifest.class_names)
-
-    @property
-    def num_classes(self) -> int:
-        return self._manifest.num_classes
 
     @property
     def batch_size(self) -> int:

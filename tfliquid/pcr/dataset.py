@@ -22,7 +22,7 @@ from tfliquid.cache.minio_cache import MinIOCache
 from tfliquid.cache.transform import cached, each_pass
 from tfliquid.order.seeded_order import SeededOrder, checked_order, derived_seed
 from tfliquid.pcr import format as pcr_format
-from tfliquid.records.dataset import RecordDataset, prefix_name, record_bytes
+from tfliquid.records.dataset import RecordDataset, RecordFilesDataset, prefix_name, record_bytes
 
 AUTOTUNE = tf.data.AUTOTUNE
 _RECORD_SEEDS = 1  # the salt of records' seeds in an order (tfliquid.order.derived_seed)
@@ -131,7 +131,7 @@ def _validate_scan_group(scan_group, num_scan_groups: int):
     return check_int("scan_group", scan_group, 1, num_scan_groups)
 
 
-class PCRDataset(tf.data.Dataset):
+class PCRDataset(RecordFilesDataset):
     """Images of a PCR dataset at a chosen fidelity.
 
     Args:
@@ -183,14 +183,13 @@ class PCRDataset(tf.data.Dataset):
             num_parallel_reads = check_int("num_parallel_reads (or tf.data.AUTOTUNE)", num_parallel_reads, 1)
         if cache is not None and not isinstance(cache, MinIOCache):
             raise ArgumentError(f"cache must be a tfliquid.MinIOCache or None, got {type(cache).__name__}")
-        self._path = path
+        self._path = path  # what _build reads; RecordFilesDataset keeps it too
         self._index = index
         self._cache = cache
         self._scan_group = _validate_scan_group(scan_group, index.num_scan_groups)
         self._order = checked_order(order, cache, len(index.records), epochs, first_epoch)
         self._epochs = self._order.epochs_dataset(epochs, first_epoch) if self._order is not None else None
-        self._impl = self._build(decode, shuffle, seed, num_parallel_reads, with_keys)
-        super().__init__(self._impl._variant_tensor)
+        super().__init__(path, index, self._build(decode, shuffle, seed, num_parallel_reads, with_keys))
 
     def _build(self, decode, shuffle, seed, num_parallel_reads, with_keys):
         index = self._index
@@ -263,18 +262,6 @@ class PCRDataset(tf.data.Dataset):
         return images
 
     @property
-    def element_spec(self):
-        return self._impl.element_spec
-
-    def _inputs(self):
-        return self._impl._inputs()
-
-    @property
-    def path(self) -> str:
-        """The dataset directory."""
-        return self._path
-
-    @property
     def order(self) -> SeededOrder | None:
         return self._order
 
@@ -297,20 +284,6 @@ class PCRDataset(tf.data.Dataset):
     def num_scan_groups(self) -> int:
         """G: the dataset's scan groups; scan group G is full fidelity."""
         return self._index.num_scan_groups
-
-    @property
-    def num_images(self) -> int:
-        return self._index.num_images
-
-    @property
-    def class_names(self) -> list[str]:
-        """Folder names of an image-folder source; empty for TFRecord sources."""
-        return list(self._index.class_names)
-
-    @property
-    def num_classes(self) -> int:
-        """Number of classes: class folders, or the largest label + 1 for TFRecord sources."""
-        return self._index.num_classes
 
     @property
     def scan_group(self):

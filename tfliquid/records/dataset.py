@@ -108,3 +108,39 @@ class RecordDataset(tf.data.Dataset):
 
     def _inputs(self):
         return [self._source]
+
+
+class RecordFilesDataset(tf.data.Dataset):
+    """A dataset read from a directory of record files: what it says of itself from its description (a PCR index or
+    a Liquid manifest, which both count `num_images` and name `class_names` and `num_classes`), and the pipeline it
+    reads the records with, whose elements are its own."""
+
+    def __init__(self, path: str, description, pipeline: tf.data.Dataset):
+        self._path, self._description, self._pipeline = path, description, pipeline
+        super().__init__(pipeline._variant_tensor)
+
+    @property
+    def element_spec(self):
+        return self._pipeline.element_spec
+
+    def _inputs(self):
+        return self._pipeline._inputs()
+
+    @property
+    def path(self) -> str:
+        """The dataset directory."""
+        return self._path
+
+    @property
+    def num_images(self) -> int:
+        return self._description.num_images
+
+    @property
+    def class_names(self) -> list[str]:
+        """Folder names of an image-folder source; empty for TFRecord sources."""
+        return list(self._description.class_names)
+
+    @property
+    def num_classes(self) -> int:
+        """Number of classes: class folders, or the largest label + 1 for TFRecord sources."""
+        return self._description.num_classes
