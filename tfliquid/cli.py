@@ -27,6 +27,7 @@ import inspect
 import os
 import sys
 import tempfile
+import typing
 
 from tfliquid._common.errors import ArgumentError
 
@@ -89,18 +90,15 @@ def _compression(name: str) -> str | None:
     return names[name]
 
 
-# The options of _source_options(), which an API function with **source_options takes.
-_SOURCE_OPTIONS = ("source_format", "image_key", "label_key", "key_feature", "compression")
-
-
 def _call(function, args, **given):
-    """function(**given, and each option parsed into `args` whose name is one of the function's parameters): every
-    option's dest is its parameter's name (--images-per-record is images_per_record=), so no command lists the
-    API's keywords again. --quiet and --fail-fast become progress= and on_error= where the function takes them."""
-    parameters = inspect.signature(function).parameters
-    names = set(parameters)
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        names |= set(_SOURCE_OPTIONS)
+    """function(**given, and each option parsed into `args` whose name is one of the function's parameters, or of
+    the TypedDict its **options unpack): every option's dest is its parameter's name (--images-per-record is
+    images_per_record=), so no command lists the API's keywords again. --quiet and --fail-fast become progress=
+    and on_error= where the function takes them."""
+    names = set(inspect.signature(function).parameters)
+    for hint in typing.get_type_hints(function, include_extras=True).values():
+        if typing.get_origin(hint) is typing.Unpack:  # **options: Unpack[SomeOptions]
+            names |= set(typing.get_type_hints(typing.get_args(hint)[0]))
     parsed = vars(args)
     if "quiet" in parsed:
         parsed = {**parsed, "progress": not args.quiet}

@@ -20,18 +20,19 @@ import functools
 import os
 import re
 import time
+from typing import Unpack
 
 import numpy as np
 import tensorflow as tf
 from PIL import Image
 
-from tfliquid._common.beam import check_runner
 from tfliquid._common.checks import check_int
 from tfliquid._common.errors import ArgumentError, ConversionError, RejectedImageError, op_error_message
 from tfliquid._common.files import image_files, write_atomically
 from tfliquid._common.lock import DestinationLock
 from tfliquid._common.progress import Progress
 from tfliquid._common.report import ConversionReport
+from tfliquid._common.run_options import RunOptions, take_run_options
 from tfliquid.l3 import codec as l3_format
 from tfliquid.l3.ops import decode_l3, encode_l3
 
@@ -51,7 +52,6 @@ _LOSSLESS_MODES = {
 }
 # Colour spaces L3 cannot hold: converted to RGB as Pillow does, which is not reversible (counted as lossy).
 _RGB_CONVERTED_MODES = ("CMYK", "YCbCr", "LAB", "HSV")
-ON_ERROR = ("reject", "raise")
 
 # What a bad source file raises: unreadable or truncated (OSError), refused here, too large for Pillow or the op.
 _FILE_ERRORS = (OSError, RejectedImageError, Image.DecompressionBombError, tf.errors.OpError)
@@ -79,11 +79,8 @@ def convert(
     workers: int | None = None,
     verify: bool = False,
     overwrite: bool = False,
-    progress: bool = True,
     reduce_16bit: bool = False,
-    on_error: str = "reject",
-    runner: str = "local",
-    beam_options: str | list[str] | None = None,
+    **options: Unpack[RunOptions],
 ) -> ConversionReport:
     """Converts the images under `src` into `.l3` files under `dst`, at the same relative paths.
 
@@ -108,19 +105,16 @@ def convert(
         it with the pixels that were encoded; a mismatch is a failure of that file, which is not kept.
       overwrite: convert every file again; by default a `.l3` at least as new as its source and written with
         the same profile is skipped, so rerunning an interrupted conversion resumes it.
-      progress: show a progress bar.
       reduce_16bit: store 16-bit images by their high byte (lossy) instead of refusing them.
-      on_error: "reject" (default): list a file that cannot be converted and go on; "raise": stop at the first.
-      runner: "local" (`workers` threads here) or "beam": an Apache Beam pipeline converting the same files the same
-        way (`pip install tfliquid[beam]`; SRC and DST on a file system every Beam worker mounts).
-      beam_options: Beam's pipeline options, e.g. "--runner=FlinkRunner ..."; default: the DirectRunner with one
-        worker process per core.
+      **options: how the conversion runs (`tfliquid._common.run_options.RunOptions`): on_error, progress, runner
+        ("local": `workers` threads here; "beam": an Apache Beam pipeline converting the same files the same way),
+        beam_options.
     """
     if profile not in l3_format.PROFILES:
         raise ArgumentError(f"profile must be one of {l3_format.PROFILES}, got {profile!r}")
-    if on_error not in ON_ERROR:
-        raise ArgumentError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
-    check_runner(runner, beam_options)
+    run, unknown = take_run_options(options)
+    if unknown:
+        raise ArgumentError(f"unknown keyword arguments {sorted(unknown)}")
     workers = (os.cpu_count() or 1) if workers is None else check_int("workers", workers, 1)
     start = time.perf_counter()
     jobs = _plan(src, dst)
@@ -129,10 +123,12 @@ def convert(
     os.makedirs(folder, exist_ok=True)
     with DestinationLock(folder):
         _remove_temporaries(folder)
-        if runner == "beam":
-            _convert_jobs_beam(jobs, folder, report, profile, verify, overwrite, reduce_16bit, on_error, beam_options)
+        if run.runner == "beam":
+            _convert_jobs_beam(
+                jobs, folder, report, profile, verify, overwrite, reduce_16bit, run.on_error, run.beam_options
+            )
         else:
-            _convert_jobs(jobs, report, profile, workers, verify, overwrite, reduce_16bit, on_error, progress)
+            _convert_jobs(jobs, report, profile, workers, verify, overwrite, reduce_16bit, run.on_error, run.progress)
     report.failures.sort()
     report.verified_images = report.converted if verify else 0
     report.seconds = time.perf_counter() - start

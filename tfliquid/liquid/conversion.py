@@ -21,22 +21,22 @@ from typing import Unpack
 import numpy as np
 import tensorflow as tf
 
-from tfliquid._common.beam import check_runner
 from tfliquid._common.checks import check_int
 from tfliquid._common.errors import ArgumentError, ConversionError
 from tfliquid._common.files import write_atomically
 from tfliquid._common.lock import DestinationLock
 from tfliquid._common.report import ConversionReport
+from tfliquid._common.run_options import take_run_options
 from tfliquid._proto import liquid_pb2
 from tfliquid._version import __version__
 from tfliquid.io.image_headers import claimed_pixels, decode_bounded
-from tfliquid.io.sources import SourceOptions, check_source_options, open_source
+from tfliquid.io.sources import check_source_options, open_source
 from tfliquid.jpeg.ops import jpeg_to_progressive
 from tfliquid.liquid import format as liquid_format
 from tfliquid.liquid import items as liquid_items
 from tfliquid.records import format as records_format
 from tfliquid.records import job as record_job
-from tfliquid.records.job import ON_ERROR, RECORDS_DIR, SPOOL_FILENAME
+from tfliquid.records.job import RECORDS_DIR, SPOOL_FILENAME, ConversionOptions
 
 L3_PROFILES = ("default", "paper")
 # Images encoded per compressed format to predict its bytes per pixel (all of them when there are fewer).
@@ -91,11 +91,7 @@ def convert(
     size_only: bool = False,
     verify: bool = False,
     overwrite: bool = False,
-    on_error: str = "reject",
-    progress: bool = True,
-    runner: str = "local",
-    beam_options: str | list[str] | None = None,
-    **source_options: Unpack[SourceOptions],
+    **options: Unpack[ConversionOptions],
 ) -> LiquidReport:
     """Converts an image folder tree or TFRecord files into a Liquid dataset at `dst`.
 
@@ -118,10 +114,8 @@ def convert(
       verify: read every record back through the C++ reader and check that each image decodes to its source's
         pixels (lossless formats) or to the JPEG stored.
       overwrite: discard a different conversion found at `dst` instead of refusing to touch it.
-      on_error: "reject" (default: an image that cannot be read is left out and listed in the report) or "raise".
-      progress: show progress on stderr.
-      runner, beam_options: "local", or "beam" with Beam's pipeline options, as in `tfliquid.pcr.convert`.
-      **source_options: how to read SRC (`tfliquid.io.sources.SourceOptions`), as in `tfliquid.pcr.convert`.
+      **options: how the conversion runs and reads SRC (`tfliquid.records.job.ConversionOptions`), as in
+        `tfliquid.pcr.convert`.
 
     Returns a LiquidReport (its `prediction` is the size predicted; `dataset_bytes` the size written).
     """
@@ -138,10 +132,8 @@ def convert(
     jpeg_quality = check_int("jpeg_quality", jpeg_quality, 1, 100)
     if l3_profile not in L3_PROFILES:
         raise ArgumentError(f"l3_profile must be one of {L3_PROFILES}, got {l3_profile!r}")
+    run, source_options = take_run_options(options)
     check_source_options(source_options)
-    if on_error not in ON_ERROR:
-        raise ArgumentError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
-    check_runner(runner, beam_options)
     record_job.check_destination(src, dst)
     encoding = _Encoding(channels, png_compression, l3_profile, jpeg_quality)
     start = time.perf_counter()
@@ -176,9 +168,7 @@ def convert(
         for name, items in zip(names, assigned):
             format_of_item[items] = liquid_items.FORMAT_INDEX[name]
         spec = LiquidJobSpec(format_of_item, encoding, verify)
-        entries = record_job.convert_records(
-            source, plan, dst, state, report, spec, verify, overwrite, on_error, progress, runner, beam_options
-        )
+        entries = record_job.convert_records(source, plan, dst, state, report, spec, verify, overwrite, run)
         if not any(e is not None for e in entries):
             raise ConversionError(f"{src}: no image could be converted (the report lists why):\n{report}")
         manifest = _manifest(source, names, weights, plans, entries, state, encoding, images_per_record, seed)

@@ -25,21 +25,21 @@ from typing import Unpack
 
 import tensorflow as tf
 
-from tfliquid._common.beam import check_runner
 from tfliquid._common.checks import check_int
 from tfliquid._common.errors import ArgumentError, ConversionError
 from tfliquid._common.lock import DestinationLock
 from tfliquid._common.report import ConversionReport
+from tfliquid._common.run_options import take_run_options
 from tfliquid._lib import crc32c_fast
 from tfliquid._proto import pcr_pb2
 from tfliquid._version import __version__
 from tfliquid.io.image_headers import decode_bounded
-from tfliquid.io.sources import SourceOptions, check_source_options, open_source
+from tfliquid.io.sources import check_source_options, open_source
 from tfliquid.jpeg.ops import check_scan_script, jpeg_to_progressive
 from tfliquid.pcr import format as pcr_format
 from tfliquid.records import format as records_format
 from tfliquid.records import job as record_job
-from tfliquid.records.job import ON_ERROR, RECORDS_DIR, SPOOL_FILENAME
+from tfliquid.records.job import RECORDS_DIR, SPOOL_FILENAME, ConversionOptions
 
 SCAN_SCRIPTS = ("standard", "fast")
 
@@ -54,13 +54,9 @@ def convert(
     keep_markers: bool = False,
     verify: bool = False,
     overwrite: bool = False,
-    on_error: str = "reject",
     scan_script: str = "fast",
     rescript_progressive: bool = False,
-    progress: bool = True,
-    runner: str = "local",
-    beam_options: str | list[str] | None = None,
-    **source_options: Unpack[SourceOptions],
+    **options: Unpack[ConversionOptions],
 ) -> ConversionReport:
     """Converts an image folder tree or TFRecord files into a PCR dataset at `dst`.
 
@@ -76,8 +72,6 @@ def convert(
         make, and that it decodes at full fidelity to the source's exact pixels (for non-JPEG sources: to the
         pixels of the JPEG they were encoded to).
       overwrite: discard a different conversion found at `dst` instead of refusing to touch it.
-      on_error: "reject" (default): an image that cannot be converted is left out, listed in the report's
-        `failures` with the reason, and the others are converted; "raise": stop at the first one.
       scan_script: the scans of the progressive JPEGs, hence the scan groups: "fast" (the default: spectral
         selection only, 7 groups for colour images; full fidelity decodes nearly as fast as baseline JPEG),
         "standard" (`jpegtran -progressive`, 10 groups with successive approximation: more quality per byte at
@@ -87,14 +81,9 @@ def convert(
         are rejected.
       rescript_progressive: give progressive inputs the scan script too (losslessly), instead of keeping their own
         scans.
-      progress: show progress on stderr.
-      runner: "local" (this process, every core) or "beam": an Apache Beam pipeline (`pip install tfliquid[beam]`)
-        that writes the same bytes (docs/scale-out.md). SRC and DST must then be on a file system every Beam
-        worker mounts; TFRecord sources are spooled here first.
-      beam_options: Beam's pipeline options, e.g. "--runner=FlinkRunner --flink_master=HOST:8081"; default: the
-        DirectRunner with one worker process per core.
-      **source_options: how to read SRC (`tfliquid.io.sources.SourceOptions`): source_format, image_key, label_key,
-        key_feature, compression.
+      **options: how the conversion runs and reads SRC (`tfliquid.records.job.ConversionOptions`): on_error,
+        progress, runner, beam_options (a TFRecord source is spooled here first), source_format, image_key,
+        label_key, key_feature, compression.
 
     Raises ConversionError (the destination is held by another run, holds another conversion, cannot be written)
     and ArgumentError, both before anything is written when they concern the arguments.
@@ -102,10 +91,8 @@ def convert(
     images_per_record = check_int("images_per_record", images_per_record, 1, records_format.MAX_ITEMS)
     quality = check_int("quality", quality, 1, 100)
     seed = check_int("seed", seed, 0, (1 << 64) - 1)
+    run, source_options = take_run_options(options)
     check_source_options(source_options)
-    if on_error not in ON_ERROR:
-        raise ArgumentError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
-    check_runner(runner, beam_options)
     script = _scan_script_text(scan_script)
     record_job.check_destination(src, dst)
     start = time.perf_counter()
@@ -127,9 +114,7 @@ def convert(
         state = record_job.State(dst, record_job.plan_fingerprint(source, settings), overwrite)
         report = ConversionReport(dst, file_kind="record", lossy_reason="re-encoded lossily (they were not JPEGs)")
         spec = PCRJobSpec(quality, keep_markers, script, rescript_progressive, verify)
-        entries = record_job.convert_records(
-            source, plan, dst, state, report, spec, verify, overwrite, on_error, progress, runner, beam_options
-        )
+        entries = record_job.convert_records(source, plan, dst, state, report, spec, verify, overwrite, run)
         written = [pcr_format.index_entry(e) for e in entries if e is not None]
         if not written:
             raise ConversionError(f"{src}: no image could be converted (the report lists why):\n{report}")

@@ -32,8 +32,10 @@ from tfliquid._common.errors import ConversionError, op_error_message
 from tfliquid._common.files import write_atomically
 from tfliquid._common.progress import Progress
 from tfliquid._common.report import ConversionReport
+from tfliquid._common.run_options import Run, RunOptions
 from tfliquid._lib import crc32c_fast
 from tfliquid.io import sources
+from tfliquid.io.sources import SourceOptions
 from tfliquid.records import format as records_format
 from tfliquid.records.dataset import RecordDataset, record_bytes
 
@@ -43,7 +45,12 @@ STATE_FILENAME = "convert_state.json"
 STATE_FRAGMENTS_DIR = "convert_state.d"
 RECORDS_DIR = "records"
 SPOOL_FILENAME = "spool.tmp"
-ON_ERROR = ("reject", "raise")
+
+
+class ConversionOptions(RunOptions, SourceOptions, total=False):
+    """The keyword arguments every conversion into records takes: how it runs (`RunOptions`: on_error, progress,
+    runner, beam_options) and how it reads its source (`SourceOptions`: source_format, image_key, label_key,
+    key_feature, compression)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,25 +220,19 @@ def convert_records(
     spec: RecordJobSpec,
     verify: bool,
     overwrite: bool,
-    on_error: str,
-    progress: bool,
-    runner: str = "local",
-    beam_options=None,
+    run: Run,
 ) -> list[WrittenRecord | None]:
     """Keeps the complete records, converts the others (and, with `verify`, rebuilds the kept ones to check them);
-    returns every record's WrittenRecord, None for a record none of whose images could be converted. `runner`: a
-    name of RUNNERS; `beam_options` are Beam's. With `overwrite`, the record files of the plan it replaces that
-    this plan does not write go first, so that the dataset holds no record its index or manifest does not list."""
+    returns every record's WrittenRecord, None for a record none of whose images could be converted, on the runner
+    (RUNNERS) that `run` names. With `overwrite`, the record files of the plan it replaces that this plan does not
+    write go first, so that the dataset holds no record its index or manifest does not list."""
     if overwrite:
         _remove_records_outside(dst, plan)
-    return RUNNERS[runner]()(
-        source, plan, dst, state, report, spec, verify, overwrite, on_error, progress, beam_options
-    )
+    return RUNNERS[run.runner]()(source, plan, dst, state, report, spec, verify, overwrite, run)
 
 
-def convert_locally(source, plan, dst, state, report, spec, verify, overwrite, on_error, progress, beam_options=None):
+def convert_locally(source, plan, dst, state, report, spec, verify, overwrite, run: Run):
     """The local runner: one tf.data pipeline over every record to build, on every core of this process."""
-    del beam_options  # the local runner has none
     job = spec.job()
     entries = [
         None
@@ -243,14 +244,14 @@ def convert_locally(source, plan, dst, state, report, spec, verify, overwrite, o
     kept = [r for r, entry in enumerate(entries) if entry is not None and not verify]
     report.skipped = sum(len(plan.items[r]) for r in kept)
     report.files_skipped = len(kept)
-    with Progress(source.num_items, "image", progress) as bar:
+    with Progress(source.num_items, "image", run.progress) as bar:
         bar.update(report.skipped)
         if not build:
             return entries
         # One pipeline for every record to build: images of the next record transcode while this one is written.
         images = _Lookahead(_prepared_images(source, np.concatenate([plan.items[r] for r in build]), job.prepare))
         for r in build:
-            built = _take_record(images, plan.items[r], source, job.prepare, on_error, report)
+            built = _take_record(images, plan.items[r], source, job.prepare, run.on_error, report)
             entries[r] = write_record(built, dst, plan.relatives[r], entries[r], job, verify, report)
             if entries[r] is not None:
                 state.record_done(plan.relatives[r], built.lossy)

@@ -50,11 +50,10 @@ class _Settings:
     fingerprint: str
 
 
-def convert_records(source, plan, dst, state, report, spec, verify, overwrite, on_error, progress, beam_options):
+def convert_records(source, plan, dst, state, report, spec, verify, overwrite, run):
     """record_job.convert_records on Beam: returns every record's WrittenRecord (None for a record none of whose
     images could be converted) and fills in `report` and `state`. Progress is Beam's own log."""
-    del progress
-    settings = _Settings(dst, spec, spec.job().flags, verify, overwrite, on_error, state.fingerprint)
+    settings = _Settings(dst, spec, spec.job().flags, verify, overwrite, run.on_error, state.fingerprint)
     records = [
         [
             _ImageTask(
@@ -73,7 +72,7 @@ def convert_records(source, plan, dst, state, report, spec, verify, overwrite, o
             | "Convert records" >> beam.ParDo(_ConvertRecord(settings))
         )
 
-    outcomes = {o["relative"]: o for o in beam_runner.run(build, dst, beam_options)}
+    outcomes = {o["relative"]: o for o in beam_runner.run(build, dst, run.beam_options)}
     state.merge_fragments()
     entries = []
     for relative in plan.relatives:

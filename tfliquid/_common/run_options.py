@@ -1,0 +1,52 @@
+"""How a conversion runs: the keyword arguments every converter takes (`tfliquid.pcr.convert`,
+`tfliquid.liquid.convert`, `tfliquid.l3.convert`; the CLI's --fail-fast, --quiet, --runner, --beam-options),
+declared once."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TypedDict
+
+from tfliquid._common.beam import check_runner
+from tfliquid._common.errors import ArgumentError
+
+ON_ERROR = ("reject", "raise")
+
+
+class RunOptions(TypedDict, total=False):
+    """How a conversion runs.
+
+    on_error: "reject" (the default): an image that cannot be converted is left out, listed in the report's
+      `failures` with the reason, and the others are converted; "raise": stop at the first one.
+    progress: show progress on stderr (default True).
+    runner: "local" (the default: this process, every core) or "beam": an Apache Beam pipeline (`pip install
+      tfliquid[beam]`) that writes the same bytes (docs/scale-out.md). SRC and DST must then be on a file
+      system every Beam worker mounts.
+    beam_options: Beam's pipeline options, e.g. "--runner=FlinkRunner --flink_master=HOST:8081"; default: the
+      DirectRunner with one worker process per core.
+    """
+
+    on_error: str
+    progress: bool
+    runner: str
+    beam_options: str | list[str] | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """RunOptions with their defaults, checked."""
+
+    on_error: str = "reject"
+    progress: bool = True
+    runner: str = "local"
+    beam_options: str | list[str] | None = None
+
+
+def take_run_options(options: dict) -> tuple[Run, dict]:
+    """The run options among a converter's keyword arguments, checked, and the other arguments."""
+    names = RunOptions.__annotations__
+    run = Run(**{name: value for name, value in options.items() if name in names})
+    if run.on_error not in ON_ERROR:
+        raise ArgumentError(f"on_error must be one of {ON_ERROR}, got {run.on_error!r}")
+    check_runner(run.runner, run.beam_options)
+    return run, {name: value for name, value in options.items() if name not in names}
