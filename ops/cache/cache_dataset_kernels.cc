@@ -12,7 +12,6 @@
 #include "cache/cache_ops.h"
 #include "common/dataset_kernel.h"
 #include "common/input_checks.h"
-#include "tensorflow/core/data/name_utils.h"
 
 namespace tfliquid {
 namespace {
@@ -56,24 +55,20 @@ class CacheDatasetOp : public UnaryDatasetOpKernel {
    public:
     Dataset(OpKernelContext* ctx, const DatasetBase* input, std::string name, int64_t item, int64_t pass,
             CacheSettings settings)
-        : UnaryDataset(ctx, input), name_(std::move(name)), item_(item), pass_(pass), settings_(std::move(settings)) {
-      if (settings_.with_hit) {
-        dtypes_.push_back(tensorflow::DT_BOOL);
-        shapes_.push_back(PartialTensorShape({}));
-      }
-      dtypes_.insert(dtypes_.end(), input_->output_dtypes().begin(), input_->output_dtypes().end());
-      shapes_.insert(shapes_.end(), input_->output_shapes().begin(), input_->output_shapes().end());
+        : UnaryDataset(ctx, input, "Cache"),
+          name_(std::move(name)),
+          item_(item),
+          pass_(pass),
+          settings_(std::move(settings)) {
+      if (settings_.with_hit) AddOutput(tensorflow::DT_BOOL, PartialTensorShape({}));
+      AddInputOutputs();
     }
 
     std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
-      return std::make_unique<Iterator>(
-          Iterator::Params{this, tensorflow::data::name_utils::IteratorPrefix("Cache", prefix)});
+      return std::make_unique<Iterator>(Iterator::Params{this, IteratorPrefix(prefix)});
     }
-    const DataTypeVector& output_dtypes() const override { return dtypes_; }
-    const std::vector<PartialTensorShape>& output_shapes() const override { return shapes_; }
     // The cache's contents never change the elements (a key always names the same ones): the only external state
     // is the input's (UnaryDataset::CheckExternalState).
-    std::string DebugString() const override { return "CacheDatasetOp::Dataset(" + name_ + ")"; }
 
    protected:
     absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
@@ -237,8 +232,6 @@ class CacheDatasetOp : public UnaryDatasetOpKernel {
     const int64_t item_;
     const int64_t pass_;
     const CacheSettings settings_;
-    DataTypeVector dtypes_;
-    std::vector<PartialTensorShape> shapes_;
   };
 
   CacheSettings settings_;

@@ -66,6 +66,10 @@ class ComputedDataset::Iterator : public DatasetIterator<ComputedDataset> {
   std::vector<Tensor> elements_ TF_GUARDED_BY(mu_);
 };
 
+std::string UnaryDataset::IteratorPrefix(const std::string& prefix) const {
+  return tensorflow::data::name_utils::IteratorPrefix(type_, prefix);
+}
+
 ComputedDataset::ComputedDataset(OpKernelContext* ctx, std::string type, tensorflow::DataType dtype, bool save_elements)
     : DatasetBase(DatasetContext(ctx)),
       type_(std::move(type)),

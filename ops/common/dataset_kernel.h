@@ -61,14 +61,19 @@ absl::Status AddDatasetNode(SerializationContext* ctx, DatasetBase::DatasetGraph
   return b->AddDataset(dataset, inputs, attrs, output);
 }
 
-// A dataset of one input dataset, which it holds a reference to and whose external state is its own.
+// A dataset of one input dataset, which it holds a reference to and whose external state is its own. `type`
+// names it in debug strings and its iterators' prefixes; its elements' components are declared by AddOutput.
 class UnaryDataset : public DatasetBase {
  public:
-  UnaryDataset(OpKernelContext* ctx, const DatasetBase* input) : DatasetBase(DatasetContext(ctx)), input_(input) {
+  UnaryDataset(OpKernelContext* ctx, const DatasetBase* input, std::string type)
+      : DatasetBase(DatasetContext(ctx)), input_(input), type_(std::move(type)) {
     input_->Ref();
   }
   ~UnaryDataset() override { input_->Unref(); }
 
+  const DataTypeVector& output_dtypes() const override { return dtypes_; }
+  const std::vector<PartialTensorShape>& output_shapes() const override { return shapes_; }
+  std::string DebugString() const override { return type_ + "DatasetOp::Dataset"; }
   absl::Status InputDatasets(std::vector<const DatasetBase*>* inputs) const override {
     inputs->push_back(input_);
     return absl::OkStatus();
@@ -76,7 +81,26 @@ class UnaryDataset : public DatasetBase {
   absl::Status CheckExternalState() const override { return input_->CheckExternalState(); }
 
  protected:
+  // The next component of its elements.
+  void AddOutput(tensorflow::DataType dtype, PartialTensorShape shape) {
+    dtypes_.push_back(dtype);
+    shapes_.push_back(std::move(shape));
+  }
+  // The input's components, next.
+  void AddInputOutputs() {
+    for (size_t i = 0; i < input_->output_dtypes().size(); ++i) {
+      AddOutput(input_->output_dtypes()[i], input_->output_shapes()[i]);
+    }
+  }
+  // The prefix of its iterator, under its parent's `prefix`.
+  std::string IteratorPrefix(const std::string& prefix) const;
+
   const DatasetBase* const input_;
+
+ private:
+  const std::string type_;
+  DataTypeVector dtypes_;
+  std::vector<PartialTensorShape> shapes_;
 };
 
 // A source dataset of scalars computed when it is first read (a file's bytes, a variable's value, a cache's pass).

@@ -13,7 +13,6 @@
 #include "records/item_format.h"
 #include "records/record.h"
 #include "records/record_ops.h"
-#include "tensorflow/core/data/name_utils.h"
 
 namespace tfliquid {
 namespace {
@@ -140,21 +139,21 @@ class RecordDatasetOp : public UnaryDatasetOpKernel {
    public:
     Dataset(OpKernelContext* ctx, const DatasetBase* input, std::string name, int64_t group, int64_t seed,
             RecordSettings settings)
-        : UnaryDataset(ctx, input), name_(std::move(name)), group_(group), seed_(seed), settings_(std::move(settings)) {
+        : UnaryDataset(ctx, input, "Record"),
+          name_(std::move(name)),
+          group_(group),
+          seed_(seed),
+          settings_(std::move(settings)) {
       // In the order tf.nest flattens {"cached", "item", "key", "label"}.
-      if (settings_.with_cache_hits) Add(tensorflow::DT_BOOL, PartialTensorShape({}));
-      Add(settings_.item_format->dtype, settings_.item_format->Shape(settings_.item_channels));
-      if (settings_.with_keys) Add(tensorflow::DT_STRING, PartialTensorShape({}));
-      Add(tensorflow::DT_INT64, PartialTensorShape({}));
+      if (settings_.with_cache_hits) AddOutput(tensorflow::DT_BOOL, PartialTensorShape({}));
+      AddOutput(settings_.item_format->dtype, settings_.item_format->Shape(settings_.item_channels));
+      if (settings_.with_keys) AddOutput(tensorflow::DT_STRING, PartialTensorShape({}));
+      AddOutput(tensorflow::DT_INT64, PartialTensorShape({}));
     }
 
     std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
-      return std::make_unique<Iterator>(
-          Iterator::Params{this, tensorflow::data::name_utils::IteratorPrefix("Record", prefix)});
+      return std::make_unique<Iterator>(Iterator::Params{this, IteratorPrefix(prefix)});
     }
-    const DataTypeVector& output_dtypes() const override { return dtypes_; }
-    const std::vector<PartialTensorShape>& output_shapes() const override { return shapes_; }
-    std::string DebugString() const override { return "RecordDatasetOp::Dataset(" + name_ + ")"; }
 
    protected:
     absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
@@ -167,11 +166,6 @@ class RecordDatasetOp : public UnaryDatasetOpKernel {
     }
 
    private:
-    void Add(tensorflow::DataType dtype, PartialTensorShape shape) {
-      dtypes_.push_back(dtype);
-      shapes_.push_back(std::move(shape));
-    }
-
     class Iterator : public DatasetIterator<Dataset> {
      public:
       explicit Iterator(const Params& params) : DatasetIterator<Dataset>(params) {}
@@ -288,8 +282,6 @@ class RecordDatasetOp : public UnaryDatasetOpKernel {
     const int64_t group_;
     const int64_t seed_;
     const RecordSettings settings_;
-    DataTypeVector dtypes_;
-    std::vector<PartialTensorShape> shapes_;
   };
 
   RecordSettings settings_;

@@ -11,12 +11,9 @@
 #include "common/dataset_kernel.h"
 #include "stall/stall_counters.h"
 #include "stall/stall_ops.h"
-#include "tensorflow/core/data/name_utils.h"
 
 namespace tfliquid {
 namespace {
-
-constexpr char kDatasetType[] = "StallStamp";
 
 class StallStampDatasetOp : public UnaryDatasetOpKernel {
  public:
@@ -36,16 +33,13 @@ class StallStampDatasetOp : public UnaryDatasetOpKernel {
    public:
     Dataset(OpKernelContext* ctx, const DatasetBase* input, std::string ring_name,
             std::shared_ptr<stall::Counters> counters)
-        : UnaryDataset(ctx, input), ring_name_(std::move(ring_name)), counters_(std::move(counters)) {}
-
-    std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
-      return std::make_unique<Iterator>(
-          Iterator::Params{this, tensorflow::data::name_utils::IteratorPrefix(kDatasetType, prefix)});
+        : UnaryDataset(ctx, input, "StallStamp"), ring_name_(std::move(ring_name)), counters_(std::move(counters)) {
+      AddInputOutputs();
     }
 
-    const DataTypeVector& output_dtypes() const override { return input_->output_dtypes(); }
-    const std::vector<PartialTensorShape>& output_shapes() const override { return input_->output_shapes(); }
-    std::string DebugString() const override { return "StallStampDatasetOp::Dataset(" + ring_name_ + ")"; }
+    std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
+      return std::make_unique<Iterator>(Iterator::Params{this, IteratorPrefix(prefix)});
+    }
 
     int64_t CardinalityInternal(tensorflow::data::CardinalityOptions options) const override {
       return input_->Cardinality(options);
