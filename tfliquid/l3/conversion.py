@@ -123,27 +123,22 @@ def convert(
     os.makedirs(folder, exist_ok=True)
     with DestinationLock(folder):
         _remove_temporaries(folder)
+        # What each file's conversion is given, on either runner.
+        settings = dict(
+            profile=profile, verify=verify, overwrite=overwrite, reduce_16bit=reduce_16bit, on_error=run.on_error
+        )
         if run.runner == "beam":
-            _convert_jobs_beam(
-                jobs, folder, report, profile, verify, overwrite, reduce_16bit, run.on_error, run.beam_options
-            )
+            _convert_jobs_beam(jobs, folder, report, settings, run.beam_options)
         else:
-            _convert_jobs(jobs, report, profile, workers, verify, overwrite, reduce_16bit, run.on_error, run.progress)
+            _convert_jobs(jobs, report, settings, workers, run.progress)
     report.failures.sort()
     report.verified_images = report.converted if verify else 0
     report.seconds = time.perf_counter() - start
     return report
 
 
-def _convert_jobs(jobs, report, profile, workers, verify, overwrite, reduce_16bit, on_error, progress) -> None:
-    convert_file = functools.partial(
-        _converted_or_reason,
-        profile=profile,
-        verify=verify,
-        overwrite=overwrite,
-        reduce_16bit=reduce_16bit,
-        on_error=on_error,
-    )
+def _convert_jobs(jobs, report, settings: dict, workers, progress) -> None:
+    convert_file = functools.partial(_converted_or_reason, **settings)
 
     def collect(job: _Job, done: concurrent.futures.Future):
         _count(report, job, *done.result())
@@ -153,20 +148,13 @@ def _convert_jobs(jobs, report, profile, workers, verify, overwrite, reduce_16bi
         _run_on_threads(convert_file, jobs, workers, collect)
 
 
-def _convert_jobs_beam(jobs, folder, report, profile, verify, overwrite, reduce_16bit, on_error, beam_options) -> None:
+def _convert_jobs_beam(jobs, folder, report, settings: dict, beam_options) -> None:
     """_convert_jobs as an Apache Beam pipeline: the same per-file conversion on the runner's workers."""
     import apache_beam as beam
 
     from tfliquid._common import beam as beam_runner
 
-    convert_file = functools.partial(
-        _outcome_of_file,
-        profile=profile,
-        verify=verify,
-        overwrite=overwrite,
-        reduce_16bit=reduce_16bit,
-        on_error=on_error,
-    )
+    convert_file = functools.partial(_outcome_of_file, **settings)
 
     def build(pipeline):
         return (

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from tfliquid._common import message_file
 from tfliquid._common.crc32c import crc32c
 from tfliquid._common.errors import ArgumentError, FormatError
 from tfliquid._proto import liquid_pb2
@@ -19,7 +20,6 @@ from tfliquid.records import format as records_format
 FORMAT_VERSION = 1
 MANIFEST_FILENAME = "manifest.liquid"
 MANIFEST_MAGIC = b"\x89LQM\r\n\x1a\n"
-MANIFEST_HEADER = struct.Struct("<8sII")  # magic, version, crc32c(message)
 RAW_MAGIC = b"\x89RAW"
 RAW_HEADER = struct.Struct("<4sIII")  # magic, height, width, channels
 MAX_SIDE = 1 << 16
@@ -193,8 +193,7 @@ def _checked_rows(rows, sizes, stream_sizes, batch_size) -> np.ndarray:
 
 def write_manifest(dataset_dir: str, manifest: liquid_pb2.LiquidManifest, write=None) -> None:
     """Writes DATASET/manifest.liquid (with `write(path, data)`, e.g. an atomic writer)."""
-    message = manifest.SerializeToString()
-    data = MANIFEST_HEADER.pack(MANIFEST_MAGIC, FORMAT_VERSION, crc32c(message)) + message
+    data = message_file.encode(MANIFEST_MAGIC, FORMAT_VERSION, manifest, crc32c)
     path = os.path.join(dataset_dir, MANIFEST_FILENAME)
     if write is None:
         with open(path, "wb") as f:
@@ -211,20 +210,9 @@ def read_manifest(dataset_dir: str, crc: Callable[[bytes], int] = crc32c) -> liq
         raise LiquidFormatError(f"{dataset_dir}: not a Liquid dataset: no {MANIFEST_FILENAME}{hint}")
     with open(path, "rb") as f:
         data = f.read()
-    if len(data) < MANIFEST_HEADER.size:
-        raise LiquidFormatError(f"{path}: offset {len(data)}: file ends inside the 16-byte header")
-    magic, version, stored = MANIFEST_HEADER.unpack_from(data)
-    if magic != MANIFEST_MAGIC:
-        raise LiquidFormatError(f"{path}: offset 0: bad magic: not a Liquid manifest")
-    if version != FORMAT_VERSION:
-        raise LiquidFormatError(f"{path}: offset 8: unsupported version {version} (this reader reads 1)")
-    message = data[MANIFEST_HEADER.size :]
-    if crc(message) != stored:
-        raise LiquidFormatError(f"{path}: offset 16: manifest CRC32C mismatch")
-    try:
-        manifest = liquid_pb2.LiquidManifest.FromString(message)
-    except Exception as e:  # protobuf's DecodeError: a message that passed the CRC but is not one
-        raise LiquidFormatError(f"{path}: offset 16: not a LiquidManifest ({e})") from None
+    manifest = message_file.decode(
+        path, data, MANIFEST_MAGIC, FORMAT_VERSION, liquid_pb2.LiquidManifest, crc, LiquidFormatError, "Liquid manifest"
+    )
     _check_manifest(path, manifest)
     return manifest
 

@@ -14,11 +14,11 @@ This module has no TensorFlow dependency. The CRC function is a parameter: reade
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Callable, Sequence
 
 from google.protobuf.message import DecodeError
 
+from tfliquid._common import message_file
 from tfliquid._common.crc32c import crc32c
 from tfliquid._common.files import write_atomically
 from tfliquid._proto import pcr_pb2
@@ -28,8 +28,7 @@ from tfliquid.records.format import RecordFormatError
 
 FORMAT_VERSION = records_format.FORMAT_VERSION  # of records, and DatasetIndex.format_version
 INDEX_MAGIC = b"\x89PCI\r\n\x1a\n"
-INDEX_VERSION = 2  # of the index file: magic | u32 version | u32 crc32c(message) | message
-INDEX_HEADER = struct.Struct("<II")
+INDEX_VERSION = 2  # of the index file: tfliquid._common.message_file's layout
 INDEX_V1_FIRST_BYTE = b"\x08"  # version 1 had no header: the message's first byte, field 1 (varint) tag
 MAX_SCAN_GROUPS = records_format.MAX_GROUPS
 INDEX_FILENAME = "index.pcrindex"
@@ -62,24 +61,16 @@ def read_index(dataset_dir: str, crc: Callable[[bytes], int] = crc32c) -> pcr_pb
             f"{dataset_dir} is not a PCR dataset: {INDEX_FILENAME} is missing "
             "(convert one with `tfliquid convert pcr SRC DST`)"
         ) from None
-    if not data.startswith(INDEX_MAGIC):
-        raise PCRFormatError(f"{path}: offset 0: bad magic: not a PCR index")
-    body = data[len(INDEX_MAGIC) :]
-    if body[:1] == INDEX_V1_FIRST_BYTE:  # version 1: the message follows the magic
-        message = body
+    if data[len(INDEX_MAGIC) : len(INDEX_MAGIC) + 1] == INDEX_V1_FIRST_BYTE and data.startswith(INDEX_MAGIC):
+        # version 1: the message follows the magic, with no version and no checksum
+        try:
+            index = pcr_pb2.DatasetIndex.FromString(data[len(INDEX_MAGIC) :])
+        except DecodeError:
+            raise PCRFormatError(f"{path}: the index message cannot be parsed: the index is damaged") from None
     else:
-        if len(body) < INDEX_HEADER.size:
-            raise PCRFormatError(f"{path}: offset {len(data)}: the index ends inside its header")
-        version, stored_crc = INDEX_HEADER.unpack_from(body)
-        if version != INDEX_VERSION:
-            raise PCRFormatError(f"{path}: offset 8: unsupported index version {version}")
-        message = body[INDEX_HEADER.size :]
-        if crc(message) != stored_crc:
-            raise PCRFormatError(f"{path}: offset 12: index CRC32C mismatch: the index is damaged")
-    try:
-        index = pcr_pb2.DatasetIndex.FromString(message)
-    except DecodeError:
-        raise PCRFormatError(f"{path}: the index message cannot be parsed: the index is damaged") from None
+        index = message_file.decode(
+            path, data, INDEX_MAGIC, INDEX_VERSION, pcr_pb2.DatasetIndex, crc, PCRFormatError, "PCR index"
+        )
     _check_index(path, index)
     return index
 
@@ -114,8 +105,7 @@ def index_entry(written) -> pcr_pb2.RecordEntry:
 
 def write_index(dataset_dir: str, index: pcr_pb2.DatasetIndex, crc: Callable[[bytes], int] = crc32c) -> None:
     """Writes the index (version 2) atomically (temp file + rename): readers see the old one or the new one."""
-    message = index.SerializeToString()
-    data = INDEX_MAGIC + INDEX_HEADER.pack(INDEX_VERSION, crc(message)) + message
+    data = message_file.encode(INDEX_MAGIC, INDEX_VERSION, index, crc)
     write_atomically(os.path.join(dataset_dir, INDEX_FILENAME), data)
 
 
