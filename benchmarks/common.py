@@ -12,6 +12,18 @@ from tfliquid._common.timing import PassTiming, timed_pass, turn_order  # noqa: 
 from tfliquid.samples import photos as sample_photos  # noqa: E402
 
 
+def add_photo_arguments(parser, images_per_class: int = 100, size: int = 320) -> None:
+    """The options that choose the benchmark's photo folder: --workdir, --images-per-class, --size."""
+    parser.add_argument("--workdir", default="bench_data", help="where datasets are made (kept between runs)")
+    parser.add_argument("--images-per-class", type=int, default=images_per_class, help="10 classes")
+    parser.add_argument("--size", type=int, default=size, help="side of the JPEG crops in pixels")
+
+
+def photo_folder_of(args) -> str:
+    """The photo folder the options of add_photo_arguments choose."""
+    return photo_folder(args.workdir, args.images_per_class, args.size)
+
+
 def photo_folder(workdir: str, images_per_class: int, size: int) -> str:
     """An image folder of JPEG crops of the shipped photos (made once per workdir and size)."""
     folder = os.path.join(workdir, f"photos-{images_per_class}x{size}")

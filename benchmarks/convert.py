@@ -76,13 +76,11 @@ def jpegtran_seconds_per_image(folder: str, sample: int) -> float:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workdir", default="bench_data")
-    parser.add_argument("--images-per-class", type=int, default=100)
-    parser.add_argument("--size", type=int, default=320)
+    common.add_photo_arguments(parser)
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args()
 
-    folder = common.photo_folder(args.workdir, args.images_per_class, args.size)
+    folder = common.photo_folder_of(args)
     n = sources.image_folder(folder).num_items
     out = tempfile.mkdtemp(dir=args.workdir)
     try:

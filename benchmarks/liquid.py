@@ -165,21 +165,17 @@ def write_png_folder(folder: str, workdir: str) -> str:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workdir", default="bench_data")
-    # 1,000 crops: an epoch then lasts 1.5-2 s. With 300 (0.5 s) the start of every epoch (each stream's first
-    # record read through the shared budget, 50-100 ms with the CPU idle) cost the CPU-bound mixes 12-15% of the
-    # rate the profiler predicts for a running pipeline; reading 4 epochs in one pass gave back all of it.
-    parser.add_argument("--images-per-class", type=int, default=100)
-    # A training job reads its epochs through one LiquidDataset(epochs=...) pipeline, which starts once; a pass
-    # of 1,000 images read as an epoch of its own spent 6-7% of the CPU-bound mix's time on its first batch.
+    # 1,000 crops of 512 px: a short epoch's start (each stream's first record read through the shared budget)
+    # would weigh on the CPU-bound mixes' rate, which the profiler predicts for a running pipeline.
+    common.add_photo_arguments(parser, size=512)
+    # A training job reads its epochs through one LiquidDataset(epochs=...) pipeline, which starts once.
     parser.add_argument("--epochs-per-pass", type=int, default=3, help="epochs each timed pass reads (one pipeline)")
-    parser.add_argument("--size", type=int, default=512, help="side of the crops in pixels")
     parser.add_argument("--bandwidth", type=float, help="read budget, bytes/s (default: see above)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=64)
     args = parser.parse_args()
 
-    folder = common.photo_folder(args.workdir, args.images_per_class, args.size)
+    folder = common.photo_folder_of(args)
     workdir = os.path.join(args.workdir, f"liquid-{args.images_per_class}x{args.size}")
     os.makedirs(workdir, exist_ok=True)
     datasets = {(c, w): write_ratio(folder, workdir, c, w) for c in ("png", "l3") for w in range(STEPS + 1)}

@@ -106,9 +106,7 @@ def reader_bytes_per_second(path: str, epochs: int) -> float:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workdir", default="bench_data")
-    parser.add_argument("--images-per-class", type=int, default=100)
-    parser.add_argument("--size", type=int, default=320, help="side of the JPEG crops in pixels")
+    common.add_photo_arguments(parser)
     parser.add_argument(
         "--bandwidth",
         type=float,
@@ -119,7 +117,7 @@ def main():
     parser.add_argument("--scan-script", default="fast", help="of the PCR dataset: standard, fast or a file")
     args = parser.parse_args()
 
-    folder = common.photo_folder(args.workdir, args.images_per_class, args.size)
+    folder = common.photo_folder_of(args)
     tfrecord = os.path.join(args.workdir, f"photos-{args.images_per_class}x{args.size}.tfrecord")
     script_name = os.path.basename(args.scan_script)
     pcr = os.path.join(args.workdir, f"photos-{args.images_per_class}x{args.size}-pcr-{script_name}")

@@ -130,9 +130,7 @@ def similarities(train: str, model: keras.Model, groups: int) -> dict[int, float
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workdir", default="bench_data")
-    parser.add_argument("--images-per-class", type=int, default=100)
-    parser.add_argument("--size", type=int, default=320)
+    common.add_photo_arguments(parser)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--seeds", type=int, default=2, help="training runs per group, averaged")
@@ -140,7 +138,7 @@ def main():
     args = parser.parse_args()
     names = args.candidates.split(",")
 
-    folder = common.photo_folder(args.workdir, args.images_per_class, args.size)
+    folder = common.photo_folder_of(args)
     baseline = [path.read_bytes() for path in sorted(pathlib.Path(folder).rglob("*.jpg"))]
     datasets = {name: convert(folder, args.workdir, name, CANDIDATES[name]) for name in names}
     full = {name: full_jpegs(path) for name, path in datasets.items()}

@@ -79,15 +79,13 @@ def start_server(args: list[str], log_path: str) -> subprocess.Popen:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workdir", default="bench_data")
-    parser.add_argument("--images-per-class", type=int, default=100)
-    parser.add_argument("--size", type=int, default=320, help="side of the JPEG crops in pixels")
+    common.add_photo_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3, help="epochs per timed pass")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
 
-    folder = common.photo_folder(args.workdir, args.images_per_class, args.size)
+    folder = common.photo_folder_of(args)
     pcr = os.path.join(args.workdir, f"photos-{args.images_per_class}x{args.size}-pcr-fast")
     tfliquid.pcr.convert(folder, pcr, images_per_record=128, scan_script="fast", progress=False)
     n = tfliquid.PCRDataset(pcr).num_images

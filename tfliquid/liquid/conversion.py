@@ -93,12 +93,11 @@ def convert(
     overwrite: bool = False,
     **options: Unpack[ConversionOptions],
 ) -> LiquidReport:
-    """Converts an image folder tree or TFRecord files into a Liquid dataset at `dst`.
+    """Converts the images of `src` (a folder with a subfolder per class, whose sorted names are the labels, or
+    TFRecord files of tf.train.Example: a file, a glob or a directory) into a Liquid dataset at `dst`, a directory
+    to create or resume outside `src`.
 
     Args:
-      src: a folder with one subfolder per class (sorted names = labels 0, 1, ...), or TFRecord files of
-        tf.train.Example (a file, a glob or a directory).
-      dst: the dataset directory to create or resume; not `src` or inside it.
       formats: the formats to mix, e.g. ("l3", "raw") or "l3,raw": raw, png, jpeg, l3 (each at most once).
       ratio: one integer weight per format, e.g. "3:7" or (3, 7): each format holds exactly its share of the
         images (largest remainder). Needed for two formats or more; `tfliquid.liquid.profile` finds the best.

@@ -42,6 +42,8 @@ from tfliquid.records import job as record_job
 from tfliquid.records.job import RECORDS_DIR, SPOOL_FILENAME, ConversionOptions
 
 SCAN_SCRIPTS = ("standard", "fast")
+# The conversion's settings that its index records (ConversionInfo): the others are in its fingerprint only.
+_RECORDED_SETTINGS = ("seed", "images_per_record", "quality", "scan_script", "rescript_progressive")
 
 
 def convert(
@@ -129,13 +131,9 @@ def convert(
             has_keys=True,
             conversion=pcr_pb2.ConversionInfo(
                 source=source.description,
-                seed=seed,
-                images_per_record=images_per_record,
-                quality=quality,
                 tfliquid_version=__version__,
                 lossy_images=lossy_total,
-                scan_script=script,
-                rescript_progressive=rescript_progressive,
+                **{name: settings[name] for name in _RECORDED_SETTINGS},
             ),
         )
         record_job.write_or_explain(dst, pcr_format.write_index, dst, index, crc32c_fast)
