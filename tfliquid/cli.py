@@ -56,6 +56,18 @@ def _common_options(progress: bool, conversion: bool = False) -> argparse.Argume
             "pipeline writing the same bytes; pip install 'tfliquid[beam]') (default: local)",
         )
         options.add_argument(
+            "--verify",
+            action="store_true",
+            help="read everything written back and check that each image decodes to its source's pixels (an image "
+            "stored with a declared loss: to the pixels stored)",
+        )
+        options.add_argument(
+            "--overwrite",
+            action="store_true",
+            help="convert again over what an earlier run left at DST: another conversion there is replaced "
+            "(convert pcr, convert liquid), the files already converted are converted again (convert l3)",
+        )
+        options.add_argument(
             "--beam-options",
             metavar="'--FLAG=VALUE ...'",
             help="Beam's pipeline options, e.g. '--runner=FlinkRunner --flink_master=HOST:8081' (default: the "
@@ -116,16 +128,26 @@ def _report_exit(report) -> int:
     return 0
 
 
-def _add_convert_pcr(kinds):
-    p = kinds.add_parser(
-        "pcr",
-        parents=[_common_options(progress=True, conversion=True), _source_options()],
-        help="image folder or TFRecords -> Progressive Compressed Records",
-        description="Convert an image folder tree (one subfolder per class) or TFRecord files of "
-        "tf.train.Example into a PCR dataset. JPEGs are made progressive losslessly; "
-        "other images are re-encoded as JPEG (lossy). Rerunning the same command "
-        "resumes an interrupted conversion.",
-    )
+def _add_converter(kinds, kind: str, add_arguments, *, reads_sources: bool, **parser_texts):
+    """`convert KIND SRC DST`: the API's tfliquid.KIND.convert with the options of _common_options (and of
+    _source_options where it reads image folders or TFRecords) and the ones `add_arguments` adds."""
+    parents = [_common_options(progress=True, conversion=True)] + ([_source_options()] if reads_sources else [])
+    p = kinds.add_parser(kind, parents=parents, **parser_texts)
+    add_arguments(p)
+
+    def run(args):
+        import importlib
+
+        report = _call(importlib.import_module(f"tfliquid.{kind}").convert, args)
+        if getattr(args, "size_only", False):  # convert liquid --size-only: the prediction, nothing written
+            print(f"{args.dst}: {report.prediction}")
+            return 0
+        return _report_exit(report)
+
+    p.set_defaults(run=run)
+
+
+def _pcr_arguments(p):
     p.add_argument("src", help="image folder, or TFRecord file / glob / directory")
     p.add_argument("dst", help="dataset directory to create or resume")
     p.add_argument("--images-per-record", type=int, default=1024, help="images per record file (default 1024)")
@@ -140,12 +162,6 @@ def _add_convert_pcr(kinds):
         "--keep-metadata", dest="keep_markers", action="store_true", help="keep APPn/COM segments (EXIF, ICC) of JPEGs"
     )
     p.add_argument(
-        "--verify",
-        action="store_true",
-        help="read every record back and check that full fidelity decodes to the source pixels",
-    )
-    p.add_argument("--overwrite", action="store_true", help="replace a different conversion found at DST")
-    p.add_argument(
         "--scan-script",
         default="fast",
         metavar="fast|standard|FILE",
@@ -159,24 +175,8 @@ def _add_convert_pcr(kinds):
         help="give progressive inputs the scan script too (losslessly) instead of keeping their own scans",
     )
 
-    def run(args):
-        from tfliquid import pcr
 
-        return _report_exit(_call(pcr.convert, args))
-
-    p.set_defaults(run=run)
-
-
-def _add_convert_l3(kinds):
-    p = kinds.add_parser(
-        "l3",
-        parents=[_common_options(progress=True, conversion=True)],
-        help="image folder tree -> the same tree of lossless L3 files",
-        description="Convert every image under SRC (PNG, BMP, GIF, TIFF, PPM/PGM, WebP, JPEG) into "
-        "an .l3 file at the same relative path under DST, without loss of the decoded "
-        "pixels. Rerunning skips the files already converted. Exits with status 1 if "
-        "any image failed; the others are converted.",
-    )
+def _l3_arguments(p):
     p.add_argument("src", help="image folder (searched recursively) or a single image")
     p.add_argument("dst", help="destination folder (for a single image: a folder or a .l3 file)")
     p.add_argument(
@@ -187,35 +187,13 @@ def _add_convert_l3(kinds):
     )
     p.add_argument("--workers", type=int, default=None, help="images converted at once (default: one per CPU)")
     p.add_argument(
-        "--verify",
-        action="store_true",
-        help="decode every written file and check that it holds exactly the source pixels",
-    )
-    p.add_argument("--overwrite", action="store_true", help="convert again the files already converted")
-    p.add_argument(
         "--reduce-16bit",
         action="store_true",
         help="store 16-bit images by their high byte (lossy) instead of refusing them",
     )
 
-    def run(args):
-        from tfliquid import l3
 
-        return _report_exit(_call(l3.convert, args))
-
-    p.set_defaults(run=run)
-
-
-def _add_convert_liquid(kinds):
-    p = kinds.add_parser(
-        "liquid",
-        parents=[_common_options(progress=True, conversion=True), _source_options()],
-        help="image folder or TFRecords -> a Liquid dataset of mixed formats at an exact ratio",
-        description="Convert an image folder tree (one subfolder per class) or TFRecord files into a Liquid "
-        "dataset: each image in exactly one of the formats, their counts in the exact ratio, which image gets which "
-        "format chosen by the seed (same seed, same bytes). The size is predicted first (--size-only stops there). "
-        "Rerunning the same command resumes an interrupted conversion.",
-    )
+def _liquid_arguments(p):
     p.add_argument("src", help="image folder, or TFRecord file / glob / directory")
     p.add_argument("dst", help="dataset directory to create or resume")
     p.add_argument("--formats", default="png,raw", help="formats to mix, of raw, png, jpeg, l3 (default png,raw)")
@@ -229,19 +207,6 @@ def _add_convert_liquid(kinds):
         "--jpeg-quality", type=int, default=90, help="for jpeg items of non-JPEG sources (lossy) (default 90)"
     )
     p.add_argument("--size-only", action="store_true", help="predict the dataset's size and write nothing")
-    p.add_argument("--verify", action="store_true", help="read every record back and check each image's pixels")
-    p.add_argument("--overwrite", action="store_true", help="replace a different conversion found at DST")
-
-    def run(args):
-        from tfliquid import liquid
-
-        report = _call(liquid.convert, args)
-        if args.size_only:
-            print(f"{args.dst}: {report.prediction}")
-            return 0
-        return _report_exit(report)
-
-    p.set_defaults(run=run)
 
 
 def _add_profile_liquid(kinds):
@@ -554,9 +519,39 @@ def build_parser() -> argparse.ArgumentParser:
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     convert = verbs.add_parser("convert", help="convert images to a tfliquid format (pcr, l3, liquid)")
     formats = convert.add_subparsers(dest="kind", required=True, metavar="FORMAT")
-    _add_convert_pcr(formats)
-    _add_convert_l3(formats)
-    _add_convert_liquid(formats)
+    _add_converter(
+        formats,
+        "pcr",
+        _pcr_arguments,
+        reads_sources=True,
+        help="image folder or TFRecords -> Progressive Compressed Records",
+        description="Convert an image folder tree (one subfolder per class) or TFRecord files of "
+        "tf.train.Example into a PCR dataset. JPEGs are made progressive losslessly; "
+        "other images are re-encoded as JPEG (lossy). Rerunning the same command "
+        "resumes an interrupted conversion.",
+    )
+    _add_converter(
+        formats,
+        "l3",
+        _l3_arguments,
+        reads_sources=False,
+        help="image folder tree -> the same tree of lossless L3 files",
+        description="Convert every image under SRC (PNG, BMP, GIF, TIFF, PPM/PGM, WebP, JPEG) into "
+        "an .l3 file at the same relative path under DST, without loss of the decoded "
+        "pixels. Rerunning skips the files already converted. Exits with status 1 if "
+        "any image failed; the others are converted.",
+    )
+    _add_converter(
+        formats,
+        "liquid",
+        _liquid_arguments,
+        reads_sources=True,
+        help="image folder or TFRecords -> a Liquid dataset of mixed formats at an exact ratio",
+        description="Convert an image folder tree (one subfolder per class) or TFRecord files into a Liquid "
+        "dataset: each image in exactly one of the formats, their counts in the exact ratio, which image gets which "
+        "format chosen by the seed (same seed, same bytes). The size is predicted first (--size-only stops there). "
+        "Rerunning the same command resumes an interrupted conversion.",
+    )
     _add_inspect(verbs)
     _add_analyze(verbs)
     profile = verbs.add_parser("profile", help="profile a tfliquid choice on this machine (liquid: the ratio)")
