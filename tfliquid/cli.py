@@ -186,6 +186,10 @@ def _l3_arguments(p):
         help="encoder settings: 'default' (smaller) or 'paper' (as published) (default: default)",
     )
     p.add_argument("--workers", type=int, default=None, help="images converted at once (default: one per CPU)")
+    _reduce_16bit_argument(p)
+
+
+def _reduce_16bit_argument(p):
     p.add_argument(
         "--reduce-16bit",
         action="store_true",
@@ -206,6 +210,7 @@ def _liquid_arguments(p):
     p.add_argument(
         "--jpeg-quality", type=int, default=90, help="for jpeg items of non-JPEG sources (lossy) (default 90)"
     )
+    _reduce_16bit_argument(p)
     p.add_argument("--size-only", action="store_true", help="predict the dataset's size and write nothing")
 
 

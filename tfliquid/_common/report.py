@@ -60,7 +60,8 @@ class ConversionReport:
                 f"the input){throughput}"
             )
         if self.verified_images:
-            lines.append(f"  {self.verified_images} verified: they decode to their source pixels exactly")
+            kept = f" ({self.lossy_images} of them to what the loss below keeps)" if self.lossy_images else ""
+            lines.append(f"  {self.verified_images} verified: they decode to their source pixels exactly{kept}")
         if self.lossy_images:
             lines.append(f"  {self.lossy_images} {self.lossy_reason}")
         if self.failures:

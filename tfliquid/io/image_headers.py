@@ -35,6 +35,29 @@ def claimed_pixels(contents: tf.Tensor) -> tf.Tensor:
     )
 
 
+# zlib inflates at most 1032 bytes from one byte, and a PNG's smallest pixel is one bit: a PNG whose header
+# claims more pixels than this per byte of file is not a PNG its decoder will read.
+PNG_MAX_PIXELS_PER_BYTE = 1032 * 8
+
+
+def claim_refused(contents: tf.Tensor) -> tf.Tensor:
+    """True when the header of a PNG, GIF or BMP claims what a conversion refuses without decoding: more than
+    MAX_PIXELS pixels, or a PNG of more pixels than its bytes can hold. JPEGs are never refused here (arithmetic
+    coding packs any number of pixels in a few bytes)."""
+    pixels = claimed_pixels(contents)
+    is_png = tf.equal(tf.strings.substr(contents, 0, 8), b"\x89PNG\r\n\x1a\n")
+    holdable = tf.cast(tf.strings.length(contents), tf.int64) * PNG_MAX_PIXELS_PER_BYTE
+    return tf.logical_or(pixels > MAX_PIXELS, tf.logical_and(is_png, pixels > holdable))
+
+
+def bits_per_sample(contents: tf.Tensor) -> tf.Tensor:
+    """The bit depth of a PNG (1, 2, 4, 8 or 16, from its header); 8 for anything else tf.io.decode_image reads
+    (GIF, BMP, JPEG are 8-bit). decode_image keeps the high byte of 16-bit samples."""
+    is_png = tf.equal(tf.strings.substr(contents, 0, 8), b"\x89PNG\r\n\x1a\n")
+    depth = tf.io.decode_raw(tf.strings.substr(contents + b"\0" * 25, 24, 1), tf.uint8)[0]
+    return tf.where(is_png, tf.cast(depth, tf.int32), 8)
+
+
 def decode_bounded(contents: tf.Tensor) -> tf.Tensor:
     """tf.io.decode_image of a PNG, GIF or BMP, refused (InvalidArgument) before decoding when its header claims
     more than MAX_PIXELS pixels."""

@@ -29,7 +29,7 @@ from tfliquid._common.report import ConversionReport
 from tfliquid._common.run_options import take_run_options
 from tfliquid._proto import liquid_pb2
 from tfliquid._version import __version__
-from tfliquid.io.image_headers import claimed_pixels, decode_bounded
+from tfliquid.io.image_headers import bits_per_sample, claim_refused, claimed_pixels, decode_bounded
 from tfliquid.io.sources import check_source_options, open_source
 from tfliquid.jpeg.ops import jpeg_to_progressive
 from tfliquid.liquid import format as liquid_format
@@ -45,18 +45,27 @@ SIZE_SAMPLE = 256
 
 @dataclasses.dataclass
 class SizePrediction:
-    """The dataset's size predicted before writing: total and per format, in bytes."""
+    """The dataset's size predicted before writing: total and per format, in bytes, of the images whose headers
+    the conversion accepts (`left_out` lists the others, which it will reject)."""
 
     total: int
     per_format: dict[str, int]
     sampled: dict[str, int]  # images encoded per format to predict it (0: its size is exact)
+    left_out: list[str] = dataclasses.field(default_factory=list)  # origins of the images not counted
 
     def __str__(self) -> str:
         parts = ", ".join(
             f"{name} {size / 1e6:,.1f} MB" + (f" (from {self.sampled[name]} images)" if self.sampled[name] else "")
             for name, size in self.per_format.items()
         )
-        return f"predicted size {self.total / 1e6:,.1f} MB: {parts}"
+        line = f"predicted size {self.total / 1e6:,.1f} MB: {parts}"
+        if self.left_out:
+            line += (
+                f"\n  {len(self.left_out)} images not counted: the conversion will reject them by their headers "
+                f"(unreadable, 16-bit, or claiming more pixels than allowed or than the file holds), e.g. "
+                f"{', '.join(self.left_out[:3])}"
+            )
+        return line
 
 
 @dataclasses.dataclass
@@ -88,6 +97,7 @@ def convert(
     png_compression: int = 6,
     l3_profile: str = "default",
     jpeg_quality: int = 90,
+    reduce_16bit: bool = False,
     size_only: bool = False,
     verify: bool = False,
     overwrite: bool = False,
@@ -109,6 +119,8 @@ def convert(
       png_compression: zlib level 0-9 of png items.
       l3_profile: "default" or "paper", of l3 items.
       jpeg_quality: for jpeg items whose source is not a JPEG (lossy; JPEG sources are kept as they are).
+      reduce_16bit: store 16-bit PNGs by the high byte of each sample (counted lossy) instead of refusing them:
+        every format holds 8 bits per sample.
       size_only: predict the dataset's size and return without writing anything.
       verify: read every record back through the C++ reader and check that each image decodes to its source's
         pixels (lossless formats) or to the JPEG stored.
@@ -134,7 +146,7 @@ def convert(
     run, source_options = take_run_options(options)
     check_source_options(source_options)
     record_job.check_destination(src, dst)
-    encoding = _Encoding(channels, png_compression, l3_profile, jpeg_quality)
+    encoding = _Encoding(channels, png_compression, l3_profile, jpeg_quality, bool(reduce_16bit))
     start = time.perf_counter()
     if size_only:  # nothing is written at dst: a TFRecord source is spooled in a temporary directory
         with tempfile.TemporaryDirectory(prefix="tfliquid-size-") as spool_dir:
@@ -186,6 +198,7 @@ class _Encoding:
     png_compression: int
     l3_profile: str
     jpeg_quality: int
+    reduce_16bit: bool
 
 
 def _check_formats(formats) -> list[str]:
@@ -205,11 +218,19 @@ def _remove_spool(dst: str) -> None:
         os.remove(spool)
 
 
-def _decoded(contents: tf.Tensor, channels: int):
+def _decoded(contents: tf.Tensor, channels: int, reduce_16bit: bool):
     """Source bytes -> (pixels with `channels` channels, is JPEG, lossy), refusing what a strict reader refuses: a
     header that claims more than MAX_PIXELS pixels (before decoding), a JPEG whose data libjpeg would pad with
-    grey (the PCR transcoder reads it strictly)."""
+    grey (the PCR transcoder reads it strictly), and 16-bit samples unless `reduce_16bit` (then their high byte
+    is kept, a loss)."""
     is_jpeg = tf.io.is_jpeg(contents)
+    sixteen_bit = tf.equal(bits_per_sample(contents), 16)
+    if not reduce_16bit:
+        contents = _refused_if(
+            sixteen_bit,
+            contents,
+            "16-bit samples; Liquid stores 8 bits per sample (reduce_16bit=True, --reduce-16bit, keeps the high byte)",
+        )
 
     def jpeg_checked():
         progressive, _ = jpeg_to_progressive(contents, "")  # raises on corrupt or truncated coefficients
@@ -217,13 +238,20 @@ def _decoded(contents: tf.Tensor, channels: int):
             return tf.io.decode_jpeg(contents)
 
     image = tf.cond(is_jpeg, jpeg_checked, lambda: decode_bounded(contents))
-    pixels, lossy = liquid_items.to_channels(image, channels)
-    return pixels, is_jpeg, lossy
+    pixels, lossy_channels = liquid_items.to_channels(image, channels)
+    return pixels, is_jpeg, tf.logical_or(lossy_channels, sixteen_bit)
+
+
+def _refused_if(refused: tf.Tensor, contents: tf.Tensor, reason: str) -> tf.Tensor:
+    """`contents`, once an InvalidArgument error saying `reason` is raised where `refused` holds."""
+    check = tf.debugging.assert_equal(refused, False, message=reason)
+    with tf.control_dependencies([check]):
+        return tf.identity(contents)
 
 
 def _encoded(contents: tf.Tensor, format_index: tf.Tensor, encoding: _Encoding):
     """Source bytes -> (the item of format `format_index`, lossy, lossy because the source had to be encoded)."""
-    pixels, is_jpeg, lossy_channels = _decoded(contents, encoding.channels)
+    pixels, is_jpeg, lossy_decoding = _decoded(contents, encoding.channels, encoding.reduce_16bit)
     stored, lossy_encoding = liquid_items.encode_item(
         format_index,
         pixels,
@@ -233,7 +261,7 @@ def _encoded(contents: tf.Tensor, format_index: tf.Tensor, encoding: _Encoding):
         encoding.l3_profile,
         encoding.jpeg_quality,
     )
-    return stored, tf.logical_or(lossy_channels, lossy_encoding), lossy_encoding
+    return stored, tf.logical_or(lossy_decoding, lossy_encoding), lossy_encoding
 
 
 @dataclasses.dataclass(frozen=True)
@@ -245,11 +273,10 @@ class LiquidJobSpec:
     verify: bool
 
     def job(self) -> record_job.RecordJob:
-        channels = self.encoding.channels
         return record_job.RecordJob(
             prepare=_prepare_images(self.format_of_item, self.encoding, self.verify),
             flags=records_format.WHOLE_ITEMS,
-            verify_record=functools.partial(_verify_record, channels=channels),
+            verify_record=functools.partial(_verify_record, encoding=self.encoding),
         )
 
 
@@ -267,15 +294,15 @@ def _prepare_images(format_of_item: np.ndarray, encoding: _Encoding, verify: boo
     return prepare
 
 
-def _verify_record(path, entry, expected_sources, keys, channels: int) -> None:
+def _verify_record(path, entry, expected_sources, keys, encoding: _Encoding) -> None:
     record_job.verify_items(
         path,
         entry,
         expected_sources,
         keys,
         "bytes",
-        lambda item: liquid_items.decode_item(item, liquid_items.format_index(item), channels),
-        lambda source: _decoded(source, channels)[0],
+        lambda item: liquid_items.decode_item(item, liquid_items.format_index(item), encoding.channels),
+        lambda source: _decoded(source, encoding.channels, encoding.reduce_16bit)[0],
     )
 
 
@@ -316,10 +343,12 @@ def predict_size(source, names, assigned, encoding: _Encoding, images_per_record
     sources: exact from the headers (pixel counts, file sizes). PNG and L3 items are predicted from a seeded sample
     of SIZE_SAMPLE of their images, encoded: their bytes per pixel times the format's pixels. Record headers are
     counted from the keys and labels."""
-    headers = _headers(source)
+    headers = _headers(source, encoding.reduce_16bit)
+    accepted = headers[0] > 0
     per_format, sampled = {}, {}
     rng = np.random.default_rng(seed)
     for name, items in zip(names, assigned):
+        items = items[accepted[items]]
         pixels, sizes, is_jpeg = headers[0][items], headers[1][items], headers[2][items]
         if name == "raw":
             payload, sampled[name] = int((liquid_format.RAW_HEADER.size + pixels * encoding.channels).sum()), 0
@@ -331,7 +360,8 @@ def predict_size(source, names, assigned, encoding: _Encoding, images_per_record
             bytes_per_pixel = sizes_of.sum() / max(headers[0][encoded].sum(), 1)
             payload, sampled[name] = int(round(bytes_per_pixel * pixels.sum())), len(sample)
         per_format[name] = payload + _record_overhead(source, items, images_per_record)
-    return SizePrediction(sum(per_format.values()), per_format, sampled)
+    left_out = [source.origins[i] for i in np.flatnonzero(~accepted)]
+    return SizePrediction(sum(per_format.values()), per_format, sampled, left_out)
 
 
 def _record_overhead(source, items: np.ndarray, images_per_record: int) -> int:
@@ -348,9 +378,10 @@ def _varint_size(value: int) -> int:
     return max(1, -(-value.bit_length() // 7))
 
 
-def _headers(source):
-    """(pixels, source bytes, is JPEG) of every image, from their headers: nothing is decoded. Unreadable images
-    count as 0 pixels: the conversion rejects them and says why."""
+def _headers(source, reduce_16bit: bool):
+    """(pixels, source bytes, is JPEG) of every image, from their headers: nothing is decoded. Images whose
+    headers the conversion rejects (unreadable, a refused claim, 16-bit samples without `reduce_16bit`) count as
+    0 pixels: the conversion rejects them and says why."""
 
     def header(i, contents, label, key):
         is_jpeg = tf.io.is_jpeg(contents)
@@ -359,6 +390,8 @@ def _headers(source):
             lambda: tf.reduce_prod(tf.cast(tf.image.extract_jpeg_shape(contents)[:2], tf.int64)),
             lambda: claimed_pixels(contents),
         )
+        refused = tf.logical_or(claim_refused(contents), tf.equal(bits_per_sample(contents), 16) & (not reduce_16bit))
+        pixels = tf.where(refused, tf.constant(0, tf.int64), pixels)
         return i, pixels, tf.cast(tf.strings.length(contents), tf.int64), is_jpeg
 
     pixels = np.zeros(source.num_items, np.int64)

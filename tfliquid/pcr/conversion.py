@@ -178,8 +178,8 @@ class PCRJobSpec:
 
 
 def _prepare_images(quality: int, keep_markers: bool, scan_script: str, rescript_progressive: bool, verify: bool):
-    """(item, image bytes, label, key) -> (item, progressive JPEG, scan ends, label, key, lossy, source bytes if
-    verify, source size)."""
+    """(item, image bytes, label, key) -> (item, progressive JPEG, scan ends, label, key, lossy, what --verify
+    compares with if verify, source size)."""
 
     def encode_other(contents):
         image = decode_bounded(contents)
@@ -193,9 +193,10 @@ def _prepare_images(quality: int, keep_markers: bool, scan_script: str, rescript
         progressive, scan_ends = jpeg_to_progressive(
             jpeg, key, keep_markers=keep_markers, scan_script=scan_script, rescript_progressive=rescript_progressive
         )
-        source_bytes = contents if verify else ""
         lossy = tf.logical_not(is_jpeg)
-        return item, progressive, scan_ends, label, key, lossy, source_bytes, tf.strings.length(contents)
+        # What --verify compares with: the source JPEG, or the JPEG a non-JPEG source became.
+        expected = tf.where(lossy, progressive, contents) if verify else ""
+        return item, progressive, scan_ends, label, key, lossy, expected, tf.strings.length(contents)
 
     return prepare
 

@@ -362,9 +362,9 @@ class BuiltRecord:
         return not self.keys
 
     def add(self, prepared: tuple, origin: str, on_error: str, report: ConversionReport) -> None:
-        """Adds a prepared image (as stored, the ends of its parts, label, key, lossy, source bytes, source size),
-        unless it has more parts than a record's groups (then it is rejected)."""
-        stored, ends, label, key, is_lossy, contents, size = prepared
+        """Adds a prepared image (as stored, the ends of its parts, label, key, lossy, what --verify compares it
+        with, source size), unless it has more parts than a record's groups (then it is rejected)."""
+        stored, ends, label, key, is_lossy, expected, size = prepared
         if len(ends) > records_format.MAX_GROUPS:
             reject(origin, f"more than the {records_format.MAX_GROUPS} parts a record's item holds", on_error, report)
             return
@@ -373,7 +373,7 @@ class BuiltRecord:
         self.keys.append(key)
         self.lossy += is_lossy
         self.input_bytes += size
-        self.verify_against.append(stored if is_lossy else contents)
+        self.verify_against.append(expected)
 
 
 def _take_record(images: _Lookahead, items, source, prepare, on_error, report) -> BuiltRecord:
