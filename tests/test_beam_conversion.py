@@ -70,20 +70,17 @@ def test_beam_writes_the_bytes_the_local_runner_writes(generated_folder, tmp_pat
     assert (again.converted, again.skipped) == (0, 83)
 
 
-def test_beam_reads_tfrecords_and_reports_rejections_as_local_does(generated_folder, tmp_path):
-    tfrecords = tmp_path / "train.tfrecord"
-    write_tfrecords(str(generated_folder), str(tfrecords))
+def test_beam_reports_rejections_as_local_does(generated_folder, tmp_path):
     source = tmp_path / "with-bad"
     shutil.copytree(generated_folder, source)
     (source / "coffee" / "truncated.jpg").write_bytes((generated_folder / "coffee" / "0001.jpg").read_bytes()[:300])
     (source / "rocket" / "empty.png").write_bytes(b"")
-    for src, name in ((tfrecords, "tfrecord"), (source, "folder")):
-        local = tfliquid.pcr.convert(str(src), str(tmp_path / f"{name}-local"), images_per_record=16, progress=False)
-        beam = tfliquid.pcr.convert(
-            str(src), str(tmp_path / f"{name}-beam"), images_per_record=16, progress=False, runner="beam"
-        )
-        assert dataset_files(tmp_path / f"{name}-beam") == dataset_files(tmp_path / f"{name}-local")
-        assert beam.failures == local.failures
+    local = tfliquid.pcr.convert(str(source), str(tmp_path / "local"), images_per_record=16, progress=False)
+    beam = tfliquid.pcr.convert(
+        str(source), str(tmp_path / "beam"), images_per_record=16, progress=False, runner="beam"
+    )
+    assert dataset_files(tmp_path / "beam") == dataset_files(tmp_path / "local")
+    assert beam.failures == local.failures
     reasons = {origin.rsplit("/", 1)[1]: reason for origin, reason in beam.failures}
     assert reasons == {
         "truncated.jpg": "coffee/truncated.jpg: cannot make the JPEG progressive: Premature end of JPEG file (at byte "
@@ -97,9 +94,12 @@ def test_beam_reads_tfrecords_and_reports_rejections_as_local_does(generated_fol
 
 def test_beam_run_killed_midway_is_completed_by_a_rerun(tmp_path):
     """The CLI on Beam, killed with SIGKILL (every worker process with it) once records are being written: a rerun
-    keeps what was complete and writes the dataset the local runner writes."""
-    src = tmp_path / "src"
-    write_image_folder(str(src), images_per_class=24, size=96)
+    keeps what was complete and writes the dataset the local runner writes. The source is TFRecords: Beam's workers
+    read their images at the offsets the plan located in the file."""
+    folder = tmp_path / "folder"
+    write_image_folder(str(folder), images_per_class=24, size=96)
+    src = tmp_path / "train.tfrecord"
+    assert write_tfrecords(str(folder), str(src)) == 240
     options = ["--images-per-record", "4", "--seed", "5", "--verify", "--quiet"]
     command = [sys.executable, "-m", "tfliquid", "convert", "pcr", str(src), str(tmp_path / "beam"), *options]
     run = subprocess.Popen([*command, "--runner", "beam"], start_new_session=True, stderr=subprocess.DEVNULL)
@@ -116,11 +116,11 @@ def test_beam_run_killed_midway_is_completed_by_a_rerun(tmp_path):
     print(f"killed with {partial} of 60 records written")
     assert 0 < partial < 60
 
-    rerun = tfliquid.pcr.convert(
-        str(src), str(tmp_path / "beam"), images_per_record=4, seed=5, verify=True, progress=False, runner="beam"
-    )
+    options = dict(images_per_record=4, seed=5, verify=True, progress=False)
+    rerun = tfliquid.pcr.convert(str(src), str(tmp_path / "beam"), runner="beam", **options)
     assert rerun.images == 240 and (rerun.files_skipped, rerun.files_written) == (partial, 60 - partial)
-    subprocess.run([*command[:5], str(src), str(tmp_path / "local"), *options], check=True)
+    local = tfliquid.pcr.convert(str(src), str(tmp_path / "local"), **options)  # the CLI's options, in process
     assert dataset_files(tmp_path / "beam") == dataset_files(tmp_path / "local")
+    assert rerun.failures == local.failures == []
     dataset = tfliquid.PCRDataset(str(tmp_path / "beam"), shuffle=False)
     assert sum(1 for _ in dataset) == 240

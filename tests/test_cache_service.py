@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import types
 
 import pytest
 import tensorflow as tf
@@ -17,22 +18,30 @@ from tfliquid._common.ports import free_ports
 
 service = tf.data.experimental.service
 
-# A tf.data service worker in its own process, as on another machine; it writes its cache's stats to a file.
+# A tf.data service worker in its own process, as on another machine, holding one cache per NAME=CAPACITY argument;
+# it writes each cache's stats to STATS_PREFIX-NAME.json.
 _WORKER_SCRIPT = textwrap.dedent("""
     import json, os, sys, time
     import tensorflow as tf, tfliquid
-    dispatcher, port, capacity = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    name, stats_path = sys.argv[4], sys.argv[5]
+    dispatcher, port, stats_prefix = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     worker = tf.data.experimental.service.WorkerServer(tf.data.experimental.service.WorkerConfig(
         dispatcher_address=dispatcher, worker_address=f"localhost:{port}", port=port))
-    cache = tfliquid.MinIOCache(capacity, name=name)
+    caches = {}
+    for argument in sys.argv[4:]:
+        name, capacity = argument.split("=")
+        caches[name] = tfliquid.MinIOCache(int(capacity), name=name)
     while True:
-        epochs = cache.stats().epochs
-        with open(stats_path + ".tmp", "w") as f:
-            json.dump({"hits": [e.hits for e in epochs], "lookups": [e.hits + e.misses for e in epochs]}, f)
-        os.replace(stats_path + ".tmp", stats_path)
+        for name, cache in caches.items():
+            epochs = cache.stats().epochs
+            stats_path = f"{stats_prefix}-{name}.json"
+            with open(stats_path + ".tmp", "w") as f:
+                json.dump({"hits": [e.hits for e in epochs], "lookups": [e.hits + e.misses for e in epochs]}, f)
+            os.replace(stats_path + ".tmp", stats_path)
         time.sleep(0.05)
 """)
+
+NUM_ITEMS, ITEM_SIZE = 80, 2000
+CAPACITY_FRACTIONS_PER_WORKER = (0.3, 0.7)
 
 
 def _worker_epochs(stats_paths, epoch, lookups, timeout=60):
@@ -54,39 +63,35 @@ def _worker_epochs(stats_paths, epoch, lookups, timeout=60):
     raise AssertionError(f"the workers did not report epoch {epoch} in {timeout} s: {reports}")
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("capacity_fraction_per_worker", [0.3, 0.7])
-def test_partitioned_caching_adds_the_workers_capacities(tmp_path, capacity_fraction_per_worker):
-    num_items, item_size = 80, 2000
+@pytest.fixture(scope="module")
+def partitioned_service(tmp_path_factory):
+    """80 items of equal size, and a dispatcher (static sharding over two worker addresses) whose two worker
+    processes each hold a cache of 0.3 and one of 0.7 of the items, named after the fraction: each test's pipeline
+    names the cache it goes through."""
+    root = tmp_path_factory.mktemp("partitioned")
     paths = []
-    for i in range(num_items):  # equal sizes: a byte budget is a whole number of items
-        path = tmp_path / f"{i:03d}.bin"
-        path.write_bytes(os.urandom(item_size))
+    for i in range(NUM_ITEMS):  # equal sizes: a byte budget is a whole number of items
+        path = root / f"{i:03d}.bin"
+        path.write_bytes(os.urandom(ITEM_SIZE))
         paths.append(str(path))
     path_length = len(paths[0])
     key_length = len("string:") + path_length  # a cache key carries its dtype
-    encoded_item = 16 + key_length + 4 + (8 + 8 + path_length) + (8 + 8 + item_size)  # docs/formats/cache.md
-    capacity = int(capacity_fraction_per_worker * num_items) * encoded_item
-    name = f"partitioned-{capacity_fraction_per_worker}"
+    encoded_item = 16 + key_length + 4 + (8 + 8 + path_length) + (8 + 8 + ITEM_SIZE)  # docs/formats/cache.md
+    capacities = {
+        f"partitioned-{fraction}": int(fraction * NUM_ITEMS) * encoded_item
+        for fraction in CAPACITY_FRACTIONS_PER_WORKER
+    }
     dispatcher_port, *worker_ports = free_ports(3)
     dispatcher = service.DispatchServer(
         service.DispatcherConfig(port=dispatcher_port, worker_addresses=[f"localhost:{p}" for p in worker_ports])
     )
-    stats_paths = [str(tmp_path / f"worker{i}.json") for i in range(2)]
+    stats_prefixes = [str(root / f"worker{i}") for i in range(2)]
+    caches = [f"{name}={capacity}" for name, capacity in capacities.items()]
     workers = [
         subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                _WORKER_SCRIPT,
-                f"localhost:{dispatcher_port}",
-                str(port),
-                str(capacity),
-                name,
-                stats,
-            ]
+            [sys.executable, "-c", _WORKER_SCRIPT, f"localhost:{dispatcher_port}", str(port), stats_prefix, *caches]
         )
-        for port, stats in zip(worker_ports, stats_paths)
+        for port, stats_prefix in zip(worker_ports, stats_prefixes)
     ]
     try:
         # A job started before both workers have registered would run on one of them: wait for both.
@@ -95,32 +100,45 @@ def test_partitioned_caching_adds_the_workers_capacities(tmp_path, capacity_frac
             assert time.monotonic() < deadline, "the worker processes did not register with the dispatcher"
             assert all(w.poll() is None for w in workers), "a worker process exited"
             time.sleep(0.1)
-        # Static sharding (the SHARD_HINT before the shuffle): each worker owns the same half of the keys every
-        # epoch and shuffles it anew; its cache holds part of its half.
-        keys = (
-            tf.data.Dataset.from_tensor_slices(paths)
-            .shard(tf.data.experimental.SHARD_HINT, tf.data.experimental.SHARD_HINT)
-            .shuffle(num_items, reshuffle_each_iteration=True)
+        yield types.SimpleNamespace(
+            paths=paths, capacities=capacities, dispatcher=dispatcher, stats_prefixes=stats_prefixes, workers=workers
         )
-        cache = tfliquid.MinIOCache(capacity, name=name)
-        ds = keys.apply(tfliquid.minio_cache(lambda p: (p, tfliquid.io.read_file(p)), cache=cache)).apply(
-            service.distribute(processing_mode=service.ShardingPolicy.HINT, service=dispatcher.target)
-        )
-        expected_ratio = min(1.0, 2 * int(capacity_fraction_per_worker * num_items) / num_items)
-        for epoch in range(3):
-            got = {p.decode(): data for p, data in ds.as_numpy_iterator()}
-            assert got == {p: pathlib.Path(p).read_bytes() for p in paths}  # every item once, hit or fetched
-            hits = _worker_epochs(stats_paths, epoch, num_items)
-            aggregate = sum(hits) / num_items
-            if epoch == 0:
-                assert aggregate == 0
-            else:
-                assert aggregate == pytest.approx(expected_ratio, abs=0.01)
-                assert min(hits) > 0  # both workers' caches serve
     finally:
         for worker in workers:
             worker.kill()
             worker.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("capacity_fraction_per_worker", CAPACITY_FRACTIONS_PER_WORKER)
+def test_partitioned_caching_adds_the_workers_capacities(partitioned_service, capacity_fraction_per_worker):
+    paths, num_items = partitioned_service.paths, NUM_ITEMS
+    name = f"partitioned-{capacity_fraction_per_worker}"
+    capacity = partitioned_service.capacities[name]
+    stats_paths = [f"{prefix}-{name}.json" for prefix in partitioned_service.stats_prefixes]
+    assert all(w.poll() is None for w in partitioned_service.workers), "a worker process exited"
+    # Static sharding (the SHARD_HINT before the shuffle): each worker owns the same half of the keys every
+    # epoch and shuffles it anew; its cache holds part of its half.
+    keys = (
+        tf.data.Dataset.from_tensor_slices(paths)
+        .shard(tf.data.experimental.SHARD_HINT, tf.data.experimental.SHARD_HINT)
+        .shuffle(num_items, reshuffle_each_iteration=True)
+    )
+    cache = tfliquid.MinIOCache(capacity, name=name)
+    ds = keys.apply(tfliquid.minio_cache(lambda p: (p, tfliquid.io.read_file(p)), cache=cache)).apply(
+        service.distribute(processing_mode=service.ShardingPolicy.HINT, service=partitioned_service.dispatcher.target)
+    )
+    expected_ratio = min(1.0, 2 * int(capacity_fraction_per_worker * num_items) / num_items)
+    for epoch in range(3):
+        got = {p.decode(): data for p, data in ds.as_numpy_iterator()}
+        assert got == {p: pathlib.Path(p).read_bytes() for p in paths}  # every item once, hit or fetched
+        hits = _worker_epochs(stats_paths, epoch, num_items)
+        aggregate = sum(hits) / num_items
+        if epoch == 0:
+            assert aggregate == 0
+        else:
+            assert aggregate == pytest.approx(expected_ratio, abs=0.01)
+            assert min(hits) > 0  # both workers' caches serve
 
 
 @pytest.mark.slow

@@ -144,6 +144,7 @@ def test_on_one_worker_clairvoyant_hits_what_minio_hits():
     assert [e.hits for e in clairvoyant.stats().epochs] == [e.hits for e in minio.stats().epochs] == [0, 30, 30, 30]
 
 
+@pytest.mark.slow
 def test_directory_store_evicts_for_a_process_holding_it_alone(tmp_path):
     order = SeededOrder(80, 3, num_workers=4, worker_index=0)
     memory = _run_cache(order, "clairvoyant", 6, epochs=4)
@@ -171,6 +172,7 @@ def test_clairvoyant_refuses_what_it_cannot_plan():
         SeededOrder(3, 0, num_workers=4)
 
 
+@pytest.mark.slow
 def test_example_runs_both_set_ups():
     """examples/clairvoyant_workers.py: under tf.distribute and on tf.data service, each trainer's clairvoyant
     cache hits more than MinIO on the same slice."""

@@ -211,6 +211,7 @@ def test_an_image_claiming_too_many_pixels_is_rejected_before_it_is_decoded(phot
     ]
 
 
+@pytest.mark.slow
 def test_ctrl_c_exits_130_with_one_line_and_no_traceback():
     # TensorFlow's import (3 s), then three policies' simulations of 10^7 accesses each (21 s in all), so that the
     # signal comes well before the end: with one policy, 4 to 7 s in all, a run that had finished its work and was

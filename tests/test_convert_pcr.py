@@ -1,7 +1,6 @@
 """The PCR conversion job: lossless transcoding, TFRecord sources, determinism, resuming, verification, CLI."""
 
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -163,10 +162,3 @@ def test_cli_convert_and_inspect(photo_folder, tmp_path, capsys):
     assert percents == sorted(percents) and percents[0] < 20
     assert cli.main(["inspect", str(tmp_path)]) == 1
     assert "not a PCR dataset" in capsys.readouterr().err
-
-
-def test_cli_entry_point_runs(tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-m", "tfliquid", "inspect", str(tmp_path)], capture_output=True, text=True
-    )
-    assert result.returncode == 1 and "index.pcrindex is missing" in result.stderr

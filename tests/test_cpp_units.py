@@ -21,6 +21,7 @@ def test_jpeg_split_and_transcode_under_sanitizers():
     assert result.stdout.count("all checks passed") == 2
 
 
+@pytest.mark.slow
 def test_l3_simd_row_loops_match_the_scalar_ones_under_sanitizers():
     result = subprocess.run(
         ["bash", os.path.join(ROOT, "ops", "tests", "l3_row_kernels.sh")], capture_output=True, text=True

@@ -96,17 +96,29 @@ def test_size_is_predicted_within_two_percent_before_writing(crops, tmp_path, mo
     assert "against the prediction" in str(report)
 
 
-def test_a_rerun_keeps_complete_records_and_verify_checks_them_all(crops, tmp_path):
+def test_a_rerun_keeps_complete_records_and_verify_checks_them_all(tmp_path):
+    crops = tmp_path / "crops"
+    sample_photos.write_image_folder(str(crops), 3, size=64, seed=3)  # 30 crops: 4 + 4 records (verify is per image)
     dst = tmp_path / "resumed"
-    args = dict(formats="l3,raw", ratio="1:1", images_per_record=16, progress=False)
+    args = dict(formats="l3,raw", ratio="1:1", images_per_record=4, progress=False)
     tfliquid.liquid.convert(str(crops), str(dst), **args)
     record = sorted((dst / "records").iterdir())[0]
     data = bytearray(record.read_bytes())
     data[-5] ^= 0xFF  # a flipped payload byte: the record is rebuilt, not kept
     record.write_bytes(bytes(data))
     report = tfliquid.liquid.convert(str(crops), str(dst), verify=True, **args)
-    assert report.files_written == 1 and report.verified_images == 120
+    assert report.files_written == 1 and report.verified_images == 30
     liquid_format.read_records(str(dst))  # every CRC right again
+
+
+def test_overwrite_leaves_only_the_new_conversions_records(crops, tmp_path):
+    dst = tmp_path / "overwritten"
+    tfliquid.liquid.convert(str(crops), str(dst), formats="raw", images_per_record=7, progress=False)  # 18 records
+    tfliquid.liquid.convert(str(crops), str(dst), formats="raw", images_per_record=40, overwrite=True, progress=False)
+    manifest = liquid_format.read_manifest(str(dst))
+    listed = {os.path.normpath(r.path) for f in manifest.formats for r in f.records}
+    on_disk = {str(p.relative_to(dst)) for p in (dst / "records").iterdir()}
+    assert len(listed) == 3 and on_disk == listed
 
 
 def test_unreadable_images_are_rejected_and_listed(crops, tmp_path):

@@ -48,6 +48,7 @@ def _epochs(dataset, batch_size: int, epochs: int) -> list[list[dict]]:
     return result
 
 
+@pytest.mark.slow
 def test_graph_batch_rows_equal_the_oracle():
     rng = np.random.default_rng(3)
     for _ in range(60):

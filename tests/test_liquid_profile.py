@@ -43,13 +43,13 @@ def test_search_follows_the_paper_on_a_png_raw_example():
 @pytest.mark.slow
 def test_profile_measures_every_ratio_and_chooses_the_best_prediction(tmp_path):
     src = tmp_path / "photos"
-    sample_photos.write_image_folder(str(src), 12, size=128, seed=0)
+    sample_photos.write_image_folder(str(src), 3, size=64, seed=0)  # 30 images, of which the sample takes 20
     result = profiling.profile(
-        str(src), "png,raw", sample=60, read_bandwidth=8e6, exhaustive=True, epochs=2, pass_images=60, progress=False
+        str(src), "png,raw", sample=20, read_bandwidth=8e6, exhaustive=True, epochs=1, pass_images=20, progress=False
     )
     assert all(row.measured > 0 for row in result.rows)  # how close to the prediction: benchmarks.liquid
     assert result.rows[result.chosen].predicted == max(row.predicted for row in result.rows)
-    assert result.bandwidth == 8e6 and result.sample == 60
+    assert result.bandwidth == 8e6 and result.sample == 20
     for row in result.rows:  # load is the throttle's rate over the mix's bytes per image
         share = row.weight / profiling.STEPS
         mix = share * result.bytes_per_image["png"] + (1 - share) * result.bytes_per_image["raw"]
@@ -62,7 +62,7 @@ def test_profile_measures_every_ratio_and_chooses_the_best_prediction(tmp_path):
 @pytest.mark.slow
 def test_command_line_profiles_and_writes_the_chosen_ratio(tmp_path, capsys):
     src = tmp_path / "photos"
-    sample_photos.write_image_folder(str(src), 4, size=96, seed=0)
+    sample_photos.write_image_folder(str(src), 2, size=64, seed=0)  # 20 images, of which the sample takes 16
     args = [
         "profile",
         "liquid",
@@ -70,11 +70,11 @@ def test_command_line_profiles_and_writes_the_chosen_ratio(tmp_path, capsys):
         "--formats",
         "l3,raw",
         "--sample",
-        "40",
+        "16",
         "--read-bandwidth",
         "2e6",
         "--pass-images",
-        "40",
+        "16",
     ]
     assert cli.main([*args, "--epochs", "1", "--write", str(tmp_path / "chosen"), "--quiet"]) == 0
     out = capsys.readouterr().out
@@ -92,8 +92,8 @@ def test_training_example_runs(tmp_path):
     import sys
 
     example = os.path.join(os.path.dirname(__file__), "..", "examples", "liquid_training.py")
-    args = [sys.executable, example, "--workdir", str(tmp_path), "--epochs", "1", "--images-per-class", "8"]
-    args += ["--profile-pass-images", "256"]
+    args = [sys.executable, example, "--workdir", str(tmp_path), "--epochs", "1", "--images-per-class", "4"]
+    args += ["--profile-pass-images", "64"]  # 40 images: one training step of 32 per run
     result = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     runs = result.stdout.split("reading through the disk:")[1].splitlines()[1:4]

@@ -99,11 +99,11 @@ _INTERRUPTED_WHILE_READING = textwrap.dedent("""
     sys.path.insert(0, sys.argv[1])
     import tfliquid
     from test_read_cancellation import throttled_reads
-    source, rate, paths = sys.argv[2], float(sys.argv[3]), sys.argv[4:]
+    rate, pcr_dataset, files = float(sys.argv[2]), sys.argv[3], sys.argv[4:]
     tfliquid.io.set_read_bandwidth(rate)
-    iterator = iter(throttled_reads(source, paths if source == "read_file" else paths[0]))
+    iterators = [iter(throttled_reads("read_file", files)), iter(throttled_reads("pcr", pcr_dataset))]
     print("reading", flush=True)
-    time.sleep(600)  # interrupted here, with every read in flight
+    time.sleep(600)  # interrupted here, with every read of both in flight
 """)
 
 
@@ -113,14 +113,18 @@ def _interruptible():
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-@pytest.mark.parametrize("source", SOURCES)
-def test_an_interrupted_program_exits_without_waiting_for_its_throttled_reads(source, location):
+@pytest.mark.slow
+def test_an_interrupted_program_exits_without_waiting_for_its_throttled_reads(files, pcr_dataset):
+    """One program with both kinds of throttled reads in flight, tfliquid.io.read_file's and PCRDataset's: either
+    kind waited out would keep it running far past the deadline."""
     rate = 1000  # 1 KB/s: 32 s for the files, minutes for the records
-    in_flight_seconds = sum(read_sizes(source, location)) / rate
-    assert in_flight_seconds > 30
-    paths = location if source == "read_file" else [location]
+    in_flight_seconds = {
+        source: sum(read_sizes(source, location)) / rate
+        for source, location in (("read_file", files), ("pcr", pcr_dataset))
+    }
+    assert min(in_flight_seconds.values()) > 30
     process = subprocess.Popen(
-        [sys.executable, "-c", _INTERRUPTED_WHILE_READING, os.path.dirname(__file__), source, str(rate), *paths],
+        [sys.executable, "-c", _INTERRUPTED_WHILE_READING, os.path.dirname(__file__), str(rate), pcr_dataset, *files],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -133,7 +137,9 @@ def test_an_interrupted_program_exits_without_waiting_for_its_throttled_reads(so
         try:
             _, err = process.communicate(timeout=15)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"still running 15 s after SIGINT: waiting out its reads takes {in_flight_seconds:.0f} s")
+            pytest.fail(
+                f"still running 15 s after SIGINT: waiting out its reads takes {sum(in_flight_seconds.values()):.0f} s"
+            )
     finally:
         process.kill()
     assert process.returncode != 0 and "KeyboardInterrupt" in err, err[-3000:]

@@ -105,33 +105,55 @@ class Server:
 
 
 class Cluster:
-    """A fault-tolerant dispatcher and two workers on localhost, each in its own process, on ports the OS chose."""
+    """A fault-tolerant dispatcher and two workers on localhost, each in its own process, on ports the OS chose.
+    One cluster serves the module's tests in turn: a test may kill or stop its servers, and the next test finds
+    them restarted on the same ports (the dispatcher on the same work dir, replaying its journal)."""
 
     def __init__(self, directory):
         self.directory = directory
         self.dispatcher_port, *self.worker_ports = free_ports(3)
         self.servers: list[Server] = []
         self.dispatcher = self.start_dispatcher()
-        self.workers = [self.start_worker(port) for port in self.worker_ports]
-        for server in self.servers:
-            server.wait_serving()
+        self.workers: list[Server] = []
+        for index in range(len(self.worker_ports)):
+            self.start_worker(index)
+        self.wait_serving()
 
     @property
     def target(self) -> str:
         return f"grpc://localhost:{self.dispatcher_port}"
 
     def start_dispatcher(self) -> Server:
+        """The dispatcher, on the cluster's port and work dir: a restarted one replays the journal."""
         args = ["dispatcher", "--port", str(self.dispatcher_port), "--work-dir", str(self.directory / "work")]
-        return self._start(args, "dispatcher")
+        self.dispatcher = self._start(args, "dispatcher")
+        return self.dispatcher
 
-    def start_worker(self, port: int) -> Server:
+    def start_worker(self, index: int) -> Server:
+        """Worker `index`, at its address: a replacement takes the place of the one that was there."""
+        port = self.worker_ports[index]
         args = ["worker", "--dispatcher", f"localhost:{self.dispatcher_port}", "--port", str(port)]
-        return self._start([*args, "--worker-address", "localhost"], f"worker-{port}")
+        server = self._start([*args, "--worker-address", "localhost"], f"worker-{port}")
+        self.workers[index : index + 1] = [server]
+        return server
 
     def _start(self, args, name) -> Server:
         server = Server(args, self.directory / f"{name}-{len(self.servers)}.log")
         self.servers.append(server)
         return server
+
+    def wait_serving(self) -> None:
+        for server in (self.dispatcher, *self.workers):
+            server.wait_serving()
+
+    def serve_again(self) -> None:
+        """Restarts whatever server an earlier test killed or stopped, and waits until all serve."""
+        if self.dispatcher.process.poll() is not None:
+            self.start_dispatcher()
+        for index, worker in enumerate(self.workers):
+            if worker.process.poll() is not None:
+                self.start_worker(index)
+        self.wait_serving()
 
     def kill_all(self) -> None:
         for server in self.servers:
@@ -139,11 +161,18 @@ class Cluster:
                 server.kill()
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    started = Cluster(tmp_path)
+@pytest.fixture(scope="module")
+def serving_cluster(tmp_path_factory):
+    started = Cluster(tmp_path_factory.mktemp("cluster"))
     yield started
     started.kill_all()
+
+
+@pytest.fixture
+def cluster(serving_cluster):
+    """The module's cluster, a dispatcher and two workers serving (those an earlier test took down restarted)."""
+    serving_cluster.serve_again()
+    return serving_cluster
 
 
 def _worker_pid() -> tf.Tensor:
@@ -232,7 +261,7 @@ def test_a_worker_killed_mid_epoch_loses_only_its_own_splits(cluster, pcr_datase
     killed_at = time.monotonic()
     epoch.may_go_on.set()
     # The epoch ends only when a worker takes the dead one's place (at its address); the survivor goes on meanwhile.
-    replacement = cluster.start_worker(cluster.worker_ports[0])
+    replacement = cluster.start_worker(0)
     replacement.wait_serving()
     epoch.join()
     counts = _count(epoch.arrivals, record_of_key)
@@ -280,26 +309,20 @@ def test_a_fault_tolerant_dispatcher_killed_and_restarted_mid_epoch_resumes_the_
 
 
 @pytest.mark.slow
-def test_sigterm_and_sigint_stop_the_servers_cleanly(tmp_path):
-    dispatcher_port, worker_port = free_ports(2)
-    work_dir = tmp_path / "work"
-    dispatcher = Server(["dispatcher", "--port", str(dispatcher_port), "--work-dir", str(work_dir)], tmp_path / "d")
-    worker = Server(
-        ["worker", "--dispatcher", f"localhost:{dispatcher_port}", "--port", str(worker_port), "--worker-address", "h"],
-        tmp_path / "w",
-    )
-    dispatcher.wait_serving()
-    worker.wait_serving()
+def test_sigterm_and_sigint_stop_the_servers_cleanly(cluster):
+    """The cluster's servers, after the tests above ran their jobs on them (the dispatcher a restarted one)."""
+    dispatcher, worker = cluster.dispatcher, cluster.workers[1]
+    worker_port, work_dir = cluster.worker_ports[1], cluster.directory / "work"
     assert worker.stop(signal.SIGINT) == 0
     assert dispatcher.stop(signal.SIGTERM) == 0
     runs = f"ops {LIBRARY_PATH}, tfliquid {tfliquid.__version__}, TensorFlow {tf.__version__}"
     assert (
-        f"tfliquid serve dispatcher: serving grpc://{socket.gethostname()}:{dispatcher_port} (fault-tolerant, "
+        f"tfliquid serve dispatcher: serving grpc://{socket.gethostname()}:{cluster.dispatcher_port} (fault-tolerant, "
         f"journal in {work_dir}); {runs}\ntfliquid serve dispatcher: stopped on SIGTERM\n"
     ) in dispatcher.log()
     assert (
-        f"tfliquid serve worker: serving h:{worker_port} for the dispatcher at localhost:{dispatcher_port}; {runs}\n"
-        "tfliquid serve worker: stopped on SIGINT\n"
+        f"tfliquid serve worker: serving localhost:{worker_port} for the dispatcher at "
+        f"localhost:{cluster.dispatcher_port}; {runs}\ntfliquid serve worker: stopped on SIGINT\n"
     ) in worker.log()
     assert (work_dir / "tf_data_dispatcher_journal").is_dir()
 
