@@ -396,12 +396,39 @@ def test_cli_refuses_bad_arguments_before_running_the_script(tmp_path, capsys):
         assert exited.value.code == 2 and f"argument {option}" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["analyze", str(script), "--memory-budget", "nan"])
+    for option, value in (
+        ("--plot", str(tmp_path)),
+        ("--plot", str(tmp_path / "no" / "p.png")),
+        ("--json", str(tmp_path)),
+    ):
+        assert cli.main(["analyze", str(script), option, value]) == 2
+        assert f"{option}" in capsys.readouterr().err
     assert not ran.exists()  # refused before the script ran
-    assert cli.main(["analyze", str(script), "--quiet"]) == 1
+    assert cli.main(["analyze", str(script), "--quiet"]) == 2
     assert "dataset() must return a tfliquid.analysis.InputPipeline" in capsys.readouterr().err and ran.exists()
     script.write_text("def dataset():\n    return None\n")
-    assert cli.main(["analyze", str(script), "--quiet"]) == 1
+    assert cli.main(["analyze", str(script), "--quiet"]) == 2
     assert "must define model(): model() returns a compiled Keras model" in capsys.readouterr().err
+
+
+def test_plot_draws_each_rate_in_its_own_colour_and_names_an_ingestion_above_it(tmp_path, monkeypatch):
+    from tfliquid.analysis import report as report_module
+
+    figures = []
+    monkeypatch.setattr(report_module, "save_png", lambda figure, path: figures.append(figure))
+    for ingestion in (300.0, 1e6):  # within the plotted rates, then far above them
+        m = _measured(ingestion=IngestionRate(ingestion))
+        report_module.Report(m, Change(), predict(m, Change()), 400, 0, 64, 1.0).plot(str(tmp_path / "p.png"))
+    for figure, ingestion in zip(figures, (300.0, 1e6)):
+        axes = figure.axes[0]
+        labels = [text.get_text() for text in axes.get_legend().get_texts()]
+        colours = [line.get_color() for line in axes.get_lines() if not line.get_label().startswith("ingestion")]
+        assert len(set(colours)) == len(colours) == 3  # fetch, the predicted rate, P
+        top = axes.get_ylim()[1]
+        if ingestion < top:
+            assert "ingestion G (300)" in labels
+        else:
+            assert "ingestion G (1000000), above the plot" in labels and top < 1e6
 
 
 @pytest.mark.slow

@@ -59,7 +59,7 @@ def test_cli_prints_the_multiworker_table(capsys):
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[2:]}
     assert set(rows) == set(multiworker.POLICIES)
     assert float(rows["clairvoyant"][0]) == float(rows["opt"][0]) > float(rows["minio"][0])
-    assert cli.main(["simulate", "cache", "--prefetch-bandwidth", "0.5"]) == 1
+    assert cli.main(["simulate", "cache", "--prefetch-bandwidth", "0.5"]) == 2
 
 
 def test_workers_of_unequal_slices_hit_at_most_every_read():

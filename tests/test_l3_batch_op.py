@@ -149,6 +149,21 @@ def test_decode_layer_saves_and_loads(tmp_path):
         DecodeL3(image_shape=(4, 5))
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("imports", ["import tfliquid, keras", "import keras, tfliquid"])
+def test_a_saved_model_loads_after_a_plain_import_tfliquid(tmp_path, imports):
+    """In a new process, `import tfliquid` alone (before or after Keras) is enough for Keras to find DecodeL3."""
+    _pixel_model((4, 5, 1)).save(tmp_path / "model.keras")
+    code = (
+        f"{imports}\n"
+        f"model = keras.models.load_model({str(tmp_path / 'model.keras')!r})\n"
+        "print(*[type(layer).__module__ for layer in model.layers if type(layer).__name__ == 'DecodeL3'])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["tfliquid.keras.layers"]
+
+
 def test_decode_layer_with_another_shape_is_an_error():
     model = _pixel_model((4, 5, 1))
     with pytest.raises(tf.errors.InvalidArgumentError):

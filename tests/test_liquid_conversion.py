@@ -177,5 +177,5 @@ def test_command_line_converts_predicts_and_inspects(crops, tmp_path, capsys):
     assert cli.main(["inspect", dst]) == 0
     out = capsys.readouterr().out
     assert "formats l3:raw at ratio 3:7" in out and "l3" in out and "36" in out
-    assert cli.main(["convert", "liquid", str(crops), dst, "--formats", "l3,raw"]) == 1  # no ratio
+    assert cli.main(["convert", "liquid", str(crops), dst, "--formats", "l3,raw"]) == 2  # no ratio: a usage error
     assert "a ratio is needed" in capsys.readouterr().err

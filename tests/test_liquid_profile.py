@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tfliquid import cli
+from tfliquid._common.errors import ArgumentError
 from tfliquid.liquid import profiling
 from tfliquid.samples import photos as sample_photos
 
@@ -83,6 +84,30 @@ def test_command_line_profiles_and_writes_the_chosen_ratio(tmp_path, capsys):
     ratio = f"{chosen[0]}:{chosen[1].split()[0]}"
     assert cli.main(["inspect", str(tmp_path / "chosen")]) == 0
     assert f"at ratio {ratio}" in capsys.readouterr().out
+    plot = tmp_path / "profile"  # no suffix: the PNG is written at exactly this path
+    again = [*args, "--epochs", "1", "--write", str(tmp_path / "chosen"), "--plot", str(plot), "--quiet"]
+    assert cli.main([*again, "--overwrite"]) == 0
+    assert f"plot: {plot}\n" in capsys.readouterr().out and plot.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_command_line_refuses_what_would_fail_after_the_profile_before_it(tmp_path, capsys):
+    src = tmp_path / "photos"
+    sample_photos.write_image_folder(str(src), 1, size=32, seed=0)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "kept.txt").write_text("not a dataset")
+    refused = {
+        ("--read-bandwidth", "0"): "read_bandwidth must be a number of bytes/s >= 1, got 0.0",
+        ("--write", str(tmp_path / "full")): "is not empty; give --overwrite",
+        ("--plot", str(tmp_path)): f"--plot must name a file, and {tmp_path} is a directory",
+        ("--plot", str(tmp_path / "missing" / "p.png")): "does not exist",
+        ("--write", str(src / "inside")): "inside the source folder",
+    }
+    for option, message in refused.items():
+        assert cli.main(["profile", "liquid", str(src), *option, "--workdir", str(tmp_path / "work")]) == 2, option
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "work").exists()  # nothing sampled, nothing measured
+    with pytest.raises(ArgumentError, match="read_bandwidth must be"):
+        profiling.profile(str(src), read_bandwidth=float("nan"))
 
 
 @pytest.mark.slow

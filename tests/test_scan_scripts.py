@@ -117,5 +117,5 @@ def test_cli_scan_script(photo_folder, tmp_path, capsys):
     )
     assert cli.main(["inspect", str(dst)]) == 0
     assert "scan script: fast" in capsys.readouterr().out
-    assert cli.main(["convert", "pcr", str(src), str(tmp_path / "x"), "--scan-script", "fastest", "--quiet"]) == 1
+    assert cli.main(["convert", "pcr", str(src), str(tmp_path / "x"), "--scan-script", "fastest", "--quiet"]) == 2
     assert "scan_script must be 'standard', 'fast' or a file's path; fastest: No such file" in capsys.readouterr().err

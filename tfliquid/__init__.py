@@ -19,6 +19,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 from tfliquid._common.errors import ArgumentError, ConversionError, FormatError, TfliquidError
+from tfliquid._keras_registration import register_layers_with_keras
 from tfliquid._version import __version__
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
@@ -53,6 +54,8 @@ _LAZY = {
         )
     },
 }
+
+register_layers_with_keras()  # a saved model with tfliquid's layers loads after `import tfliquid` alone
 
 __all__ = ["ArgumentError", "ConversionError", "FormatError", "TfliquidError", "__version__", *sorted(_LAZY)]
 

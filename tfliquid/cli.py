@@ -32,6 +32,7 @@ import typing
 from tfliquid._common.errors import ArgumentError
 
 EXIT_FAILED = 1
+EXIT_USAGE = 2  # as argparse exits on a malformed command line; also an option value the API refuses
 EXIT_INTERRUPTED = 130
 
 
@@ -247,13 +248,34 @@ def _add_profile_liquid(kinds):
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the sample, and of the --write dataset (default 0)")
     p.add_argument("--workdir", help="where the sample datasets are written (default: a temporary directory)")
-    p.add_argument("--plot", metavar="FILE.png", help="save throughput against ratio (needs matplotlib)")
+    p.add_argument("--plot", metavar="FILE.png", help="save throughput against ratio as a PNG (needs matplotlib)")
     p.add_argument("--write", metavar="DST", help="then convert all of SRC to DST at the chosen ratio")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="with --write: let the conversion replace what DST holds (a conversion of the same choice is resumed)",
+    )
 
     def run(args):
         from tfliquid import liquid
+        from tfliquid._common.errors import ConversionError
+        from tfliquid._common.plots import check_plot_path
         from tfliquid.liquid.profiling import profile
+        from tfliquid.records.job import check_destination
 
+        # Checked before the profile, which takes minutes: what could only fail after it.
+        if args.plot:
+            check_plot_path("--plot", args.plot)
+        if args.write:
+            try:
+                check_destination(args.src, args.write)
+            except ConversionError as e:
+                raise ArgumentError(f"--write: {e}") from None
+            if os.path.isdir(args.write) and os.listdir(args.write) and not args.overwrite:
+                raise ArgumentError(
+                    f"--write {args.write} is not empty; give --overwrite to let the conversion replace what it holds "
+                    "(one of the same ratio and settings is resumed), or a new directory"
+                )
         result = _call(profile, args)
         print(result)
         if args.plot:
@@ -416,8 +438,15 @@ def _add_analyze(verbs):
     def run(args):
         import runpy
 
+        from tfliquid._common.checks import check_output_file
+        from tfliquid._common.plots import check_plot_path
         from tfliquid.analysis import InputPipeline, analyze
 
+        # Checked before the analysis, which takes minutes: what could only fail after it.
+        if args.json_path:
+            check_output_file("--json", args.json_path)
+        if args.plot_path:
+            check_plot_path("--plot", args.plot_path)
         script = runpy.run_path(args.script)
         missing = [name for name in ("model", "dataset") if not callable(script.get(name))]
         if missing:
@@ -447,6 +476,7 @@ def _add_analyze(verbs):
                 f.write(report.to_json())
         if args.plot_path:
             report.plot(args.plot_path)
+            print(f"plot: {args.plot_path}")
 
     p.set_defaults(run=run)
 
@@ -604,10 +634,13 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         _import_tensorflow(args.verbose)  # every command runs tfliquid code that imports it
-        from tfliquid._common.errors import TfliquidError
+        from tfliquid._common.errors import ArgumentError, TfliquidError
 
         try:
             return args.run(args) or 0
+        except ArgumentError as e:
+            print(f"tfliquid: error: {e}", file=sys.stderr)
+            return EXIT_USAGE
         except (TfliquidError, FileNotFoundError, ValueError) as e:
             print(f"tfliquid: error: {e}", file=sys.stderr)
             return EXIT_FAILED

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 import os
 
@@ -19,6 +20,18 @@ def check_int(name: str, value, least: int | None = None, most: int | None = Non
     if (least is not None and value < least) or (most is not None and value > most):
         raise ArgumentError(f"{name} must be an int{_range(least, most)}, got {value}")
     return value
+
+
+def check_number(name: str, value, least: float = -math.inf, most: float = math.inf, what: str = "a number") -> float:
+    """`value` as a float, if it is a real number (not bool, not NaN, not infinite) in least..most.
+
+    Raises ArgumentError naming `name` (and saying it is `what`, e.g. "a number of bytes") otherwise.
+    """
+    number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else math.nan
+    if not (math.isfinite(number) and least <= number <= most):
+        bounds = _range(None if least == -math.inf else least, None if most == math.inf else most)
+        raise ArgumentError(f"{name} must be {what}{bounds}, got {value!r}")
+    return number
 
 
 def _range(least: int | None, most: int | None) -> str:
@@ -50,3 +63,19 @@ def check_directory(name: str, value) -> str:
     if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
         raise ArgumentError(f"{name} must be a directory's path, got {value!r}")
     return os.path.abspath(os.fspath(value))
+
+
+def check_output_file(name: str, path) -> str:
+    """`path` (str or os.PathLike) as a str, if a file can be written there: not a directory, in a directory that
+    exists and is writable. ArgumentError naming `name` otherwise; checked before the work whose result it keeps."""
+    if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
+        raise ArgumentError(f"{name} must be a file's path, got {path!r}")
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise ArgumentError(f"{name} must name a file, and {path} is a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ArgumentError(f"{name}: the directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise ArgumentError(f"{name}: the directory {parent} is not writable")
+    return path

@@ -3,14 +3,12 @@ recommendation."""
 
 from __future__ import annotations
 
-import math
-import numbers
 import os
 import time
 
 import tensorflow as tf
 
-from tfliquid._common.checks import check_int
+from tfliquid._common.checks import check_int, check_number
 from tfliquid._common.errors import ArgumentError
 from tfliquid._common.progress import Progress
 from tfliquid.analysis import phases
@@ -53,8 +51,7 @@ def analyze(
     budget = memory_budget_bytes
     if budget is None:  # half this machine's memory
         budget = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2
-    if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not 0 <= budget < math.inf:
-        raise ArgumentError(f"memory_budget_bytes must be a number of bytes >= 0, got {memory_budget_bytes!r}")
+    budget = check_number("memory_budget_bytes", budget, 0, what="a number of bytes")
     job = phases.Job(model, pipeline, items, steps, os.cpu_count() or 1, *(QUICK_TURNS if quick else TURNS))
     bar, start = Progress(len(phases.PHASES), "phase", enabled=progress), time.perf_counter()
     weights = model.get_weights()

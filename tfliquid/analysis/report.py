@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+from tfliquid._common.plots import pyplot, save_png
 from tfliquid.analysis.whatif import Change, Measurements, predict
 from tfliquid.liquid.profiling import STEPS
 
@@ -137,25 +138,22 @@ class Report:
 
     def plot(self, path: str) -> None:
         """The predicted rate against the MinIO cache's fraction of the dataset, with P and G as lines (DS-Analyzer,
-        Figure 11), to a PNG. Needs matplotlib (pip install tfliquid[plot])."""
-        try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError as e:
-            raise ImportError(f"the plot needs matplotlib (pip install tfliquid[plot]): {e}") from None
+        Figure 11), as a PNG at `path`. Needs matplotlib (pip install 'tfliquid[plot]')."""
+        plt = pyplot()
         m, fractions = self.measured, [i / 100 for i in range(101)]
         predictions = [predict(m, Change(cache_fraction=f)) for f in fractions]
         rate = [p["rate"] for p in predictions]
         figure, axes = plt.subplots(figsize=(6, 4))
-        axes.plot(fractions, [p["fetch"] for p in predictions], label="fetch F'(f)", linestyle=":")
-        axes.plot(fractions, rate, label="predicted training rate", linewidth=2)
-        axes.axhline(m.prep.rate, label="prep P", color="tab:orange", linestyle="--")
-        axes.axhline(m.ingestion.rate, label="ingestion G", color="tab:green", linestyle="--")
+        axes.plot(fractions, [p["fetch"] for p in predictions], label="fetch F'(f)", color="tab:blue", linestyle=":")
+        axes.plot(fractions, rate, label="predicted training rate", color="black", linewidth=2)
+        axes.axhline(m.prep.rate, label=f"prep P ({m.prep.rate:.0f})", color="tab:orange", linestyle="--")
+        top = 1.1 * max(max(rate), m.prep.rate, min(m.ingestion.rate, 3 * max(rate)))
+        ingestion = f"ingestion G ({m.ingestion.rate:.0f})"
+        if m.ingestion.rate <= top:
+            axes.axhline(m.ingestion.rate, label=ingestion, color="tab:green", linestyle="--")
+        else:  # far above the rest: drawn, it would flatten every other line
+            axes.plot([], [], " ", label=f"{ingestion}, above the plot")
         axes.set(xlabel="MinIO cache, fraction of the dataset", ylabel="items / s")
-        axes.set_ylim(0, 1.1 * max(max(rate), m.prep.rate, min(m.ingestion.rate, 3 * max(rate))))
+        axes.set_ylim(0, top)
         axes.legend()
-        figure.tight_layout()
-        figure.savefig(path, dpi=100)
-        plt.close(figure)
+        save_png(figure, path)

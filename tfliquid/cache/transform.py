@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from tfliquid._common.checks import check_number
 from tfliquid._common.errors import ArgumentError
 from tfliquid._lib import load_ops
 from tfliquid.cache.minio_cache import MinIOCache
@@ -157,8 +158,7 @@ def minio_cache(
         raise ArgumentError(
             f"capacity_bytes={capacity_bytes} contradicts the cache's {cache.capacity_bytes}; give one or the other"
         )
-    if not (isinstance(prefetch_bandwidth, (int, float)) and 0 <= prefetch_bandwidth < float("inf")):
-        raise ArgumentError(f"prefetch_bandwidth must be a number of reads >= 0, got {prefetch_bandwidth!r}")
+    prefetch_bandwidth = check_number("prefetch_bandwidth", prefetch_bandwidth, 0, what="a number of reads")
     if prefetch_bandwidth and cache.order is None:
         raise ArgumentError(
             "prefetch_bandwidth needs a cache that knows the keys' future: "

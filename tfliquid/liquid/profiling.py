@@ -33,8 +33,9 @@ import numpy as np
 import tensorflow as tf
 
 from tfliquid import io as tfliquid_io
-from tfliquid._common.checks import check_int
+from tfliquid._common.checks import check_int, check_number
 from tfliquid._common.errors import ArgumentError
+from tfliquid._common.plots import pyplot, save_png
 from tfliquid._common.progress import Progress
 from tfliquid._common.timing import timed_pass
 from tfliquid.io.sources import SourceOptions, check_source_options, open_source
@@ -108,17 +109,12 @@ class LiquidProfile:
         return "\n".join(lines)
 
     def plot(self, path: str) -> None:
-        """Saves throughput against ratio (predicted load, decode and their minimum; measured points) as a PNG."""
-        try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            from matplotlib import pyplot
-        except ImportError:
-            raise ArgumentError("the plot needs matplotlib: pip install 'tfliquid[plot]'") from None
+        """Saves throughput against ratio (predicted load, decode and their minimum; measured points) as a PNG at
+        `path`. Needs matplotlib (pip install 'tfliquid[plot]')."""
+        plt = pyplot()
         first, second = self.formats
         x = [row.weight * 100 // STEPS for row in self.rows]
-        figure, axes = pyplot.subplots(figsize=(6.4, 4.0), dpi=120)
+        figure, axes = plt.subplots(figsize=(6.4, 4.0))
         axes.plot(x, [r.load_rate for r in self.rows], "--", label="load (storage), predicted")
         axes.plot(x, [r.decode_rate for r in self.rows], "--", label="decode (CPU), predicted")
         axes.plot(x, [r.predicted for r in self.rows], "-", linewidth=2, label="predicted")
@@ -131,9 +127,7 @@ class LiquidProfile:
         axes.set_title(f"Liquid ratio profile: {first}:{second}, chosen {self.ratio}")
         axes.set_ylim(bottom=0)
         axes.legend(fontsize="small")
-        figure.tight_layout()
-        figure.savefig(path)
-        pyplot.close(figure)
+        save_png(figure, path)
 
 
 def predicted_rates(weight: int, bytes_per_image, decode_rate, bandwidth: float) -> tuple[float, float]:
@@ -220,7 +214,7 @@ def profile(
     epochs = check_int("epochs", epochs, 1)
     pass_images = check_int("pass_images", pass_images, 1)
     if read_bandwidth is not None:
-        tfliquid_io.set_read_bandwidth(read_bandwidth)  # validates it
+        read_bandwidth = check_number("read_bandwidth", read_bandwidth, 1, what="a number of bytes/s")
     owned = workdir is None
     workdir = tempfile.mkdtemp(prefix="tfliquid-profile-") if owned else workdir
     try:
