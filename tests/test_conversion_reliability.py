@@ -189,6 +189,36 @@ def test_truncated_corrupt_and_impossible_jpegs_are_rejected_not_stored(photo_fo
     assert "claims 15000x15000 pixels" in reasons["bomb.jpg"]
 
 
+def _with_damaged_scan_data(jpeg: bytes) -> bytes:
+    """The JPEG with 60 bytes of its entropy-coded data inverted where djpeg then reports "Corrupt JPEG data" (the
+    first such place after the first scan's header): damage libjpeg decodes with a warning, not an error."""
+    data_start = jpeg.index(b"\xff\xda") + 14
+    for start in range(data_start + 100, len(jpeg) - 200, 97):
+        damaged = bytearray(jpeg)
+        for i in range(start, start + 60):
+            damaged[i] = damaged[i] ^ 0xFF if damaged[i] not in (0x00, 0xFF) else damaged[i]  # no new markers
+        djpeg = subprocess.run(["djpeg"], input=bytes(damaged), capture_output=True)
+        if djpeg.returncode == 2 and b"Corrupt JPEG data" in djpeg.stderr:  # 2: decoded, with warnings
+            return bytes(damaged)
+    raise AssertionError("no damage that djpeg reports as corrupt data")
+
+
+def test_a_jpeg_with_damaged_scan_data_is_rejected_by_every_conversion(zoo, tmp_path):
+    """libjpeg decodes it, grey where it lost step; djpeg warns; every conversion refuses it as corrupt."""
+    src = tmp_path / "src" / "photos"
+    src.mkdir(parents=True)
+    (src / "damaged.jpg").write_bytes(_with_damaged_scan_data(zoo["baseline_420"]))
+    (src / "whole.jpg").write_bytes(zoo["baseline_420"])
+    reports = {
+        "pcr": tfliquid.pcr.convert(str(src.parent), str(tmp_path / "pcr"), progress=False),
+        "liquid": tfliquid.liquid.convert(str(src.parent), str(tmp_path / "liquid"), formats="raw", progress=False),
+        "l3": tfliquid.l3.convert(str(src.parent), str(tmp_path / "l3"), progress=False),
+    }
+    for kind, report in reports.items():
+        assert [os.path.basename(origin) for origin, _ in report.failures] == ["damaged.jpg"], kind
+        assert "Corrupt JPEG data" in report.failures[0][1] and report.converted == 1, kind
+
+
 def _png_header_claiming(width: int, height: int) -> bytes:
     """A PNG whose IHDR claims width x height, with no pixel data: what a decompression bomb looks like."""
     import struct

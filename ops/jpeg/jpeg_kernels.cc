@@ -1,6 +1,7 @@
-// Kernels of Liquid>JpegToProgressive and Liquid>JpegScanEnds over the pure C++ layers scan_split and transcode.
+// Kernels of the JPEG ops (jpeg_ops.cc) over the pure C++ layers scan_split and transcode.
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "common/input_checks.h"
 #include "common/kernel.h"
 #include "jpeg/jpeg_ops.h"
@@ -77,6 +78,23 @@ class JpegScanEndsOp : public OpKernel {
   }
 };
 
+class CheckJpegOp : public OpKernel {
+ public:
+  explicit CheckJpegOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const tstring *contents, *source;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "contents", &contents));
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "source", &source));
+    std::string error;
+    // Without a source the caller names the input itself, before the message.
+    OP_REQUIRES(ctx, jpeg::CheckCoefficients(Bytes(*contents), contents->size(), &error),
+                tensorflow::errors::InvalidArgument(source->empty() ? "" : absl::StrCat(*source, ": "),
+                                                    "corrupt JPEG: ", error));
+    ctx->set_output(0, ctx->input(0));
+  }
+};
+
 // Parses its scan_script attribute, as JpegToProgressiveOp does when it is built: a conversion checks its script
 // before it writes anything.
 class CheckScanScriptOp : public OpKernel {
@@ -93,6 +111,7 @@ class CheckScanScriptOp : public OpKernel {
 
 REGISTER_KERNEL_BUILDER(Name(kJpegToProgressiveOp).Device(tensorflow::DEVICE_CPU), JpegToProgressiveOp);
 REGISTER_KERNEL_BUILDER(Name(kJpegScanEndsOp).Device(tensorflow::DEVICE_CPU), JpegScanEndsOp);
+REGISTER_KERNEL_BUILDER(Name(kCheckJpegOp).Device(tensorflow::DEVICE_CPU), CheckJpegOp);
 REGISTER_KERNEL_BUILDER(Name(kCheckScanScriptOp).Device(tensorflow::DEVICE_CPU), CheckScanScriptOp);
 
 }  // namespace

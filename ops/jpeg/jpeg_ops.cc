@@ -42,6 +42,21 @@ REGISTER_OP(kJpegScanEndsOp)
     })
     .Doc("Where each scan's entropy-coded data ends in a JPEG (the PCR scan split).");
 
+REGISTER_OP(kCheckJpegOp)
+    .Input("contents: string")
+    .Input("source: string")
+    .Output("checked: string")
+    .SetShapeFn([](InferenceContext* c) {
+      TF_RETURN_IF_ERROR(ScalarInputs(c));
+      c->set_output(0, c->Scalar());
+      return absl::OkStatus();
+    })
+    .Doc(R"doc(
+Returns `contents` once every coefficient of the JPEG has been read strictly: libjpeg's warnings that mean lost
+data (a premature end, a bad Huffman code, bytes the entropy decoder did not use) are errors naming `source`
+(when not empty) and the byte offset.
+)doc");
+
 REGISTER_OP(kCheckScanScriptOp)
     .Attr(absl::StrCat(kScanScriptAttr, ": string"))
     .SetIsStateful()                     // it has no outputs: a stateless op without outputs is never run

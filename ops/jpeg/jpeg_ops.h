@@ -1,5 +1,6 @@
 // Names of the JPEG ops and their attributes, shared by their registration (jpeg_ops.cc) and kernels
-// (jpeg_kernels.cc). Python calls them liquid_jpeg_to_progressive, liquid_jpeg_scan_ends, liquid_check_scan_script.
+// (jpeg_kernels.cc). Python calls them liquid_jpeg_to_progressive, liquid_jpeg_scan_ends, liquid_check_jpeg,
+// liquid_check_scan_script.
 #ifndef TFLIQUID_OPS_JPEG_JPEG_OPS_H_
 #define TFLIQUID_OPS_JPEG_JPEG_OPS_H_
 
@@ -7,6 +8,7 @@ namespace tfliquid {
 
 inline constexpr char kJpegToProgressiveOp[] = "Liquid>JpegToProgressive";
 inline constexpr char kJpegScanEndsOp[] = "Liquid>JpegScanEnds";
+inline constexpr char kCheckJpegOp[] = "Liquid>CheckJpeg";
 inline constexpr char kCheckScanScriptOp[] = "Liquid>CheckScanScript";
 
 inline constexpr char kKeepMarkersAttr[] = "keep_markers";

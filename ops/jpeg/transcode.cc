@@ -21,6 +21,7 @@ struct ErrorManager {
   jpeg_error_mgr pub;  // first member: libjpeg only sees a jpeg_error_mgr*
   jmp_buf jump;
   char message[JMSG_LENGTH_MAX];
+  bool reading_scans;  // past the header: what libjpeg reads now is entropy-coded data and the markers between
 };
 
 void ErrorExit(j_common_ptr cinfo) {
@@ -30,9 +31,12 @@ void ErrorExit(j_common_ptr cinfo) {
 }
 
 // Warnings that mean the coefficients read are not the image's: libjpeg would fill the missing or unreadable
-// blocks with grey and go on (as jpegtran does), and a dataset would silently hold another image.
-bool LosesData(int message_code) {
+// blocks with grey and go on (as jpegtran does), and a dataset would silently hold another image. Bytes before a
+// marker are harmless between header segments, but after entropy-coded data they are data the Huffman decoder
+// did not use: it lost step in damaged data, and the blocks it decoded are not the image's.
+bool LosesData(int message_code, bool reading_scans) {
   switch (message_code) {
+    case JWRN_EXTRANEOUS_DATA: return reading_scans;
     case JWRN_ARITH_BAD_CODE:
     case JWRN_BOGUS_PROGRESSION:
     case JWRN_HIT_MARKER:
@@ -48,7 +52,8 @@ bool LosesData(int message_code) {
 
 // Warnings that lose data are errors; other warnings and traces are dropped (a library must not print).
 void EmitMessage(j_common_ptr cinfo, int msg_level) {
-  if (msg_level < 0 && LosesData(cinfo->err->msg_code)) ErrorExit(cinfo);
+  const bool reading_scans = reinterpret_cast<ErrorManager*>(cinfo->err)->reading_scans;
+  if (msg_level < 0 && LosesData(cinfo->err->msg_code, reading_scans)) ErrorExit(cinfo);
 }
 
 // Zero-initialised (Session s{}): jpeg_destroy_* are no-ops on structs that jpeg_create_* never reached.
@@ -122,6 +127,7 @@ Outcome ReadWithLibjpeg(Session* s, const uint8_t* data, size_t size, bool keep_
       script->num_components != s->src.num_components) {
     return Outcome::kScriptMismatch;
   }
+  s->err.reading_scans = true;
   jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&s->src);
   if (script == nullptr) return Outcome::kRead;
   jpeg_copy_critical_parameters(&s->src, &s->dst);

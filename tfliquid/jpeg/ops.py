@@ -7,7 +7,7 @@ import tensorflow as tf
 from tfliquid._common.errors import ArgumentError, op_error_message
 from tfliquid._lib import load_ops
 
-__all__ = ["check_scan_script", "jpeg_to_progressive", "jpeg_scan_ends"]
+__all__ = ["check_jpeg", "check_scan_script", "jpeg_to_progressive", "jpeg_scan_ends"]
 
 
 def jpeg_to_progressive(
@@ -31,6 +31,13 @@ def jpeg_to_progressive(
         scan_script=scan_script,
         rescript_progressive=rescript_progressive,
     )
+
+
+def check_jpeg(contents, source=""):
+    """Returns `contents` once the JPEG's coefficients have all been read, strictly: damaged entropy-coded data
+    (libjpeg's warnings that mean lost data, where decoders fill blocks with grey) is an InvalidArgumentError
+    naming `source` (if given) and the byte offset. Conversions read every JPEG source through it."""
+    return load_ops().liquid_check_jpeg(contents, source)
 
 
 def check_scan_script(scan_script: str) -> None:

@@ -17,6 +17,7 @@ import concurrent.futures
 import dataclasses
 import errno
 import functools
+import io
 import os
 import re
 import time
@@ -33,6 +34,7 @@ from tfliquid._common.lock import DestinationLock
 from tfliquid._common.progress import Progress
 from tfliquid._common.report import ConversionReport
 from tfliquid._common.run_options import RunOptions, take_run_options
+from tfliquid.jpeg.ops import check_jpeg
 from tfliquid.l3 import codec as l3_format
 from tfliquid.l3.ops import decode_l3, encode_l3
 
@@ -287,7 +289,11 @@ def _convert_file(job: _Job, profile: str, verify: bool, overwrite: bool, reduce
     """Converts one image; None if its target is already up to date."""
     if not overwrite and _is_up_to_date(job, profile):
         return None
-    with Image.open(job.source) as image:
+    with open(job.source, "rb") as f:
+        contents = f.read()
+    if contents.startswith(b"\xff\xd8\xff"):  # Pillow, like libjpeg, would pad damaged JPEG data with grey
+        check_jpeg(contents)
+    with Image.open(io.BytesIO(contents)) as image:
         pixels, lossy = _pixels(image, reduce_16bit)
     encoded = encode_l3(pixels, profile=profile).numpy()
     os.makedirs(os.path.dirname(job.target) or ".", exist_ok=True)

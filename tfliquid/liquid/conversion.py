@@ -31,7 +31,7 @@ from tfliquid._proto import liquid_pb2
 from tfliquid._version import __version__
 from tfliquid.io.image_headers import bits_per_sample, claim_refused, claimed_pixels, decode_bounded
 from tfliquid.io.sources import check_source_options, open_source
-from tfliquid.jpeg.ops import jpeg_to_progressive
+from tfliquid.jpeg.ops import check_jpeg
 from tfliquid.liquid import format as liquid_format
 from tfliquid.liquid import items as liquid_items
 from tfliquid.records import format as records_format
@@ -221,7 +221,7 @@ def _remove_spool(dst: str) -> None:
 def _decoded(contents: tf.Tensor, channels: int, reduce_16bit: bool):
     """Source bytes -> (pixels with `channels` channels, is JPEG, lossy), refusing what a strict reader refuses: a
     header that claims more than MAX_PIXELS pixels (before decoding), a JPEG whose data libjpeg would pad with
-    grey (the PCR transcoder reads it strictly), and 16-bit samples unless `reduce_16bit` (then their high byte
+    grey (read strictly by check_jpeg first), and 16-bit samples unless `reduce_16bit` (then their high byte
     is kept, a loss)."""
     is_jpeg = tf.io.is_jpeg(contents)
     sixteen_bit = tf.equal(bits_per_sample(contents), 16)
@@ -232,12 +232,7 @@ def _decoded(contents: tf.Tensor, channels: int, reduce_16bit: bool):
             "16-bit samples; Liquid stores 8 bits per sample (reduce_16bit=True, --reduce-16bit, keeps the high byte)",
         )
 
-    def jpeg_checked():
-        progressive, _ = jpeg_to_progressive(contents, "")  # raises on corrupt or truncated coefficients
-        with tf.control_dependencies([progressive]):
-            return tf.io.decode_jpeg(contents)
-
-    image = tf.cond(is_jpeg, jpeg_checked, lambda: decode_bounded(contents))
+    image = tf.cond(is_jpeg, lambda: tf.io.decode_jpeg(check_jpeg(contents)), lambda: decode_bounded(contents))
     pixels, lossy_channels = liquid_items.to_channels(image, channels)
     return pixels, is_jpeg, tf.logical_or(lossy_channels, sixteen_bit)
 
