@@ -3,6 +3,7 @@ reference codec (tfliquid/cache/item_format.py) and the C++ store reading each o
 
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -259,3 +260,39 @@ def test_mutated_items_with_valid_checksums_never_crash_the_store(tmp_path):
             outcomes["miss"] += 1
     assert outcomes["miss"] > 500 and outcomes["hit"] > 0  # both paths exercised
     cache.release()
+
+
+@pytest.mark.parametrize("policy", ["minio", "lru"])
+def test_a_directory_deleted_while_in_use_is_recreated_and_filled_again(jpeg_files, tmp_path, policy):
+    """A tmp cleaner or an operator emptying /dev/shm: the cache recreates the directory empty, counts nothing of
+    what was lost, and admits and hits again; a new MinIOCache on the path recreates it at once."""
+    directory, paths = tmp_path / "cache", jpeg_files[:6]
+    cache = tfliquid.MinIOCache(1 << 30, directory=str(directory), name=f"deleted-{policy}", policy=policy)
+    ds = _dataset(paths, cache)
+    expected = {p: pathlib.Path(p).read_bytes() for p in paths}
+    assert _served(ds) == expected and cache.stats().items == 6
+    shutil.rmtree(directory)
+    assert cache.stats().items == 0 and directory.is_dir()  # what was cached is gone, and the cache says so
+    assert _served(ds) == expected and len(_items(directory)) == 6  # admitted again
+    assert _served(ds) == expected and [e.hits for e in cache.stats().epochs] == [0, 0, 6]
+    shutil.rmtree(directory)
+    tfliquid.MinIOCache(1 << 30, directory=str(directory), name=f"deleted-{policy}", policy=policy)
+    assert directory.is_dir() and _ledger(directory).items == 0
+
+
+def test_a_deleted_directory_is_logged_as_it_is_recreated(tmp_path):
+    script = (
+        "import shutil, sys, tfliquid\n"
+        "cache = tfliquid.MinIOCache(1 << 20, directory=sys.argv[1])\n"
+        "shutil.rmtree(sys.argv[1])\n"
+        "print(cache.stats().items)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "cache")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0"},  # the tests hide TensorFlow's warnings; users see them
+    )
+    assert result.returncode == 0 and result.stdout == "0\n", result.stderr[-2000:]
+    assert f"the directory {tmp_path / 'cache'} was deleted while in use; recreating it" in result.stderr

@@ -89,6 +89,7 @@ absl::Status Cache::GetOrOpen(const Config& config, bool reopen_released, std::s
       return tensorflow::errors::InvalidArgument("MinIO cache '", config.name, "' exists with ",
                                                  Describe(it->second->config_), "; asked for ", Describe(config));
     }
+    if (reopen_released) TF_RETURN_IF_ERROR(it->second->store_->Restore());
     *cache = it->second;
     return absl::OkStatus();
   }

@@ -97,11 +97,64 @@ bool ParseTmpName(const std::string& name, pid_t* pid, uint64_t* bytes) {
 
 bool ProcessExists(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
 
+// Processes using the directory hold DIR/USERS: shared under policies that never evict, exclusive under one that
+// does (it removes items other processes may have counted on). Held for the store's life (the cache registry
+// keeps the store for the process's life, and the lock goes with the process).
+absl::Status LockUsers(const std::string& directory, const PolicyInfo& info, int* users_fd) {
+  const std::string path = directory + "/USERS";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return PosixError("cannot open", path);
+  int locked;
+  while ((locked = flock(fd, (info.evicts ? LOCK_EX : LOCK_SH) | LOCK_NB)) != 0 && errno == EINTR) {
+  }
+  if (locked == 0) {
+    *users_fd = fd;
+    return absl::OkStatus();
+  }
+  close(fd);
+  if (errno != EWOULDBLOCK) return PosixError("cannot lock", path);
+  return tensorflow::errors::FailedPrecondition(
+      "MinIO cache directory ", directory, " is in use by another process ",
+      info.evicts ? absl::StrCat("and the '", info.name, "' policy evicts, so it needs the directory to itself")
+                  : std::string("whose cache policy evicts, so it holds the directory alone"),
+      ": give each such process its own directory");
+}
+
+// The files a store holds open: the ledger (its flock orders the processes) and USERS (held, see LockUsers).
+struct OpenFiles {
+  int ledger = -1;
+  int users = -1;
+};
+
+// Creates the directory's layout where missing, joins its users and opens its ledger.
+absl::Status OpenDirectory(const std::string& directory, const PolicyInfo& info, OpenFiles* files) {
+  TF_RETURN_IF_ERROR(MakeDirectory(directory));
+  TF_RETURN_IF_ERROR(MakeDirectory(directory + "/items"));
+  TF_RETURN_IF_ERROR(MakeDirectory(directory + "/tmp"));
+  TF_RETURN_IF_ERROR(LockUsers(directory, info, &files->users));
+  const std::string ledger_path = directory + "/LEDGER";
+  files->ledger = open(ledger_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (files->ledger < 0) {
+    close(files->users);
+    return PosixError("cannot open", ledger_path);
+  }
+  return absl::OkStatus();
+}
+
 class DirectoryStore : public Store {
  public:
-  DirectoryStore(std::string directory, uint64_t capacity, std::unique_ptr<Policy> policy, int ledger_fd)
-      : directory_(std::move(directory)), capacity_(capacity), policy_(std::move(policy)), ledger_fd_(ledger_fd) {}
-  ~DirectoryStore() override { close(ledger_fd_); }
+  DirectoryStore(std::string directory, uint64_t capacity, const PolicyInfo& info, std::unique_ptr<Policy> policy,
+                 OpenFiles files)
+      : directory_(std::move(directory)),
+        capacity_(capacity),
+        info_(info),
+        policy_(std::move(policy)),
+        ledger_fd_(files.ledger),
+        users_fd_(files.users) {}
+  ~DirectoryStore() override {
+    close(ledger_fd_);
+    close(users_fd_);
+  }
 
   // Checks the ledger against this cache's capacity (creating or rebuilding it), and removes what processes
   // that died while writing left behind.
@@ -136,6 +189,7 @@ class DirectoryStore : public Store {
     const std::string path = ItemPath(hash);
     {
       LedgerLock lock(this);
+      TF_RETURN_IF_ERROR(RecreateIfDeleted());
       Ledger ledger = ReadOrRebuildLedger();
       if (Exists(path)) return absl::OkStatus();
       std::vector<std::string> victims;  // only from an evicting policy, whose process holds the directory alone
@@ -168,12 +222,19 @@ class DirectoryStore : public Store {
 
   absl::Status GetTotals(Totals* totals) override {
     LedgerLock lock(this);
+    TF_RETURN_IF_ERROR(RecreateIfDeleted());
     *totals = ReadOrRebuildLedger().totals;
     return absl::OkStatus();
   }
 
+  absl::Status Restore() override {
+    LedgerLock lock(this);
+    return RecreateIfDeleted();
+  }
+
   absl::Status PlanPrefetch(double reads, std::vector<uint64_t>* items) override {
     LedgerLock lock(this);
+    TF_RETURN_IF_ERROR(RecreateIfDeleted());
     Ledger ledger = ReadOrRebuildLedger();
     std::vector<std::string> victims;  // only from an evicting policy, whose process holds the directory alone
     {
@@ -203,6 +264,30 @@ class DirectoryStore : public Store {
    private:
     DirectoryStore* store_;
   };
+
+  // A directory deleted while in use (a tmp cleaner, an operator emptying /dev/shm) leaves this process holding
+  // a ledger file that no longer has a name: its counts would go on, and nothing could be admitted. The layout is
+  // recreated, empty, and the new ledger locked in place of the old. Called under LedgerLock.
+  absl::Status RecreateIfDeleted() {
+    struct stat held, named;
+    if (fstat(ledger_fd_, &held) == 0 && stat((directory_ + "/LEDGER").c_str(), &named) == 0 &&
+        held.st_ino == named.st_ino && held.st_dev == named.st_dev) {
+      return absl::OkStatus();
+    }
+    LOG(WARNING) << "MinIO cache: the directory " << directory_
+                 << " was deleted while in use; recreating it (the items cached before are gone)";
+    OpenFiles files;
+    TF_RETURN_IF_ERROR(OpenDirectory(directory_, info_, &files));
+    while (flock(files.ledger, LOCK_EX) != 0 && errno == EINTR) {
+    }
+    close(ledger_fd_);  // releases the old ledger's lock; LedgerLock releases the new one's
+    close(users_fd_);
+    ledger_fd_ = files.ledger;
+    users_fd_ = files.users;
+    Ledger ledger;
+    if (!ReadLedger(&ledger)) ledger = Rebuild();  // another process may have recreated it first
+    return WriteLedger(ledger);
+  }
 
   // Lookup without the policy: a damaged item is removed and reads as absent.
   absl::Status ReadItem(const std::string& key, std::vector<Tensor>* values, bool* found) {
@@ -323,46 +408,23 @@ class DirectoryStore : public Store {
 
   const std::string directory_;
   const uint64_t capacity_;
+  const PolicyInfo& info_;
   // Its own lock, so that lookups never wait for the ledger, which another process may hold.
   tensorflow::mutex policy_mu_;
   const std::unique_ptr<Policy> policy_ TF_PT_GUARDED_BY(policy_mu_);
-  const int ledger_fd_;
+  int ledger_fd_;  // replaced, under mu_, when the directory is recreated
+  int users_fd_;
   std::atomic<uint64_t> next_tmp_{0};
   tensorflow::mutex mu_;
 };
-
-// Processes using the directory hold DIR/USERS: shared under policies that never evict, exclusive under one that
-// does (it removes items other processes may have counted on). Held for the process's life (the fd is never
-// closed: the cache registry keeps the store, and the lock goes with the process).
-absl::Status LockUsers(const std::string& directory, const PolicyInfo& info) {
-  const std::string path = directory + "/USERS";
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return PosixError("cannot open", path);
-  int locked;
-  while ((locked = flock(fd, (info.evicts ? LOCK_EX : LOCK_SH) | LOCK_NB)) != 0 && errno == EINTR) {
-  }
-  if (locked == 0) return absl::OkStatus();
-  close(fd);
-  if (errno != EWOULDBLOCK) return PosixError("cannot lock", path);
-  return tensorflow::errors::FailedPrecondition(
-      "MinIO cache directory ", directory, " is in use by another process ",
-      info.evicts ? absl::StrCat("and the '", info.name, "' policy evicts, so it needs the directory to itself")
-                  : std::string("whose cache policy evicts, so it holds the directory alone"),
-      ": give each such process its own directory");
-}
 
 }  // namespace
 
 absl::Status NewDirectoryStore(const std::string& directory, uint64_t capacity_bytes, const PolicyInfo& info,
                                std::unique_ptr<Policy> policy, std::unique_ptr<Store>* store) {
-  TF_RETURN_IF_ERROR(MakeDirectory(directory));
-  TF_RETURN_IF_ERROR(MakeDirectory(directory + "/items"));
-  TF_RETURN_IF_ERROR(MakeDirectory(directory + "/tmp"));
-  TF_RETURN_IF_ERROR(LockUsers(directory, info));
-  const std::string ledger_path = directory + "/LEDGER";
-  const int fd = open(ledger_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return PosixError("cannot open", ledger_path);
-  auto directory_store = std::make_unique<DirectoryStore>(directory, capacity_bytes, std::move(policy), fd);
+  OpenFiles files;
+  TF_RETURN_IF_ERROR(OpenDirectory(directory, info, &files));
+  auto directory_store = std::make_unique<DirectoryStore>(directory, capacity_bytes, info, std::move(policy), files);
   TF_RETURN_IF_ERROR(directory_store->Open());
   *store = std::move(directory_store);
   return absl::OkStatus();

@@ -35,9 +35,14 @@ class LruPolicy : public Policy {
   explicit LruPolicy(uint64_t capacity_bytes) : capacity_(capacity_bytes) {}
 
   absl::Status Accessed(const ItemKey& key, bool hit) override {
-    if (!hit) return absl::OkStatus();
     auto it = items_.find(key.name);
-    if (it != items_.end()) recency_.splice(recency_.begin(), recency_, it->second.recency);
+    if (it == items_.end()) return absl::OkStatus();
+    if (hit) {
+      recency_.splice(recency_.begin(), recency_, it->second.recency);
+    } else {  // the store lost it (a failed write, a damaged file, a deleted directory): no longer ours to rank
+      recency_.erase(it->second.recency);
+      items_.erase(it);
+    }
     return absl::OkStatus();
   }
 

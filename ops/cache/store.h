@@ -33,6 +33,9 @@ class Store {
   // The upcoming items the policy would prefetch with `reads` background reads (Policy::PlanPrefetch), after
   // removing the stored items it displaces for them.
   virtual absl::Status PlanPrefetch(double reads, std::vector<uint64_t>* items) = 0;
+  // Makes the store usable again where it can (a directory deleted while in use is recreated, empty): run when a
+  // cache already open is opened again. Every other call checks the same before it changes the store.
+  virtual absl::Status Restore() { return absl::OkStatus(); }
 };
 
 // Items in this process's memory, admitted and evicted as `policy` decides.
