@@ -17,6 +17,7 @@ and why a worker must be `tfliquid serve`'s (a plain TensorFlow worker cannot ru
 
 import collections
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -25,6 +26,7 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -72,11 +74,14 @@ def record_of_key(pcr_dataset) -> dict[str, str]:
 class Server:
     """One `tfliquid serve` process; its stderr goes to a file."""
 
-    def __init__(self, args: list[str], log_path):
+    def __init__(self, args: list[str], log_path, preexec_fn=None):
         self.log_path = log_path
         with open(log_path, "w") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "tfliquid", "serve", *args], stdout=subprocess.DEVNULL, stderr=log
+                [sys.executable, "-m", "tfliquid", "serve", *args],
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                preexec_fn=preexec_fn,
             )
 
     @property
@@ -253,11 +258,17 @@ def test_without_failures_every_image_arrives_once_from_the_two_workers(cluster,
 
 
 @pytest.mark.slow
-def test_a_worker_killed_mid_epoch_loses_only_its_own_splits(cluster, pcr_dataset, record_of_key):
-    epoch = Epoch(_distributed(pcr_dataset, cluster.target, "worker-killed"))
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_worker_killed_or_stopped_mid_epoch_loses_only_its_own_splits(cluster, pcr_dataset, record_of_key, stop):
+    """SIGTERM stops the process cleanly (exit 0), but for its jobs it fails as SIGKILL does: tf.data service has
+    no way for a worker to hand back what it holds (docs/scale-out.md)."""
+    epoch = Epoch(_distributed(pcr_dataset, cluster.target, f"worker-{stop.name}"))
     epoch.wait_for_kill_point()
     killed, survivor = cluster.workers
-    killed.kill()
+    if stop == signal.SIGKILL:
+        killed.kill()
+    else:
+        assert killed.stop(stop) == 0
     killed_at = time.monotonic()
     epoch.may_go_on.set()
     # The epoch ends only when a worker takes the dead one's place (at its address); the survivor goes on meanwhile.
@@ -267,7 +278,8 @@ def test_a_worker_killed_mid_epoch_loses_only_its_own_splits(cluster, pcr_datase
     counts = _count(epoch.arrivals, record_of_key)
     from_survivor = sum(1 for _, pid, t in epoch.arrivals if pid == survivor.pid and t > killed_at)
     print(
-        f"\nworker SIGKILLed after {KILL_AFTER} of 400 images: {counts['received']} received, {counts['lost']} lost "
+        f"\nworker stopped by {stop.name} after {KILL_AFTER} of 400 images: {counts['received']} received, "
+        f"{counts['lost']} lost "
         f"({counts['lost_records']} records of {IMAGES_PER_RECORD}), {counts['duplicates']} twice; "
         f"{from_survivor} from the surviving worker after the kill, {time.monotonic() - killed_at:.1f} s to the end"
     )
@@ -309,6 +321,78 @@ def test_a_fault_tolerant_dispatcher_killed_and_restarted_mid_epoch_resumes_the_
 
 
 @pytest.mark.slow
+def test_a_second_dispatcher_on_a_work_dir_in_use_is_refused(cluster):
+    (port,) = free_ports(1)
+    work_dir = cluster.directory / "work"
+    result = subprocess.run(
+        [sys.executable, "-m", "tfliquid", "serve", "dispatcher", "--port", str(port), "--work-dir", work_dir],
+        capture_output=True,
+        text=True,
+        timeout=SERVING_TIMEOUT,
+    )
+    assert result.returncode == 1, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"tfliquid: error: work_dir {work_dir} is in use by another dispatcher (pid ")
+    assert f"pid {cluster.dispatcher.pid} on" in line and line.endswith("one dispatcher per work dir")
+
+
+@pytest.mark.slow
+def test_a_worker_started_before_its_dispatcher_says_it_waits_and_obeys_stop_signals(tmp_path):
+    dispatcher_port, first_port, second_port = free_ports(3)
+    workers = [
+        Server(["worker", "--dispatcher", f"localhost:{dispatcher_port}", "--port", str(port)], tmp_path / f"w{port}")
+        for port in (first_port, second_port)
+    ]
+    waiting = f"tfliquid serve worker: waiting for the dispatcher at localhost:{dispatcher_port} (Connection refused)"
+    for worker in workers:
+        deadline = time.monotonic() + SERVING_TIMEOUT
+        while waiting not in worker.log():
+            assert worker.process.poll() is None and time.monotonic() < deadline, worker.log()
+            time.sleep(0.05)
+    # A stop signal ends a waiting worker; the other one registers once its dispatcher starts.
+    assert workers[0].stop(signal.SIGINT) == 0
+    assert workers[0].log().endswith("tfliquid serve worker: stopped on SIGINT\n")
+    dispatcher = Server(["dispatcher", "--port", str(dispatcher_port), "--no-fault-tolerance"], tmp_path / "d")
+    try:
+        workers[1].wait_serving()
+    finally:
+        for server in (workers[1], dispatcher):
+            assert server.stop(signal.SIGTERM) == 0
+
+
+def _files_of_at_most_a_megabyte() -> None:
+    """In a child before it runs the server: a write past 1 MB fails with EFBIG, as a full disk fails with ENOSPC."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # else the kernel kills the writer
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+
+@pytest.mark.slow
+def test_a_dispatcher_that_cannot_write_a_dataset_refuses_it_and_serves_on(tmp_path):
+    """A work dir that fills while a client registers a dataset: the client gets one clear error naming the file,
+    the dispatcher serves on, and registers the next dataset over what the failed write left."""
+    dispatcher_port, worker_port = free_ports(2)
+    args = ["dispatcher", "--port", str(dispatcher_port), "--work-dir", str(tmp_path / "work")]
+    dispatcher = Server(args, tmp_path / "dispatcher.log", preexec_fn=_files_of_at_most_a_megabyte)
+    try:
+        dispatcher.wait_serving()
+        worker = service.WorkerServer(service.WorkerConfig(f"localhost:{dispatcher_port}", port=worker_port))
+        target = f"grpc://localhost:{dispatcher_port}"
+
+        def total(size: int) -> list[int]:
+            data = np.random.default_rng(size).integers(0, 255, size, dtype=np.uint8)  # in the graph: its size
+            dataset = tf.data.Dataset.from_tensors(tf.constant(data)).map(lambda x: tf.reduce_sum(tf.cast(x, tf.int64)))
+            return list(dataset.apply(service.distribute("parallel_epochs", target)).as_numpy_iterator())
+
+        with pytest.raises(tf.errors.OpError, match=r"register dataset: .*/work/datasets/\S+; File too large"):
+            total(2 << 20)
+        assert dispatcher.process.poll() is None
+        assert total(1000) == [np.random.default_rng(1000).integers(0, 255, 1000, dtype=np.uint8).sum(dtype=np.int64)]
+        worker.stop()
+    finally:
+        assert dispatcher.stop(signal.SIGTERM) == 0
+
+
+@pytest.mark.slow
 def test_sigterm_and_sigint_stop_the_servers_cleanly(cluster):
     """The cluster's servers, after the tests above ran their jobs on them (the dispatcher a restarted one)."""
     dispatcher, worker = cluster.dispatcher, cluster.workers[1]
@@ -345,10 +429,16 @@ def test_bad_arguments_are_refused_before_a_server_starts(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_port_in_use_is_refused_with_one_line(tmp_path):
-    """gRPC binds with SO_REUSEPORT: without the check a second server would share the port with the first."""
-    with socket.socket() as taken:
-        taken.bind(("", 0))
+@pytest.mark.parametrize("family, host", [(socket.AF_INET, ""), (socket.AF_INET6, "::1")], ids=["IPv4", "IPv6"])
+def test_a_port_in_use_is_refused_with_one_line(tmp_path, family, host):
+    """gRPC binds with SO_REUSEPORT: without the check a second server would share the port with the first. A
+    port held over IPv6 only counts too: a worker given localhost:PORT may reach the other process there."""
+    if family == socket.AF_INET6 and not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    with socket.socket(family) as taken:
+        if family == socket.AF_INET6:
+            taken.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        taken.bind((host, 0))
         taken.listen()
         port = taken.getsockname()[1]
         result = subprocess.run(

@@ -12,22 +12,26 @@ one line on stderr which library, which tfliquid and which TensorFlow they run, 
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import signal
 import socket
 import sys
+import time
 
 import tensorflow as tf
 
 from tfliquid._common.checks import check_directory, check_int
-from tfliquid._common.errors import ArgumentError
+from tfliquid._common.errors import ArgumentError, TfliquidError
+from tfliquid._common.lock import DirectoryLock
 from tfliquid._lib import LIBRARY_PATH, load_ops
 from tfliquid._version import __version__
 
 service = tf.data.experimental.service
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+DISPATCHER_RETRY_SECONDS = 1.0  # how often a worker started before its dispatcher tries to reach it
 
 
 def serve_dispatcher(
@@ -59,7 +63,19 @@ def serve_dispatcher(
         port=port, work_dir=work_dir, fault_tolerant_mode=fault_tolerant, worker_addresses=worker_addresses
     )
     mode = f"fault-tolerant, journal in {work_dir}" if fault_tolerant else "not fault-tolerant"
-    _serve("dispatcher", lambda: service.DispatchServer(config), f"grpc://{socket.gethostname()}:{port} ({mode})")
+    address = f"grpc://{socket.gethostname()}:{port} ({mode})"
+    if work_dir is None:
+        _serve("dispatcher", lambda: service.DispatchServer(config), address)
+        return
+    with DirectoryLock(work_dir, _work_dir_in_use(work_dir)):
+        _serve("dispatcher", lambda: service.DispatchServer(config), address)
+
+
+def _work_dir_in_use(work_dir: str):
+    """The refusal of a second dispatcher on a work dir: both would write, and a restart replay, one journal."""
+    return lambda holder: TfliquidError(
+        f"work_dir {work_dir} is in use by another dispatcher ({holder}): one dispatcher per work dir"
+    )
 
 
 def serve_worker(dispatcher: str, port: int, worker_address: str | None = None) -> None:
@@ -67,30 +83,55 @@ def serve_worker(dispatcher: str, port: int, worker_address: str | None = None) 
     SIGINT, then stops it and returns.
 
     Clients read from it at `worker_address`:`port`; the host defaults to this machine's name, which other hosts
-    must be able to resolve. It registers with the dispatcher before it logs its line: started before its
-    dispatcher, it waits for it (a stop signal then takes effect once it has registered; SIGKILL at any time). A
-    worker restarted at the same address takes its place in the jobs it was running."""
+    must be able to resolve. Started before its dispatcher, it logs that it waits for it, and tries to reach it
+    every DISPATCHER_RETRY_SECONDS until it answers or a stop signal arrives; then it registers and logs its line.
+    A worker restarted at the same address takes its place in the jobs it was running. A stop signal ends the
+    worker's part in its jobs as a failure would: what it holds is lost (docs/scale-out.md)."""
     dispatcher = _check_address("dispatcher", dispatcher)
     port = _check_port(port)
     host = socket.gethostname() if worker_address is None else worker_address
     if not isinstance(host, str) or not host or ":" in host or "/" in host:
         raise ArgumentError(f"worker_address must be a host name without a port (the port is {port}), got {host!r}")
     config = service.WorkerConfig(dispatcher_address=dispatcher, worker_address=f"{host}:{port}", port=port)
-    _serve("worker", lambda: service.WorkerServer(config), f"{host}:{port} for the dispatcher at {dispatcher}")
+    address = f"{host}:{port} for the dispatcher at {dispatcher}"
+    _serve("worker", lambda: service.WorkerServer(config), address, lambda stop: _reach_dispatcher(dispatcher, stop))
 
 
-def _serve(kind: str, start, address: str) -> None:
-    """Loads the ops, starts the server (`start()`), logs one line, waits for a stop signal, stops the server."""
+def _serve(kind: str, start, address: str, ready=lambda stop_signals: None) -> None:
+    """Loads the ops, waits until `ready(stop_signals)` (the name of a stop signal that came first, or None), starts
+    the server (`start()`), logs one line, waits for a stop signal, stops the server."""
     load_ops()  # before the server exists: a dataset graph, or a journal replayed, may arrive at once
     with _StopSignals() as stop_signals:  # before the server starts, so that no signal finds the default handler
-        try:
-            server = start()
-        except tf.errors.OpError as e:  # e.g. an unreadable journal: its message is what the user needs
-            raise ArgumentError(f"the {kind} could not start on {address}: {e.message}") from None
-        _log(f"{kind}: serving {address}; ops {LIBRARY_PATH}, tfliquid {__version__}, TensorFlow {tf.__version__}")
-        received = stop_signals.wait()
-        server.stop()
+        received = ready(stop_signals)
+        if received is None:
+            try:
+                server = start()
+            except tf.errors.OpError as e:  # e.g. an unreadable journal: its message is what the user needs
+                raise TfliquidError(f"the {kind} could not start on {address}: {e.message}") from None
+            _log(f"{kind}: serving {address}; ops {LIBRARY_PATH}, tfliquid {__version__}, TensorFlow {tf.__version__}")
+            received = stop_signals.wait()
+            server.stop()
     _log(f"{kind}: stopped on {received}")
+
+
+def _reach_dispatcher(dispatcher: str, stop_signals: _StopSignals) -> str | None:
+    """Waits until something listens at the dispatcher's address (None), or a stop signal arrives (its name).
+
+    A worker registers inside its server's start, which holds the interpreter and retries until the dispatcher
+    answers: started before it, the worker would wait there silently, deaf to signals."""
+    host, _, port = dispatcher.rpartition(":")
+    waiting = False
+    while True:
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=DISPATCHER_RETRY_SECONDS).close()
+            return None
+        except OSError as e:
+            if not waiting:
+                _log(f"worker: waiting for the dispatcher at {dispatcher} ({e.strerror or e}); SIGTERM or SIGINT stops")
+                waiting = True
+        received = stop_signals.wait(DISPATCHER_RETRY_SECONDS)
+        if received is not None:
+            return received
 
 
 class _StopSignals:
@@ -110,10 +151,15 @@ class _StopSignals:
     def _record(self, signum, frame) -> None:
         self._received.append(signal.Signals(signum).name)
 
-    def wait(self) -> str:
+    def wait(self, seconds: float | None = None) -> str | None:
+        """The first stop signal's name, once one has arrived; None if none has within `seconds` (None: no limit)."""
+        deadline = None if seconds is None else time.monotonic() + seconds
         while not self._received:
-            select.select([self._reader], [], [])
-            self._reader.recv(64)
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return None
+            if select.select([self._reader], [], [], remaining)[0]:
+                self._reader.recv(64)
         return self._received[0]
 
     def __exit__(self, *exc) -> None:
@@ -125,15 +171,26 @@ class _StopSignals:
 
 
 def _check_port(port) -> int:
-    """A port in 1..65535 that no process listens on. gRPC binds with SO_REUSEPORT, so a second server on a port in
-    use would start without complaint and take half its connections: a second dispatcher, half the workers."""
+    """A port in 1..65535 that no process listens on, over IPv4 or IPv6 (gRPC serves both, and "localhost" may
+    resolve to either). gRPC binds with SO_REUSEPORT, so a second server on a port in use would start without
+    complaint and take half its connections: a second dispatcher, half the workers."""
     port = check_int("port", port, 1, 65535)
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # connections in TIME_WAIT do not count
+    for family, anywhere in ((socket.AF_INET, ""), (socket.AF_INET6, "::")):
         try:
-            probe.bind(("", port))
-        except OSError as e:
-            raise ArgumentError(f"port {port} is in use ({e.strerror}): is a server already running there?") from None
+            probe = socket.socket(family, socket.SOCK_STREAM)
+        except OSError:  # no IPv6 on this machine: nothing can listen there
+            continue
+        with probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # connections in TIME_WAIT do not count
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)  # IPv4 was probed on its own
+            try:
+                probe.bind((anywhere, port))
+            except OSError as e:
+                if e.errno == errno.EADDRNOTAVAIL:  # IPv6 present but not configured
+                    continue
+                in_use = f"port {port} is in use ({e.strerror}): is a server already running there?"
+                raise TfliquidError(in_use) from None
     return port
 
 

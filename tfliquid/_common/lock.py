@@ -1,8 +1,9 @@
-"""One conversion at a time per destination: an exclusive lock on DST/.tfliquid-lock for the whole run.
+"""One process at a time per directory: an exclusive lock on DIR/.tfliquid-lock while it works there.
 
-Two conversions writing into one destination would interleave their records and both report success. The lock is a
-`flock` on a file inside the destination, so the kernel releases it when its holder exits, however it exits (a
-killed run leaves no stale lock). The file names its holder, so a refused run can say who holds it.
+Two conversions writing into one destination would interleave their records and both report success; two
+dispatchers on one work dir would write one journal. The lock is a `flock` on a file inside the directory, so the
+kernel releases it when its holder exits, however it exits (a killed run leaves no stale lock). The file names its
+holder, so a refused process can say who holds it.
 """
 
 from __future__ import annotations
@@ -13,21 +14,23 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 
-from tfliquid._common.errors import ConversionError
+from tfliquid._common.errors import ConversionError, TfliquidError
 
 LOCK_FILENAME = ".tfliquid-lock"
 
 
-class DestinationLock:
-    """Holds DST/.tfliquid-lock while the `with` block runs; ConversionError naming the holder if another process
-    holds it. The file is removed on release."""
+class DirectoryLock:
+    """Holds DIR/.tfliquid-lock while the `with` block runs; raises `refusal(holder)` (holder: who holds it, in
+    words) if another process holds it. The file is removed on release."""
 
-    def __init__(self, directory: str):
+    def __init__(self, directory: str, refusal: Callable[[str], TfliquidError]):
         self.path = os.path.join(directory, LOCK_FILENAME)
+        self._refusal = refusal
         self._fd: int | None = None
 
-    def __enter__(self) -> DestinationLock:
+    def __enter__(self) -> DirectoryLock:
         while True:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             try:
@@ -35,10 +38,7 @@ class DestinationLock:
             except BlockingIOError:
                 holder = _read_holder(fd)
                 os.close(fd)
-                raise ConversionError(
-                    f"{os.path.dirname(self.path)} is being converted by another process ({holder}); "
-                    "wait for it to finish or stop it, then rerun"
-                ) from None
+                raise self._refusal(holder) from None
             # The holder before us may have removed the file between our open and our lock: then we hold a lock
             # on a file nobody else will open, and must lock the one now at the path.
             if _same_file(fd, self.path):
@@ -62,6 +62,16 @@ class DestinationLock:
         fcntl.flock(self._fd, fcntl.LOCK_UN)
         os.close(self._fd)
         self._fd = None
+
+
+def DestinationLock(dst: str) -> DirectoryLock:  # noqa: N802 (a lock class, specialized)
+    """One conversion at a time per destination: ConversionError naming the other conversion."""
+    return DirectoryLock(
+        dst,
+        lambda holder: ConversionError(
+            f"{dst} is being converted by another process ({holder}); wait for it to finish or stop it, then rerun"
+        ),
+    )
 
 
 def _same_file(fd: int, path: str) -> bool:

@@ -45,10 +45,17 @@ def drop_page_cache(files) -> None:
             os.close(fd)
 
 
+_bytes_read_by_bytes_read = 0  # what reading /proc/self/io adds to its own count
+
+
 def bytes_read() -> int:
-    """Bytes this process has read so far (Linux /proc/self/io `rchar`)."""
-    with open("/proc/self/io") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
+    """Bytes this process has read so far (Linux /proc/self/io `rchar`), less what calls of this function read."""
+    global _bytes_read_by_bytes_read
+    with open("/proc/self/io", "rb") as f:
+        text = f.read()
+    rchar = next(int(line.split()[1]) for line in text.splitlines() if line.startswith(b"rchar:"))  # before this read
+    own, _bytes_read_by_bytes_read = _bytes_read_by_bytes_read, _bytes_read_by_bytes_read + len(text)
+    return rchar - own
 
 
 class EpochClock(keras.callbacks.Callback):
@@ -154,10 +161,13 @@ class FetchRate:
         """The bytes the process read over the time it read them: readers read whole records ahead of the items they
         yield, so storage's bytes/s, not the items yielded, is F. Timed from the subset's first quarter on where the
         reads went on well past it (readers start up; a throttle lets a burst through after idling), else from the
-        start (a small subset read at once)."""
+        start (a small subset read at once). The start's clock runs from the iterator built, its bytes from before:
+        building an iterator takes longer than reading a small subset from memory, and its readers start at its end."""
         drop_page_cache(job.pipeline.files)
-        marks = [(time.perf_counter(), bytes_read())]
-        for _ in job.pipeline.reads().take(job.items):
+        before = bytes_read()
+        reads = iter(job.pipeline.reads().take(job.items))
+        marks = [(time.perf_counter(), before)]
+        for _ in reads:
             marks.append((time.perf_counter(), bytes_read()))
         end, quarter = next(mark for mark in marks if mark[1] == marks[-1][1]), marks[len(marks) // 4]
         start = quarter if end[0] - quarter[0] > (end[0] - marks[0][0]) / 2 else marks[0]
