@@ -75,6 +75,7 @@ def test_beam_reports_rejections_as_local_does(generated_folder, tmp_path):
     shutil.copytree(generated_folder, source)
     (source / "coffee" / "truncated.jpg").write_bytes((generated_folder / "coffee" / "0001.jpg").read_bytes()[:300])
     (source / "rocket" / "empty.png").write_bytes(b"")
+    (source / "rocket" / "notes.png").write_text("not an image")
     local = tfliquid.pcr.convert(str(source), str(tmp_path / "local"), images_per_record=16, progress=False)
     beam = tfliquid.pcr.convert(
         str(source), str(tmp_path / "beam"), images_per_record=16, progress=False, runner="beam"
@@ -86,23 +87,27 @@ def test_beam_reports_rejections_as_local_does(generated_folder, tmp_path):
         "truncated.jpg": "coffee/truncated.jpg: cannot make the JPEG progressive: Premature end of JPEG file (at byte "
         "212)",
         "empty.png": "empty file (0 bytes)",
+        "notes.png": "Unknown image file format. One of JPEG, JPEG XL, PNG, GIF, BMP, WebP required.",
     }
     # The workers prepare images in parallel: the first rejection found stops the pipeline.
-    with pytest.raises(ConversionError, match=r"^the Beam pipeline failed: \S+/(truncated\.jpg|empty\.png): \S"):
+    with pytest.raises(
+        ConversionError, match=r"^the Beam pipeline failed: \S+/(truncated\.jpg|empty\.png|notes\.png): \S"
+    ):
         tfliquid.pcr.convert(str(source), str(tmp_path / "raise"), progress=False, runner="beam", on_error="raise")
 
 
 def test_beam_run_killed_midway_is_completed_by_a_rerun(tmp_path):
-    """The CLI on Beam, killed with SIGKILL (every worker process with it) once records are being written: a rerun
-    keeps what was complete and writes the dataset the local runner writes. The source is TFRecords: Beam's workers
-    read their images at the offsets the plan located in the file."""
+    """The CLI on Beam, killed with SIGKILL (every worker process with it) once records are being written: a rerun,
+    with either runner, keeps what was complete and writes the dataset the local runner writes. The source is
+    TFRecords: Beam's workers read their images at the offsets the plan located in the file."""
     folder = tmp_path / "folder"
     write_image_folder(str(folder), images_per_class=24, size=96)
     src = tmp_path / "train.tfrecord"
     assert write_tfrecords(str(folder), str(src)) == 240
     options = ["--images-per-record", "4", "--seed", "5", "--verify", "--quiet"]
     command = [sys.executable, "-m", "tfliquid", "convert", "pcr", str(src), str(tmp_path / "beam"), *options]
-    run = subprocess.Popen([*command, "--runner", "beam"], start_new_session=True, stderr=subprocess.DEVNULL)
+    beam = ["--runner", "beam", "--beam-options", "--direct_num_workers=2"]  # one flag, as the docs write it
+    run = subprocess.Popen([*command, *beam], start_new_session=True, stderr=subprocess.DEVNULL)
     fragments = tmp_path / "beam" / "convert_state.d"
     deadline = time.monotonic() + 300
     while not (fragments.is_dir() and any(fragments.iterdir())) and run.poll() is None:
@@ -116,11 +121,38 @@ def test_beam_run_killed_midway_is_completed_by_a_rerun(tmp_path):
     print(f"killed with {partial} of 60 records written")
     assert 0 < partial < 60
 
+    # Rerun with the local runner: it keeps Beam's complete records, and removes what the killed pipeline left.
     options = dict(images_per_record=4, seed=5, verify=True, progress=False)
-    rerun = tfliquid.pcr.convert(str(src), str(tmp_path / "beam"), runner="beam", **options)
+    rerun = tfliquid.pcr.convert(str(src), str(tmp_path / "beam"), **options)
     assert rerun.images == 240 and (rerun.files_skipped, rerun.files_written) == (partial, 60 - partial)
     local = tfliquid.pcr.convert(str(src), str(tmp_path / "local"), **options)  # the CLI's options, in process
-    assert dataset_files(tmp_path / "beam") == dataset_files(tmp_path / "local")
+    assert dataset_files(tmp_path / "beam") == dataset_files(tmp_path / "local")  # no .beam-outcomes left
     assert rerun.failures == local.failures == []
+    # Beam resumes as well: two records lost, two written.
+    for record in sorted((tmp_path / "beam" / "records").glob("*.pcr"))[:2]:
+        record.unlink()
+    rerun = tfliquid.pcr.convert(str(src), str(tmp_path / "beam"), runner="beam", **options)
+    assert rerun.images == 240 and (rerun.files_skipped, rerun.files_written) == (58, 2)
+    assert dataset_files(tmp_path / "beam") == dataset_files(tmp_path / "local")
     dataset = tfliquid.PCRDataset(str(tmp_path / "beam"), shuffle=False)
     assert sum(1 for _ in dataset) == 240
+
+
+@pytest.mark.parametrize(
+    "beam_options, refusal",
+    [
+        ("--runner=NoSuchRunner", "beam_options: Unexpected pipeline runner: NoSuchRunner. Valid values are "),
+        ("--direct_num_worker=2", "beam_options: Beam knows no option --direct_num_worker"),
+        ("--runner='DirectRunner", "beam_options cannot be split into flags (No closing quotation)"),
+    ],
+)
+def test_beam_options_beam_would_refuse_or_discard_are_refused_before_anything_is_written(
+    generated_folder, tmp_path, capsys, beam_options, refusal
+):
+    from tfliquid import cli
+
+    dst = tmp_path / "dst"
+    command = ["convert", "pcr", str(generated_folder), str(dst), "--runner", "beam", "--beam-options", beam_options]
+    assert cli.main(command) == cli.EXIT_USAGE
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"tfliquid: error: {refusal}") and not dst.exists()

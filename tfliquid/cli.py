@@ -630,8 +630,22 @@ def _import_tensorflow(verbose: bool) -> None:
         import tensorflow  # noqa: F401
 
 
+# Options whose value is itself a command line: argparse takes a value starting with "--" for the next option.
+COMMAND_LINE_OPTIONS = ("--beam-options",)
+
+
+def _attach_command_line_values(argv: list[str]) -> list[str]:
+    """["--beam-options", "--runner=X"] -> ["--beam-options=--runner=X"], as argparse needs it written."""
+    attached, rest = [], iter(argv)
+    for arg in rest:
+        value = next(rest, None) if arg in COMMAND_LINE_OPTIONS else None
+        attached.append(arg if value is None else f"{arg}={value}")
+    return attached
+
+
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser().parse_args(_attach_command_line_values(argv))
     try:
         _import_tensorflow(args.verbose)  # every command runs tfliquid code that imports it
         from tfliquid._common.errors import ArgumentError, TfliquidError

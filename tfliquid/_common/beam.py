@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import glob
 import json
+import logging
 import os
 import re
 import shlex
@@ -35,12 +36,31 @@ def import_beam():
 
 
 def check_runner(runner: str, beam_options) -> None:
+    """Refuses, before anything is written, a runner that is not one of RUNNERS, and Beam options that Beam would
+    discard (a misspelt flag) or a Beam runner it does not know."""
     if runner not in RUNNERS:
         raise ArgumentError(f"runner must be one of {RUNNERS}, got {runner!r}")
     if beam_options is not None and runner != "beam":
         raise ArgumentError("beam_options are for runner='beam'")
     if runner == "beam":
         import_beam()
+        from apache_beam.runners.runner import create_runner
+
+        options = pipeline_options(beam_options)
+        beam_log = logging.getLogger("apache_beam.options.pipeline_options")
+        level = beam_log.level
+        beam_log.setLevel(logging.ERROR)  # its "Discarding unparseable args": the error below says it
+        try:
+            known = options.get_all_options()
+        finally:
+            beam_log.setLevel(level)
+        unknown = sorted(set(options.get_all_options(retain_unknown_options=True)) - set(known))
+        if unknown:
+            raise ArgumentError(f"beam_options: Beam knows no option {', '.join('--' + u for u in unknown)}")
+        try:
+            create_runner(known["runner"])
+        except ValueError as e:  # Beam's message lists the runners it knows
+            raise ArgumentError(f"beam_options: {e}") from None
 
 
 def pipeline_options(beam_options: str | list[str] | None):
@@ -49,7 +69,17 @@ def pipeline_options(beam_options: str | list[str] | None):
     ops once (a few seconds) and then encodes in parallel with the others."""
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    flags = shlex.split(beam_options) if isinstance(beam_options, str) else list(beam_options or [])
+    if isinstance(beam_options, str):
+        try:
+            flags = shlex.split(beam_options)
+        except ValueError as e:
+            raise ArgumentError(f"beam_options cannot be split into flags ({e}): {beam_options!r}") from None
+    elif beam_options is None or (
+        isinstance(beam_options, list | tuple) and all(isinstance(f, str) for f in beam_options)
+    ):
+        flags = list(beam_options or [])
+    else:
+        raise ArgumentError(f"beam_options must be a string or a list of strings, got {beam_options!r}")
     if not any(flag.startswith("--runner") for flag in flags):
         flags = [
             "--runner=DirectRunner",

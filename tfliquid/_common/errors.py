@@ -27,12 +27,15 @@ class ArgumentError(TfliquidError, ValueError, TypeError):
 
 def op_error_message(error) -> str:
     """The message of a TensorFlow op error without what TensorFlow wraps around it: "Graph execution error:" (of a
-    tf.function), "{{function_node ...}}" and "Error in user-defined function passed to ... with iterator: ...: "
-    before, " [Op:Name] name: ...", "\n\t [[{{node ...}}]]" after, and of a failed assertion all but its message.
+    tf.function), "{{function_node ...}}", "Detected at node ... defined at" and its stack, and "Error in
+    user-defined function passed to ... with iterator: ...: " before, " [Op:Name] name: ...", "\n\t [[{{node ...}}]]"
+    after, and of a failed assertion all but its message.
     What is left names the file or the argument and says what is wrong."""
     message = error.message.removeprefix("Graph execution error:").lstrip("\n")  # a tf.function's call
     if message.startswith("{{function_node"):
         message = message.split("}} ", 1)[-1]
+    # A tf.function traced on a thread other than the main one (a Beam worker's) prefixes where the op was defined.
+    message = re.sub(r"^Detected at node .*? defined at \(most recent call last\):\n(?:  File .*\n+)*", "", message)
     wrapped = re.match(r"Error in user-defined function passed to \S+ transformation with iterator: \S+: ", message)
     if wrapped:
         message = message[wrapped.end() :]

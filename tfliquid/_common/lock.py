@@ -8,6 +8,7 @@ holder, so a refused process can say who holds it.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -72,6 +73,23 @@ def DestinationLock(dst: str) -> DirectoryLock:  # noqa: N802 (a lock class, spe
             f"{dst} is being converted by another process ({holder}); wait for it to finish or stop it, then rerun"
         ),
     )
+
+
+@contextlib.contextmanager
+def locked_destination(dst: str):
+    """Creates DST if missing and holds its DestinationLock while the `with` block runs. If the block fails, what
+    this run created and left empty (DST, its empty folders) is removed; files written are kept for a rerun."""
+    created = not os.path.exists(dst)
+    os.makedirs(dst, exist_ok=True)
+    try:
+        with DestinationLock(dst):
+            yield
+    except BaseException:
+        if created:
+            for folder, _, _ in os.walk(dst, topdown=False):
+                with contextlib.suppress(OSError):  # not empty: it holds what the run wrote
+                    os.rmdir(folder)
+        raise
 
 
 def _same_file(fd: int, path: str) -> bool:

@@ -30,7 +30,7 @@ from PIL import Image
 from tfliquid._common.checks import check_int
 from tfliquid._common.errors import ArgumentError, ConversionError, RejectedImageError, op_error_message
 from tfliquid._common.files import image_files, write_atomically
-from tfliquid._common.lock import DestinationLock
+from tfliquid._common.lock import locked_destination
 from tfliquid._common.progress import Progress
 from tfliquid._common.report import ConversionReport
 from tfliquid._common.run_options import RunOptions, take_run_options
@@ -122,8 +122,7 @@ def convert(
     jobs = _plan(src, dst)
     report = ConversionReport(dst, lossy_reason="reduced to 8 bits or converted to RGB (not reversible)")
     folder = os.path.dirname(jobs[0].target) if os.path.isfile(src) else dst
-    os.makedirs(folder, exist_ok=True)
-    with DestinationLock(folder):
+    with locked_destination(folder):
         _remove_temporaries(folder)
         # What each file's conversion is given, on either runner.
         settings = dict(

@@ -24,7 +24,7 @@ import tensorflow as tf
 from tfliquid._common.checks import check_int
 from tfliquid._common.errors import ArgumentError, ConversionError
 from tfliquid._common.files import write_atomically
-from tfliquid._common.lock import DestinationLock
+from tfliquid._common.lock import locked_destination
 from tfliquid._common.report import ConversionReport
 from tfliquid._common.run_options import take_run_options
 from tfliquid._proto import liquid_pb2
@@ -154,8 +154,7 @@ def convert(
             assigned = liquid_format.assignment(source.num_items, weights, seed)
             prediction = predict_size(source, names, assigned, encoding, images_per_record, seed)
         return LiquidReport(dst, prediction=prediction, seconds=time.perf_counter() - start)
-    os.makedirs(dst, exist_ok=True)
-    with DestinationLock(dst):
+    with locked_destination(dst):
         record_job.remove_temporaries(dst)
         source = open_source(src, os.path.join(dst, SPOOL_FILENAME), **source_options)
         assigned = liquid_format.assignment(source.num_items, weights, seed)

@@ -27,7 +27,7 @@ import tensorflow as tf
 
 from tfliquid._common.checks import check_int
 from tfliquid._common.errors import ArgumentError, ConversionError
-from tfliquid._common.lock import DestinationLock
+from tfliquid._common.lock import locked_destination
 from tfliquid._common.report import ConversionReport
 from tfliquid._common.run_options import take_run_options
 from tfliquid._lib import crc32c_fast
@@ -98,8 +98,7 @@ def convert(
     script = _scan_script_text(scan_script)
     record_job.check_destination(src, dst)
     start = time.perf_counter()
-    os.makedirs(dst, exist_ok=True)
-    with DestinationLock(dst):
+    with locked_destination(dst):
         os.makedirs(os.path.join(dst, RECORDS_DIR), exist_ok=True)
         record_job.remove_temporaries(dst)
         source = open_source(src, os.path.join(dst, SPOOL_FILENAME), **source_options)

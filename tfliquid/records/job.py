@@ -28,6 +28,7 @@ from typing import Protocol
 import numpy as np
 import tensorflow as tf
 
+from tfliquid._common import beam
 from tfliquid._common.errors import ConversionError, op_error_message
 from tfliquid._common.files import write_atomically
 from tfliquid._common.progress import Progress
@@ -99,8 +100,9 @@ def check_destination(src: str, dst: str) -> None:
 
 
 def remove_temporaries(dst: str) -> None:
-    """What a killed run left: files being written (NAME.tmp-PID) and a partial spool. Safe only under the lock:
-    no other run writes here."""
+    """What a killed run left: files being written (NAME.tmp-PID), a partial spool, a Beam pipeline's outcomes.
+    Safe only under the lock: no other run writes here."""
+    shutil.rmtree(os.path.join(dst, beam.OUTCOMES_DIR), ignore_errors=True)
     for pattern in (
         "*.tmp-*",
         os.path.join(RECORDS_DIR, "*.tmp-*"),
