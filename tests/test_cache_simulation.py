@@ -70,3 +70,34 @@ def test_every_policy_a_cache_can_run_has_a_simulator_twin():
     order_free = set(tfliquid.cache.store_policies()) - {"clairvoyant"}
     assert order_free <= set(simulation.POLICIES)
     assert set(tfliquid.cache.store_policies()) <= set(multiworker.POLICIES)
+
+
+@pytest.mark.parametrize(
+    "options, refusal",
+    [
+        (["--items", "0"], "argument --items: must be a whole number >= 1, got '0'"),
+        (["--capacity", "1.5"], "argument --capacity: must be a fraction in [0, 1) or a whole number of items"),
+        (["--capacity", "inf"], "argument --capacity: must be a fraction in [0, 1) or a whole number of items"),
+        (["--capacity", "-0.5"], "argument --capacity: must be a fraction in [0, 1) or a whole number of items"),
+        (["--items", "10000000"], "10000000 items x 5 epochs = 50,000,000 reads to replay; the simulation replays"),
+        (["--workers", "2", "--prefetch-bandwidth", "nan"], "prefetch_bandwidth must be a number of reads per read"),
+    ],
+)
+def test_cli_refuses_sizes_it_cannot_simulate_with_one_line(capsys, options, refusal):
+    from tfliquid import cli
+
+    try:
+        status = cli.main(["simulate", "cache", *options])
+    except SystemExit as e:  # argparse's refusals exit themselves
+        status = e.code
+    assert status == cli.EXIT_USAGE
+    assert refusal in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_cli_shows_the_progress_of_many_workers(capsys):
+    from tfliquid import cli
+
+    options = ["--items", "2000", "--workers", "200", "--epochs", "2", "--policies", "minio,lru"]
+    assert cli.main(["simulate", "cache", *options]) == 0
+    progress = capsys.readouterr().err.splitlines()
+    assert progress[-1].startswith("400/400 worker replays") and len(progress) >= 2, progress

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import inspect
+import math
 import os
 import sys
 import tempfile
@@ -315,29 +316,29 @@ def _add_inspect(verbs):
 def _add_simulate_cache(kinds):
     p = kinds.add_parser(
         "cache",
-        parents=[_common_options(progress=False)],
+        parents=[_common_options(progress=True)],
         help="hit ratios of cache policies under per-epoch shuffling, on one worker or several",
         description="Simulate an access trace (every epoch reads every item once, in a fresh "
         "random order) through MinIO, LRU (the page cache) and Belady's OPT. With --workers, each worker reads its "
         "slice of a seeded order through a cache of its own (--capacity per worker), and the policies include NoPFS's "
         "placement and the clairvoyant policy (docs/cache.md).",
     )
-    p.add_argument("--items", type=int, default=10_000, help="items in the dataset (default 10000)")
+    p.add_argument("--items", type=_whole(1), default=10_000, help="items in the dataset (default 10000)")
     p.add_argument(
         "--capacity",
-        type=float,
+        type=_cache_size,
         default=0.5,
-        help="cache size: a fraction of the dataset if < 1, else a number of items (default 0.5)",
+        help="cache size: a fraction of the dataset if < 1, else a whole number of items (default 0.5)",
     )
-    p.add_argument("--epochs", type=int, default=5, help="epochs (default 5)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the shuffles (default 0)")
+    p.add_argument("--epochs", type=_whole(1), default=5, help="epochs (default 5)")
+    p.add_argument("--seed", type=_whole(0), default=0, help="seed of the shuffles (default 0)")
     p.add_argument(
         "--policies",
         help="comma-separated (default minio,lru,opt; with --workers: minio,lru,nopfs,clairvoyant,opt)",
     )
     p.add_argument(
         "--workers",
-        type=int,
+        type=_whole(1),
         help="data-parallel workers, each with its own cache of --capacity: a table of hit ratio, storage reads and "
         "imbalance instead of per-epoch hit ratios",
     )
@@ -354,12 +355,15 @@ def _add_simulate_cache(kinds):
             return _simulate_workers(args, capacity)
         if args.prefetch_bandwidth:
             raise ArgumentError("--prefetch-bandwidth is for --workers")
+        from tfliquid._common.progress import Progress
         from tfliquid.cache.simulation import simulate
 
-        args.policies = args.policies or "minio,lru,opt"
-        results = [
-            simulate(policy, args.items, capacity, args.epochs, args.seed) for policy in args.policies.split(",")
-        ]
+        policies = (args.policies or "minio,lru,opt").split(",")
+        results = []
+        with Progress(len(policies), "policy", enabled=not args.quiet) as progress:
+            for policy in policies:
+                results.append(simulate(policy, args.items, capacity, args.epochs, args.seed))
+                progress.update(len(results))
         print(f"{args.items} items, cache of {capacity} ({capacity / args.items:.1%}); hit ratio per epoch")
         print("epoch  " + "".join(f"{r.policy:>8}" for r in results))
         for epoch in range(args.epochs):
@@ -373,7 +377,14 @@ def _simulate_workers(args, capacity: int) -> None:
 
     policies = (args.policies or ",".join(multiworker.POLICIES)).split(",")
     results = multiworker.simulate_workers(
-        policies, args.items, args.workers, capacity / args.items, args.epochs, args.seed, args.prefetch_bandwidth
+        policies,
+        args.items,
+        args.workers,
+        capacity / args.items,
+        args.epochs,
+        args.seed,
+        args.prefetch_bandwidth,
+        progress=not args.quiet,
     )
     print(
         f"{args.items} items, {args.workers} workers, a cache of {capacity} ({capacity / args.items:.2%}) each; "
@@ -382,14 +393,30 @@ def _simulate_workers(args, capacity: int) -> None:
     print(multiworker.format_table(results))
 
 
-def _add_analyze(verbs):
-    def whole(least: int):
-        def parse(text: str) -> int:
-            if not text.lstrip("-").isdigit() or int(text) < least:
-                raise argparse.ArgumentTypeError(f"must be a whole number >= {least}, got {text!r}")
-            return int(text)
+def _whole(least: int):
+    """An argparse type: a whole number >= least."""
 
-        return parse
+    def parse(text: str) -> int:
+        if not text.lstrip("-").isdigit() or int(text) < least:
+            raise argparse.ArgumentTypeError(f"must be a whole number >= {least}, got {text!r}")
+        return int(text)
+
+    return parse
+
+
+def _cache_size(text: str) -> float:
+    """An argparse type: a fraction of the dataset in [0, 1), or a whole number of items."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (0 <= value < 1 or (value >= 1 and math.isfinite(value) and value == int(value))):
+        raise argparse.ArgumentTypeError(f"must be a fraction in [0, 1) or a whole number of items, got {text!r}")
+    return value
+
+
+def _add_analyze(verbs):
+    whole = _whole
 
     def byte_count(text: str) -> float:
         try:

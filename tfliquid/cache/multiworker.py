@@ -33,8 +33,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tfliquid._common.checks import check_int
+from tfliquid._common.checks import check_int, check_number
 from tfliquid._common.errors import ArgumentError
+from tfliquid._common.progress import Progress
 from tfliquid.cache import simulation
 from tfliquid.order.seeded_order import HORIZON_EPOCHS_PER_WORKER, SeededOrder
 
@@ -208,31 +209,34 @@ def simulate_workers(
     seed: int = 0,
     prefetch_bandwidth: float = 0.0,
     batch_size: int = 32,
+    progress: bool = False,
 ) -> list[PolicyResult]:
     """Every policy on every worker's slice of `epochs` epochs of SeededOrder(num_items, seed, num_workers):
-    per-worker caches of `capacity` (a fraction of num_items) items each."""
+    per-worker caches of `capacity` (a fraction of num_items) items each. `progress`: a bar on stderr counting
+    the workers' replays."""
     num_items = check_int("num_items", num_items, 1)
     num_workers = check_int("num_workers", num_workers, 1, num_items)
     epochs = check_int("epochs", epochs, 2)
     batch_size = check_int("batch_size", batch_size, 1)
-    if not 0 <= capacity <= 1:
-        raise ArgumentError(f"capacity must be a fraction of the items in [0, 1], got {capacity!r}")
-    if prefetch_bandwidth < 0:
-        raise ArgumentError(f"prefetch_bandwidth must be >= 0 reads per read, got {prefetch_bandwidth!r}")
+    capacity = check_number("capacity", capacity, 0, 1, "a fraction of the items")
+    prefetch_bandwidth = check_number("prefetch_bandwidth", prefetch_bandwidth, 0, what="a number of reads per read")
     unknown = [p for p in policies if p not in POLICIES]
     if unknown or not policies:
         raise ArgumentError(f"policies must be of {POLICIES}, got {list(policies)!r}")
+    simulation.check_trace_size(num_items, epochs)
     slots = int(round(capacity * num_items))
     orders = [SeededOrder(num_items, seed, num_workers, w) for w in range(num_workers)]
     results = []
-    for policy in policies:
-        workers = []
-        for order in orders:
-            hits, prefetched = replay_worker(policy, order, slots, epochs, prefetch_bandwidth)
-            by_epoch = lambda values: values.reshape(epochs, -1).sum(axis=1).tolist()  # noqa: E731
-            workers.append(WorkerResult(by_epoch(hits), by_epoch(~hits), by_epoch(prefetched), ~hits))
-        slice_length = min(o.slice_length for o in orders)
-        results.append(PolicyResult(policy, _trimmed(workers, slice_length, epochs), slice_length, batch_size))
+    with Progress(len(policies) * num_workers, "worker replay", enabled=progress) as bar:
+        for policy in policies:
+            workers = []
+            for order in orders:
+                hits, prefetched = replay_worker(policy, order, slots, epochs, prefetch_bandwidth)
+                by_epoch = lambda values: values.reshape(epochs, -1).sum(axis=1).tolist()  # noqa: E731
+                workers.append(WorkerResult(by_epoch(hits), by_epoch(~hits), by_epoch(prefetched), ~hits))
+                bar.update(len(results) * num_workers + len(workers))
+            slice_length = min(o.slice_length for o in orders)
+            results.append(PolicyResult(policy, _trimmed(workers, slice_length, epochs), slice_length, batch_size))
     return results
 
 

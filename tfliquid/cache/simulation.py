@@ -24,6 +24,19 @@ from tfliquid._common.errors import ArgumentError
 
 __all__ = ["POLICIES", "Simulation", "simulate", "epoch_orders"]
 
+# The policies replay every read in Python, each held in lists (about 100 bytes a read): 20 million reads take
+# about 2 GB and minutes per policy. Larger traces are refused rather than left to exhaust the machine's memory.
+MAX_READS = 20_000_000
+
+
+def check_trace_size(num_items: int, epochs: int) -> None:
+    """ArgumentError if num_items x epochs reads exceed MAX_READS."""
+    if num_items * epochs > MAX_READS:
+        raise ArgumentError(
+            f"{num_items} items x {epochs} epochs = {num_items * epochs:,} reads to replay; the simulation replays "
+            f"at most {MAX_READS:,} (fewer items or epochs: hit ratios depend on the cache's share, not the count)"
+        )
+
 
 def _minio(trace: Sequence[int], capacity: int, future: Sequence[int]) -> list[bool]:
     """Admit while there is room; never evict."""
@@ -112,6 +125,7 @@ def simulate(policy: str, num_items: int, capacity: int, epochs: int, seed: int 
     num_items = check_int("num_items", num_items, 1)
     capacity = check_int("capacity", capacity, 0)
     epochs = check_int("epochs", epochs, 1)
+    check_trace_size(num_items, epochs)
     trace = np.concatenate(epoch_orders(num_items, epochs, seed)).tolist()
     hits = POLICIES[policy](trace, capacity, _next_uses(trace) if policy == "opt" else [])
     per_epoch = np.asarray(hits, dtype=np.int64).reshape(epochs, num_items).sum(axis=1)
