@@ -245,6 +245,9 @@ def test_parameters_are_validated(jpeg_files):
         tf.data.Dataset.range(3).apply(
             tfliquid.minio_cache(lambda k: tf.RaggedTensor.from_row_lengths([1, 2, 3], [1, 2]), cache=cache)
         )
+    for nothing in (None, (), {}):  # TensorFlow's map would fail on it inside its own op
+        with pytest.raises(tfliquid.ArgumentError, match="fetch must return a tensor .*; it returned nothing"):
+            tf.data.Dataset.range(3).apply(tfliquid.minio_cache(lambda k, nothing=nothing: nothing, cache=cache))
     with pytest.raises(tfliquid.ArgumentError, match="exists with capacity_bytes=10"):
         tfliquid.MinIOCache(11, name=cache.name)
 

@@ -129,15 +129,16 @@ class ClairvoyantPolicy : public Policy {
   }
 
   // The simulator's prefetch step for step (tfliquid.cache.multiworker): the credit grows by `reads` per read and
-  // buys the upcoming reads of items not cached, soonest first, while each displaces only items needed later
-  // (or fills free room); unspent credit beyond one read does not accumulate.
+  // buys the upcoming reads of items not cached in the epoch being read, soonest first, while each displaces only
+  // items needed later (or fills free room); unspent credit beyond one read does not accumulate. Never beyond the
+  // epoch: the reader may stop there, and a prefetch into an epoch never read is a storage read for nothing.
   void PlanPrefetch(double reads, uint64_t used_bytes, std::vector<uint64_t>* items,
                     std::vector<std::string>* victims) override {
     if (capacity_ == 0 || reads <= 0) return;
     credit_ += reads;
     scan_ = std::max(scan_, now_);
-    // Looking one pass over all items ahead at most: when everything ahead is cached there is nothing to do.
-    const uint64_t horizon = now_ + order_.num_workers() * order_.slice_length();
+    const uint64_t slice = order_.slice_length();
+    const uint64_t horizon = (now_ + slice - 1) / slice * slice;  // the end of the latest read's epoch
     const uint64_t estimate = std::max<uint64_t>(1, items_seen_ ? sizes_seen_ / items_seen_ : 1);
     while (credit_ >= 1 && scan_ < horizon) {
       const uint64_t epoch = scan_ / order_.slice_length();

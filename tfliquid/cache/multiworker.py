@@ -111,8 +111,9 @@ def exact_next_uses(order: SeededOrder, trace: np.ndarray) -> np.ndarray:
     return following
 
 
-def _clairvoyant(trace, capacity: int, next_uses, prefetch_bandwidth: float = 0.0):
-    """Belady with bypass on exact next uses, the C++ policy's rule; optional prefetch. Returns (hit per read,
+def _clairvoyant(trace, capacity: int, next_uses, prefetch_bandwidth: float = 0.0, slice_length: int = 0):
+    """Belady with bypass on exact next uses, the C++ policy's rule; optional prefetch, within the epoch being read
+    (of `slice_length` reads: an epoch that may never be read is not prefetched into). Returns (hit per read,
     prefetch reads per read)."""
     cached: dict[int, int] = {}  # item -> next use
     farthest: list[tuple[int, int]] = []  # max-heap of (-next use, -item), stale entries skipped lazily
@@ -147,8 +148,8 @@ def _clairvoyant(trace, capacity: int, next_uses, prefetch_bandwidth: float = 0.
             place(item, next_use)
         if prefetch_bandwidth > 0 and capacity > 0:
             credit += prefetch_bandwidth
-            scan = max(scan, t + 1)
-            while credit >= 1 and scan < len(trace):
+            scan, epoch_end = max(scan, t + 1), (t // slice_length + 1) * slice_length
+            while credit >= 1 and scan < epoch_end:
                 upcoming = int(trace[scan])
                 if upcoming in cached:
                     scan += 1
@@ -184,7 +185,7 @@ def replay_worker(policy: str, order: SeededOrder, capacity: int, epochs: int, p
     trace = worker_trace(order, epochs)
     none = np.zeros(len(trace), np.int64)
     if policy == "clairvoyant":
-        return _clairvoyant(trace, capacity, exact_next_uses(order, trace), prefetch_bandwidth)
+        return _clairvoyant(trace, capacity, exact_next_uses(order, trace), prefetch_bandwidth, order.slice_length)
     if policy == "nopfs":
         return _nopfs(trace, capacity), none
     if policy in ("minio", "lru", "opt"):

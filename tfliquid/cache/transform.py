@@ -134,9 +134,10 @@ def minio_cache(
       num_parallel_calls, deterministic: as in `Dataset.map`.
       prefetch_bandwidth: Lobster's prefetch, for a cache with the "clairvoyant" policy: after each read, up to
         this many more reads (on average; a credit, as in the simulator's `--prefetch-bandwidth`) fetch the
-        upcoming items of the order that the cache would keep, soonest first, into spare room or in place of
-        items needed later. They run in the same parallel call, after its own read, so ahead of the consumer; the
-        stats count them as `prefetch_reads`, apart from the demand misses. 0: none.
+        upcoming items of the epoch being read that the cache would keep, soonest first, into spare room or in
+        place of items needed later (never into an epoch not yet read: the reader may stop before it). They run
+        in the same parallel call, after its own read, so ahead of the consumer; the stats count them as
+        `prefetch_reads`, apart from the demand misses. 0: none.
 
     The keys must be scalar strings (e.g. file paths) or integers; they name the items, so a key must always
     fetch the same item. An integer key is also the item's number in a clairvoyant cache's order. Partial epochs
@@ -173,9 +174,13 @@ def minio_cache(
             or not (key_spec.dtype == tf.string or key_spec.dtype.is_integer)
         ):
             raise ArgumentError(f"minio_cache needs a dataset of scalar string or integer keys, got {key_spec}")
-        for spec in tf.nest.flatten(keys.take(0).map(fetch).element_spec):  # traces fetch once
-            if type(spec) is not tf.TensorSpec or spec.dtype not in _STORABLE:
-                raise ArgumentError(f"fetch must return dense tensors of numbers, bool or string; got {spec}")
+        traced = tf.function(fetch).get_concrete_function(tf.TensorSpec([], key_spec.dtype))
+        returned = tf.nest.flatten(traced.structured_outputs)
+        if all(value is None for value in returned):  # None, (), {}
+            raise ArgumentError("fetch must return a tensor or a nest of tensors (the item); it returned nothing")
+        for value in returned:
+            if not isinstance(value, tf.Tensor) or value.dtype not in _STORABLE:
+                raise ArgumentError(f"fetch must return dense tensors of numbers, bool or string; got {value!r}")
 
         def item_of(key):
             return tf.cast(key, tf.int64) if key.dtype.is_integer else tf.constant(-1, tf.int64)
