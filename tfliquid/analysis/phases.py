@@ -19,7 +19,6 @@ import contextlib
 import dataclasses
 import functools
 import math
-import os
 import statistics
 import time
 from collections.abc import Callable
@@ -30,32 +29,11 @@ import tensorflow as tf
 from tfliquid._common.timing import timed_pass, turn_order
 from tfliquid.analysis.pipeline import InputPipeline
 from tfliquid.cache import MinIOCache
+from tfliquid.io.storage import drop_page_cache
+from tfliquid.io.storage import process_bytes_read as bytes_read
 from tfliquid.l3 import decode_l3, encode_l3
 
 PREP_PASS_SHARE = 0.4  # a prep pass lasts this share of a timed run: much shorter ones read low
-
-
-def drop_page_cache(files) -> None:
-    """Asks the kernel to forget the files' cached pages (no root needed): the next read comes from the device."""
-    for path in files:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
-
-
-_bytes_read_by_bytes_read = 0  # what reading /proc/self/io adds to its own count
-
-
-def bytes_read() -> int:
-    """Bytes this process has read so far (Linux /proc/self/io `rchar`), less what calls of this function read."""
-    global _bytes_read_by_bytes_read
-    with open("/proc/self/io", "rb") as f:
-        text = f.read()
-    rchar = next(int(line.split()[1]) for line in text.splitlines() if line.startswith(b"rchar:"))  # before this read
-    own, _bytes_read_by_bytes_read = _bytes_read_by_bytes_read, _bytes_read_by_bytes_read + len(text)
-    return rchar - own
 
 
 class EpochClock(keras.callbacks.Callback):

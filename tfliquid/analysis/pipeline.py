@@ -98,6 +98,7 @@ def pcr_pipeline(
 ) -> InputPipeline:
     """A `tfliquid.PCRDataset` read without decoding (the stored progressive JPEG prefixes), then
     `tf.io.decode_jpeg` and `preprocess` (a decoded element {"image", "label"} -> what the model takes) as prep."""
+    _check_pipeline_arguments(preprocess, batch_size, prep_parallelism)
     probe = PCRDataset(path, decode=False)
 
     def read(cache=None, scan_group=None, num_parallel_reads=None, shuffle=True):
@@ -132,6 +133,11 @@ def file_pipeline(
 ) -> InputPipeline:
     """Image files (JPEG, PNG, ...) read with `tfliquid.io.read_file` (through the read throttle, when one is set;
     with a cache, through `tfliquid.minio_cache`), then decoded and `preprocess`ed as prep."""
+    _check_pipeline_arguments(preprocess, batch_size, prep_parallelism)
+    if isinstance(paths, str) or not paths or not all(isinstance(p, str | os.PathLike) for p in paths):
+        raise ArgumentError(f"paths must be a non-empty list of image file paths, got {paths!r}")
+    if len(labels) != len(paths):
+        raise ArgumentError(f"labels must be one int per path: {len(labels)} labels for {len(paths)} paths")
     paths = [os.path.abspath(p) for p in paths]
     total = sum(os.path.getsize(p) for p in paths)
 
@@ -164,3 +170,11 @@ def file_pipeline(
         prep_parallelism=prep_parallelism,
         source="indices.apply(tfliquid.minio_cache(read_path_and_label, cache={cache}))",
     )
+
+
+def _check_pipeline_arguments(preprocess, batch_size, prep_parallelism) -> None:
+    if not callable(preprocess):
+        raise ArgumentError(f"preprocess must be callable (a decoded element -> the model's input), got {preprocess!r}")
+    check_int("batch_size", batch_size, 1)
+    if prep_parallelism is not None:
+        check_int("prep_parallelism", prep_parallelism, 1)

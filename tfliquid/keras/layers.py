@@ -24,8 +24,16 @@ class DecodeL3(keras.layers.Layer):
 
     def __init__(self, image_shape: tuple[int | None, int | None, int | None] | None = None, **kwargs):
         super().__init__(**kwargs)
-        if image_shape is not None and len(image_shape) != 3:
-            raise ArgumentError(f"DecodeL3: image_shape is (height, width, channels), got {image_shape!r}")
+        if image_shape is not None and not (
+            isinstance(image_shape, tuple | list)
+            and len(image_shape) == 3
+            and all(d is None or (isinstance(d, int) and not isinstance(d, bool) and d > 0) for d in image_shape)
+            and image_shape[2] in (None, 1, 3, 4)
+        ):
+            raise ArgumentError(
+                "DecodeL3: image_shape is (height, width, channels), each a positive int or None, channels 1, 3 "
+                f"or 4; got {image_shape!r}"
+            )
         self.image_shape = None if image_shape is None else tuple(image_shape)
 
     def call(self, encoded):

@@ -223,7 +223,7 @@ class LiquidDataset(RecordFilesDataset):
     ):
         self._path = check_dataset_path(path)
         self._manifest = liquid_format.read_manifest(self._path, crc=crc32c_fast)
-        self._batch_size = check_int("batch_size", batch_size, 1)
+        self._batch_size = check_int("batch_size", batch_size, 1, (1 << 31) - 1)
         if seed is not None:
             seed = check_int("seed", seed, 0, (1 << 63) - 1)
         num_parallel_reads = check_int("num_parallel_reads", num_parallel_reads, 1)

@@ -39,6 +39,7 @@ from tfliquid._common.plots import pyplot, save_png
 from tfliquid._common.progress import Progress
 from tfliquid._common.timing import timed_pass
 from tfliquid.io.sources import SourceOptions, check_source_options, open_source
+from tfliquid.io.storage import drop_page_cache
 from tfliquid.liquid import conversion
 from tfliquid.liquid import format as liquid_format
 from tfliquid.liquid.dataset import LiquidDataset
@@ -340,17 +341,6 @@ class _Runner:
                 drop_page_cache(records)
             rates.append(timed_pass(batches).rate)
         return statistics.median(rates)
-
-
-def drop_page_cache(paths: list[str]) -> None:
-    """Asks the kernel to drop these files' pages from its cache, so that the next reads come from storage."""
-    for path in paths:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fdatasync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
 
 
 def _storage_bandwidth(path: str) -> float:
