@@ -92,6 +92,31 @@ def test_a_clairvoyant_record_cache_hits_what_the_simulator_replays(same_size_re
     assert sum(hits) >= sum(_hits_per_epoch(same_size_records, order, "minio", slots, epochs=6))
 
 
+def test_a_clairvoyant_cache_resumes_at_any_epoch_and_takes_partial_epochs_and_two_iterators(same_size_records):
+    """The cache is told each pass's epoch: it no longer infers it from the reads it has counted, so a new cache
+    (a restarted process) resuming at epoch 5, an epoch read in part, and two iterators on one cache all read."""
+    order = SeededOrder(RECORDS, 0, num_workers=4, worker_index=1)
+
+    def keys(dataset):
+        return [element["key"].numpy() for element in dataset]
+
+    def reading(first_epoch, epochs=1, cache=None):
+        cache = cache or tfliquid.MinIOCache(1 << 20, policy="clairvoyant", order=order)
+        options = dict(decode=False, with_keys=True, shuffle=False, epochs=epochs, first_epoch=first_epoch)
+        return tfliquid.PCRDataset(same_size_records, cache=cache, **options), cache
+
+    resumed, _ = reading(first_epoch=5)
+    options = dict(decode=False, with_keys=True, shuffle=False, epochs=1, first_epoch=5)
+    expected = tfliquid.PCRDataset(same_size_records, order=order, **options)  # no cache
+    assert keys(resumed) == keys(expected) and keys(resumed)
+    partial, cache = reading(first_epoch=0, epochs=3)
+    assert len(keys(partial.take(1))) == 1  # a part of epoch 0, then a new iterator from its start
+    assert len(keys(partial)) == sum(order.slice_length * 2 for _ in range(3))
+    first, second = iter(partial), iter(partial)  # two iterators on one cache, interleaved
+    assert [next(first)["key"].numpy() for _ in range(3)] == [next(second)["key"].numpy() for _ in range(3)]
+    assert sum(e.hits for e in cache.stats().epochs) > 0  # records read again came from the cache
+
+
 def test_orders_and_caches_that_do_not_fit_are_refused(same_size_records):
     order = SeededOrder(RECORDS, 0, num_workers=2, worker_index=0)
     with pytest.raises(ArgumentError, match="order is over 11 items, the dataset has 10 records"):
