@@ -5,6 +5,7 @@
 #include "common/input_checks.h"
 #include "common/kernel.h"
 #include "jpeg/jpeg_ops.h"
+#include "jpeg/scaled_decode.h"
 #include "jpeg/scan_script.h"
 #include "jpeg/scan_split.h"
 #include "jpeg/transcode.h"
@@ -95,6 +96,29 @@ class CheckJpegOp : public OpKernel {
   }
 };
 
+class DecodeJpegScaledOp : public OpKernel {
+ public:
+  explicit DecodeJpegScaledOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const tstring* contents;
+    int64_t height, width;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "contents", &contents));
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "target_height", &height));
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "target_width", &width));
+    OP_REQUIRES(ctx, height >= 1 && width >= 1,
+                tensorflow::errors::InvalidArgument("the target size must be at least 1x1, got ", height, "x", width));
+    jpeg::ScaledDecoder decoder;
+    std::string error;
+    OP_REQUIRES(ctx, decoder.Start(Bytes(*contents), contents->size(), height, width, &error),
+                tensorflow::errors::InvalidArgument("corrupt JPEG: ", error));
+    Tensor* image;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({decoder.height(), decoder.width(), 3}), &image));
+    OP_REQUIRES(ctx, decoder.Decode(image->flat<uint8_t>().data(), &error),
+                tensorflow::errors::InvalidArgument("corrupt JPEG: ", error));
+  }
+};
+
 // Parses its scan_script attribute, as JpegToProgressiveOp does when it is built: a conversion checks its script
 // before it writes anything.
 class CheckScanScriptOp : public OpKernel {
@@ -113,6 +137,7 @@ REGISTER_KERNEL_BUILDER(Name(kJpegToProgressiveOp).Device(tensorflow::DEVICE_CPU
 REGISTER_KERNEL_BUILDER(Name(kJpegScanEndsOp).Device(tensorflow::DEVICE_CPU), JpegScanEndsOp);
 REGISTER_KERNEL_BUILDER(Name(kCheckJpegOp).Device(tensorflow::DEVICE_CPU), CheckJpegOp);
 REGISTER_KERNEL_BUILDER(Name(kCheckScanScriptOp).Device(tensorflow::DEVICE_CPU), CheckScanScriptOp);
+REGISTER_KERNEL_BUILDER(Name(kDecodeJpegScaledOp).Device(tensorflow::DEVICE_CPU), DecodeJpegScaledOp);
 
 }  // namespace
 }  // namespace tfliquid

@@ -1,6 +1,6 @@
 // Names of the JPEG ops and their attributes, shared by their registration (jpeg_ops.cc) and kernels
 // (jpeg_kernels.cc). Python calls them liquid_jpeg_to_progressive, liquid_jpeg_scan_ends, liquid_check_jpeg,
-// liquid_check_scan_script.
+// liquid_check_scan_script, liquid_decode_jpeg_scaled.
 #ifndef TFLIQUID_OPS_JPEG_JPEG_OPS_H_
 #define TFLIQUID_OPS_JPEG_JPEG_OPS_H_
 
@@ -10,6 +10,7 @@ inline constexpr char kJpegToProgressiveOp[] = "Liquid>JpegToProgressive";
 inline constexpr char kJpegScanEndsOp[] = "Liquid>JpegScanEnds";
 inline constexpr char kCheckJpegOp[] = "Liquid>CheckJpeg";
 inline constexpr char kCheckScanScriptOp[] = "Liquid>CheckScanScript";
+inline constexpr char kDecodeJpegScaledOp[] = "Liquid>DecodeJpegScaled";
 
 inline constexpr char kKeepMarkersAttr[] = "keep_markers";
 inline constexpr char kScanScriptAttr[] = "scan_script";

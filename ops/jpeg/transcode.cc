@@ -2,59 +2,12 @@
 
 #include "jpeg/progressive_writer.h"
 #include "jpeg/scan_script.h"
+#include "jpeg/strict_libjpeg.h"
 
-#include <csetjmp>
-#include <cstdio>  // jpeglib.h uses FILE without including stdio.h
 #include <string>
-
-#include <jerror.h>
-#include <jpeglib.h>
 
 namespace tfliquid::jpeg {
 namespace {
-
-// About 350 megapixels of 4:2:0 coefficients (3 bytes per pixel).
-constexpr long kMaxMemoryBytes = 1L << 30;
-
-// libjpeg's default error_exit prints and calls exit(): jump back to ReadWithLibjpeg() with the message instead.
-struct ErrorManager {
-  jpeg_error_mgr pub;  // first member: libjpeg only sees a jpeg_error_mgr*
-  jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-  bool reading_scans;  // past the header: what libjpeg reads now is entropy-coded data and the markers between
-};
-
-void ErrorExit(j_common_ptr cinfo) {
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, err->message);
-  std::longjmp(err->jump, 1);
-}
-
-// Warnings that mean the coefficients read are not the image's: libjpeg would fill the missing or unreadable
-// blocks with grey and go on (as jpegtran does), and a dataset would silently hold another image. Bytes before a
-// marker are harmless between header segments, but after entropy-coded data they are data the Huffman decoder
-// did not use: it lost step in damaged data, and the blocks it decoded are not the image's.
-bool LosesData(int message_code, bool reading_scans) {
-  switch (message_code) {
-    case JWRN_EXTRANEOUS_DATA: return reading_scans;
-    case JWRN_ARITH_BAD_CODE:
-    case JWRN_BOGUS_PROGRESSION:
-    case JWRN_HIT_MARKER:
-    case JWRN_HUFF_BAD_CODE:
-    case JWRN_JPEG_EOF:
-    case JWRN_MUST_RESYNC:
-    case JWRN_NOT_SEQUENTIAL:
-    case JWRN_TOO_MUCH_DATA: return true;
-    default:  // unknown JFIF or Adobe versions, a damaged ICC profile, bytes between segments: the pixels are whole
-      return false;
-  }
-}
-
-// Warnings that lose data are errors; other warnings and traces are dropped (a library must not print).
-void EmitMessage(j_common_ptr cinfo, int msg_level) {
-  const bool reading_scans = reinterpret_cast<ErrorManager*>(cinfo->err)->reading_scans;
-  if (msg_level < 0 && LosesData(cinfo->err->msg_code, reading_scans)) ErrorExit(cinfo);
-}
 
 // Zero-initialised (Session s{}): jpeg_destroy_* are no-ops on structs that jpeg_create_* never reached.
 struct Session {
@@ -72,22 +25,6 @@ struct Session {
 
 // How far libjpeg had read into the input: where an error was found.
 size_t Offset(const Session& s) { return s.src.src == nullptr ? 0 : s.size - s.src.src->bytes_in_buffer; }
-
-uint64_t Blocks(const jpeg_decompress_struct& src) {
-  uint64_t blocks = 0;
-  for (int ci = 0; ci < src.num_components; ++ci) {
-    blocks += static_cast<uint64_t>(src.comp_info[ci].width_in_blocks) * src.comp_info[ci].height_in_blocks;
-  }
-  return blocks;
-}
-
-// A Huffman-coded JPEG codes the DC coefficient of every 8x8 block with at least one bit, so a frame header that
-// claims more blocks than the data has bits is impossible: refused before the coefficient arrays (about 2 bytes
-// per pixel) are allocated. Arithmetic coding can use less than a bit per block: there only the memory budget
-// (kMaxMemoryBytes) applies.
-bool FitsInData(const jpeg_decompress_struct& src, size_t size) {
-  return src.arith_code || Blocks(src) <= 8 * static_cast<uint64_t>(size);
-}
 
 // Collects the block rows of every component. Every virtual array is wholly in memory (libjpeg-turbo has no
 // backing store: jpeg_read_coefficients fails instead), so the row pointers stay valid.
@@ -147,9 +84,7 @@ Outcome ReadWithLibjpeg(Session* s, const uint8_t* data, size_t size, bool keep_
 
 bool ReadCoefficients(Session* s, const uint8_t* data, size_t size, bool keep_markers, const ScanScript* script,
                       std::string* error) {
-  s->src.err = s->dst.err = jpeg_std_error(&s->err.pub);
-  s->err.pub.error_exit = ErrorExit;
-  s->err.pub.emit_message = EmitMessage;
+  s->src.err = s->dst.err = StrictErrors(&s->err);
   s->size = size;
   switch (ReadWithLibjpeg(s, data, size, keep_markers, script)) {
     case Outcome::kRead: return true;

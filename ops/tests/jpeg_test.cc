@@ -15,6 +15,7 @@
 
 #include <jpeglib.h>
 
+#include "jpeg/scaled_decode.h"
 #include "jpeg/scan_split.h"
 #include "jpeg/transcode.h"
 
@@ -26,9 +27,11 @@ using tfliquid::jpeg::IsJpeg;
 using tfliquid::jpeg::IsProgressive;
 using tfliquid::jpeg::kMaxScans;
 using tfliquid::jpeg::ParseScanScript;
+using tfliquid::jpeg::ScaledDecoder;
 using tfliquid::jpeg::ScanEnds;
 using tfliquid::jpeg::ScanScript;
 using tfliquid::jpeg::ScanSplitResult;
+using tfliquid::jpeg::SupportedEighths;
 using tfliquid::jpeg::TranscodeToProgressive;
 
 std::atomic<int> failures{0};
@@ -261,6 +264,17 @@ void Fuzz(const std::vector<std::string>& seeds, int iterations) {
       CHECK(whole, context + ": transcoded, but CheckCoefficients refused it");
       // Whatever libjpeg accepts, it writes as a well-formed progressive JPEG that the splitter accepts.
       CHECK(Split(out).ok && IsProgressive(Bytes(out), out.size()), context + ": " + Split(out).error);
+    } else {
+      CHECK(!error.empty(), context);
+    }
+    // The scaled decoder: a scale in 1..8 (0: unparsable), and an image of the size it announced, or an error.
+    const int supported = SupportedEighths(data.data(), data.size());
+    CHECK(supported >= 0 && supported <= 8, context);
+    ScaledDecoder decoder;
+    if (decoder.Start(data.data(), data.size(), 1 + below(64), 1 + below(64), &error)) {
+      CHECK(decoder.eighths() >= 1 && decoder.eighths() <= 8, context);
+      std::vector<uint8_t> pixels(static_cast<size_t>(decoder.height() * decoder.width() * 3));
+      CHECK(decoder.Decode(pixels.data(), &error) || !error.empty(), context);
     } else {
       CHECK(!error.empty(), context);
     }

@@ -11,6 +11,7 @@ records opened after the assignment, without rebuilding the pipeline.
 
 from __future__ import annotations
 
+import functools
 import os
 
 import tensorflow as tf
@@ -20,6 +21,7 @@ from tfliquid._common.errors import ArgumentError
 from tfliquid._lib import crc32c_fast, load_ops
 from tfliquid.cache.minio_cache import MinIOCache
 from tfliquid.cache.transform import cached, each_pass
+from tfliquid.jpeg.sized import check_size, decode_jpeg_at_size
 from tfliquid.order.seeded_order import SeededOrder, checked_order, derived_seed
 from tfliquid.pcr import format as pcr_format
 from tfliquid.records.dataset import RecordDataset, RecordFilesDataset, prefix_name, record_bytes
@@ -140,6 +142,10 @@ class PCRDataset(RecordFilesDataset):
         whose changes apply from the next record opened (tf.data service cannot ship variables to its workers:
         use an int there).
       decode: decode to uint8 [H, W, 3]; False yields the progressive JPEG bytes.
+      decode_size: (height, width): decode to uint8 [height, width, 3] exactly, at the smallest of libjpeg's DCT
+        scales (1/8, 1/4, 1/2, 1) whose image is at least that size, then resized bilinearly (aspect ratio not
+        kept). Decoding costs less CPU the smaller the scale, so a low scan group read for a small model input
+        decodes several times faster (docs/pcr.md). None: the full size.
       shuffle: shuffle record order and the images within each record, anew each epoch.
       seed: makes the shuffles repeatable.
       num_parallel_reads: records read concurrently.
@@ -166,6 +172,7 @@ class PCRDataset(RecordFilesDataset):
         path,
         scan_group=None,
         decode: bool = True,
+        decode_size: tuple[int, int] | None = None,
         shuffle: bool = True,
         seed: int | None = None,
         num_parallel_reads=AUTOTUNE,
@@ -189,9 +196,13 @@ class PCRDataset(RecordFilesDataset):
         self._scan_group = _validate_scan_group(scan_group, index.num_scan_groups)
         self._order = checked_order(order, cache, len(index.records), epochs, first_epoch)
         self._epochs = self._order.epochs_dataset(epochs, first_epoch) if self._order is not None else None
-        super().__init__(path, index, self._build(decode, shuffle, seed, num_parallel_reads, with_keys))
+        if decode_size is not None:
+            if not decode:
+                raise ArgumentError("decode_size is the size images are decoded to: it needs decode=True")
+            decode_size = check_size(decode_size)
+        super().__init__(path, index, self._build(decode, decode_size, shuffle, seed, num_parallel_reads, with_keys))
 
-    def _build(self, decode, shuffle, seed, num_parallel_reads, with_keys):
+    def _build(self, decode, decode_size, shuffle, seed, num_parallel_reads, with_keys):
         index = self._index
         num_groups = index.num_scan_groups
         filenames = tf.constant([os.path.join(self._path, r.path) for r in index.records])
@@ -254,10 +265,11 @@ class PCRDataset(RecordFilesDataset):
             # As many decodes in flight as cores, not AUTOTUNE: under throttled reads tf.data's autotuner starves
             # this map now and then, and a whole epoch takes twice as long. Decoding is CPU work: one call per core
             # is what autotuning should reach anyway.
-            images = images.map(
-                lambda x: {**x, "image": tf.io.decode_jpeg(x["image"], channels=3)},
-                num_parallel_calls=os.cpu_count() or 1,
-            )
+            if decode_size is None:
+                decoded = functools.partial(tf.io.decode_jpeg, channels=3)
+            else:
+                decoded = functools.partial(decode_jpeg_at_size, size=decode_size)
+            images = images.map(lambda x: {**x, "image": decoded(x["image"])}, num_parallel_calls=os.cpu_count() or 1)
         # No assert_cardinality: under tf.data service's dynamic sharding each worker sees a part of the images.
         return images
 

@@ -1,0 +1,172 @@
+#include "jpeg/scaled_decode.h"
+
+#include <algorithm>
+#include <array>
+
+#include "jpeg/strict_libjpeg.h"
+
+namespace tfliquid::jpeg {
+namespace {
+
+// Zig-zag index -> the coefficient's index in row-major order in its 8x8 block (ITU T.81, figure A.6).
+constexpr std::array<uint8_t, 64> kZigzagToNatural = {0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,
+                                                      12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28,
+                                                      35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51,
+                                                      58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63};
+
+uint16_t BigEndian16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+
+}  // namespace
+
+int SupportedEighths(const uint8_t* data, size_t size) {
+  int num_components = 0;
+  uint8_t luminance = 0;  // the first component's id
+  uint64_t coded = 0;     // the luminance's zig-zag coefficients that a first scan coded, a bit each
+  bool progressive = false;
+  size_t at = 2;  // after SOI
+  while (at + 4 <= size) {
+    if (data[at] != 0xFF) return 0;
+    const uint8_t marker = data[at + 1];
+    if (marker == 0xFF) {  // fill byte
+      ++at;
+      continue;
+    }
+    if (marker == 0xD9) break;  // EOI
+    const size_t length = BigEndian16(data + at + 2);
+    if (length < 2 || at + 2 + length > size) return 0;
+    const uint8_t* segment = data + at + 4;
+    if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) {  // SOFn
+      if (length < 8) return 0;
+      progressive = marker == 0xC2 || marker == 0xC6 || marker == 0xCA;
+      num_components = segment[5];
+      if (num_components < 1 || num_components > 4 || length < 8 + 3u * num_components) return 0;
+      luminance = segment[6];
+      if (!progressive) return 8;  // a sequential JPEG codes every coefficient in its scans
+    } else if (marker == 0xDA) {   // SOS: components, then Ss, Se, Ah/Al
+      if (num_components == 0 || length < 3) return 0;
+      const int in_scan = segment[0];
+      if (length < 6u + 2u * in_scan) return 0;
+      const uint8_t first = segment[1 + 2 * in_scan], last = segment[2 + 2 * in_scan];
+      const bool refinement = (segment[3 + 2 * in_scan] >> 4) != 0;
+      for (int k = 0; k < in_scan && !refinement; ++k) {
+        if (segment[1 + 2 * k] != luminance) continue;
+        for (int z = first; z <= std::min<int>(last, 63); ++z) coded |= uint64_t{1} << z;
+      }
+      // Past the entropy-coded data: to the next marker that is not a stuffed byte or a restart marker.
+      at += 2 + length;
+      while (at + 1 < size &&
+             !(data[at] == 0xFF && data[at + 1] != 0 && (data[at + 1] < 0xD0 || data[at + 1] > 0xD7))) {
+        ++at;
+      }
+      continue;
+    }
+    at += 2 + length;
+  }
+  if (num_components == 0) return 0;
+  // The luminance's (the first component's, in JFIF): the eye sees detail in it, and colour is coded coarser in
+  // any case (subsampled, and given its coefficients later in a progressive script).
+  int supported = 0;
+  while (supported < 8) {  // grows while the (supported + 1)^2 corner is coded
+    bool corner_coded = true;
+    for (int z = 0; z < 64; ++z) {
+      const int row = kZigzagToNatural[z] / 8, column = kZigzagToNatural[z] % 8;
+      if (row <= supported && column <= supported && !(coded >> z & 1)) corner_coded = false;
+    }
+    if (!corner_coded) break;
+    ++supported;
+  }
+  supported = std::max(supported, 1);  // no DC yet: decoded as libjpeg decodes it (grey), at the smallest scale
+  return supported;
+}
+
+int64_t ScaledSize(int64_t size, int eighths) { return (size * eighths + 7) / 8; }
+
+struct ScaledDecoder::State {
+  ~State() { jpeg_destroy_decompress(&src); }
+
+  ErrorManager err{};
+  jpeg_decompress_struct src{};
+  size_t size = 0;
+  int eighths = 8;
+};
+
+ScaledDecoder::ScaledDecoder() : state_(std::make_unique<State>()) {}
+ScaledDecoder::~ScaledDecoder() = default;
+
+int64_t ScaledDecoder::height() const { return state_->src.output_height; }
+int64_t ScaledDecoder::width() const { return state_->src.output_width; }
+int ScaledDecoder::eighths() const { return state_->eighths; }
+
+namespace {
+
+std::string Message(const ErrorManager& err, const jpeg_decompress_struct& src, size_t size) {
+  const size_t offset = src.src == nullptr ? 0 : size - src.src->bytes_in_buffer;
+  return std::string(err.message) + " (at byte " + std::to_string(offset) + ")";
+}
+
+// The libjpeg halves of Start and Decode. libjpeg longjmps back into their setjmp on errors, so they create no
+// object whose destructor the jump would skip: messages are made by the callers.
+enum class Outcome { kDone, kLibjpegError, kImpossibleHeader };
+
+Outcome StartWithLibjpeg(ScaledDecoder::State* s, const uint8_t* data, size_t size, int64_t target_height,
+                         int64_t target_width) {
+  if (setjmp(s->err.jump)) return Outcome::kLibjpegError;
+  jpeg_create_decompress(&s->src);
+  s->src.mem->max_memory_to_use = kMaxMemoryBytes;
+  jpeg_mem_src(&s->src, data, size);
+  jpeg_read_header(&s->src, TRUE);
+  if (!FitsInData(s->src, size)) return Outcome::kImpossibleHeader;
+  int eighths = 1;
+  while (eighths < 8 && (ScaledSize(s->src.image_height, eighths) < target_height ||
+                         ScaledSize(s->src.image_width, eighths) < target_width)) {
+    ++eighths;
+  }
+  const int supported = SupportedEighths(data, size);
+  s->eighths = supported > 0 ? std::min(eighths, supported) : eighths;
+  s->src.scale_num = s->eighths;
+  s->src.scale_denom = 8;
+  s->src.out_color_space = JCS_RGB;
+  s->src.dct_method = JDCT_IFAST;  // tf.io.decode_jpeg's default: at 8/8 the same pixels
+  jpeg_calc_output_dimensions(&s->src);
+  return Outcome::kDone;
+}
+
+Outcome DecodeWithLibjpeg(ScaledDecoder::State* s, uint8_t* pixels) {
+  if (setjmp(s->err.jump)) return Outcome::kLibjpegError;
+  s->err.reading_scans = true;
+  jpeg_start_decompress(&s->src);
+  const size_t stride = static_cast<size_t>(s->src.output_width) * 3;
+  while (s->src.output_scanline < s->src.output_height) {
+    JSAMPROW row = pixels + static_cast<size_t>(s->src.output_scanline) * stride;
+    jpeg_read_scanlines(&s->src, &row, 1);
+  }
+  jpeg_finish_decompress(&s->src);
+  return Outcome::kDone;
+}
+
+}  // namespace
+
+bool ScaledDecoder::Start(const uint8_t* data, size_t size, int64_t target_height, int64_t target_width,
+                          std::string* error) {
+  State* s = state_.get();
+  s->size = size;
+  s->src.err = StrictErrors(&s->err);
+  switch (StartWithLibjpeg(s, data, size, target_height, target_width)) {
+    case Outcome::kDone: return true;
+    case Outcome::kLibjpegError: *error = Message(s->err, s->src, size); return false;
+    case Outcome::kImpossibleHeader:
+      *error = "the frame header claims " + std::to_string(s->src.image_width) + "x" +
+               std::to_string(s->src.image_height) + " pixels, more than " + std::to_string(size) + " bytes can code";
+      return false;
+  }
+  return false;
+}
+
+bool ScaledDecoder::Decode(uint8_t* pixels, std::string* error) {
+  State* s = state_.get();
+  if (DecodeWithLibjpeg(s, pixels) == Outcome::kDone) return true;
+  *error = Message(s->err, s->src, s->size);
+  return false;
+}
+
+}  // namespace tfliquid::jpeg

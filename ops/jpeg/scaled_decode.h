@@ -1,0 +1,51 @@
+// Decoding a JPEG at a reduced size with libjpeg's DCT scaling (docs/formats/pcr.md, "Decoding at a size"): at the
+// size a model needs and no more than the scans present hold. No TensorFlow dependency.
+#ifndef TFLIQUID_OPS_JPEG_SCALED_DECODE_H_
+#define TFLIQUID_OPS_JPEG_SCALED_DECODE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace tfliquid::jpeg {
+
+// The largest M in 1..8 such that the scans in [data, data + size) code every coefficient of the top-left M x M of
+// the luminance's (the first component's) 8x8 blocks (a first scan of each: successive-approximation refinements
+// do not count). 8 for a baseline JPEG; 1 for a progressive prefix of DC scans. 0 on data it cannot parse (the
+// decoder then reports what is wrong).
+int SupportedEighths(const uint8_t* data, size_t size);
+
+// libjpeg's output size at scale eighths / 8: ceil(size * eighths / 8).
+int64_t ScaledSize(int64_t size, int eighths);
+
+// Decodes to RGB at scale M / 8, M the smallest in 1..8 whose output is at least target_height x target_width
+// (8 when none is), and at most SupportedEighths (the scans hold nothing finer). Read strictly (libjpeg's warnings
+// that lose data are errors); never exits or prints; thread-safe.
+//
+//   ScaledDecoder decoder;
+//   if (!decoder.Start(data, size, 224, 224, &error)) ...;
+//   std::vector<uint8_t> pixels(decoder.height() * decoder.width() * 3);
+//   if (!decoder.Decode(pixels.data(), &error)) ...;
+class ScaledDecoder {
+ public:
+  ScaledDecoder();
+  ~ScaledDecoder();
+
+  // Reads the header and chooses the scale. False and *error ("what (at byte N)") on failure.
+  bool Start(const uint8_t* data, size_t size, int64_t target_height, int64_t target_width, std::string* error);
+  int64_t height() const;
+  int64_t width() const;
+  int eighths() const;  // the scale chosen
+  // Writes height() x width() x 3 bytes of RGB. False and *error on failure.
+  bool Decode(uint8_t* pixels, std::string* error);
+
+  struct State;  // libjpeg's, in scaled_decode.cc
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace tfliquid::jpeg
+
+#endif  // TFLIQUID_OPS_JPEG_SCALED_DECODE_H_

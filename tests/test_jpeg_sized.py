@@ -1,0 +1,91 @@
+"""Decoding at a size with libjpeg's DCT scaling (tfliquid.jpeg.sized, the op Liquid>DecodeJpegScaled): the pixels
+of djpeg -scale M/8 -dct fast (libjpeg's own command), the scale chosen from the target and from the scans a
+progressive prefix holds, and the resize to exactly the target."""
+
+import io
+import subprocess
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from PIL import Image
+
+import tfliquid
+from tfliquid.jpeg.ops import jpeg_to_progressive
+from tfliquid.jpeg.sized import decode_jpeg_at_size, decode_jpeg_scaled
+from tfliquid.samples.photos import photo_path
+
+
+@pytest.fixture(scope="module")
+def photo_jpeg() -> bytes:
+    """A 500x375 crop of a shipped photo at quality 90 (ImageNet's typical size), 4:2:0."""
+    crop = np.asarray(Image.open(photo_path("skimage", "astronaut.png")).convert("RGB"))[:375, :500]
+    return tf.io.encode_jpeg(crop, quality=90).numpy()
+
+
+def _djpeg(jpeg: bytes, eighths: int, tmp_path) -> np.ndarray:
+    path = tmp_path / "in.jpg"
+    path.write_bytes(jpeg)
+    ppm = subprocess.run(
+        ["djpeg", "-scale", f"{eighths}/8", "-dct", "fast", "-pnm", str(path)], capture_output=True, check=True
+    ).stdout
+    return np.asarray(Image.open(io.BytesIO(ppm)).convert("RGB"))
+
+
+def test_full_size_is_tf_decode_jpeg_bit_for_bit(photo_jpeg):
+    progressive = jpeg_to_progressive(photo_jpeg)[0].numpy()
+    for jpeg in (photo_jpeg, progressive):
+        assert np.array_equal(decode_jpeg_scaled(jpeg, (375, 500)).numpy(), tf.io.decode_jpeg(jpeg).numpy())
+
+
+@pytest.mark.parametrize("eighths", range(1, 9))
+def test_every_scale_decodes_as_djpeg_does(photo_jpeg, tmp_path, eighths):
+    target = (-(-375 * eighths // 8), -(-500 * eighths // 8))  # libjpeg's size at M/8: the smallest that fits
+    scaled = decode_jpeg_scaled(photo_jpeg, target).numpy()
+    assert scaled.shape == (*target, 3)
+    assert np.array_equal(scaled, _djpeg(photo_jpeg, eighths, tmp_path))
+
+
+def test_a_progressive_prefix_is_decoded_no_finer_than_its_luminance_coefficients(photo_jpeg):
+    """The "fast" script: DC; Y 1-2; Y 3-5; Cr; Cb; Y 6-14; Y 15-63. Complete corners of Y's blocks: 1x1 (DC),
+    still 1x1 (z 4 missing), 2x2, 2x2, 2x2, 3x3, 8x8."""
+    progressive, ends = jpeg_to_progressive(photo_jpeg, scan_script="fast")
+    progressive, ends = progressive.numpy(), ends.numpy()
+    widths = []
+    for end in ends:
+        prefix = progressive[:end] + b"\xff\xd9"  # the scans up to `end`, and EOI (PCR's prefix)
+        widths.append(decode_jpeg_scaled(prefix, (375, 500)).shape[1])
+    assert widths == [-(-500 * m // 8) for m in (1, 1, 2, 2, 2, 3, 8)]
+
+
+@pytest.mark.parametrize("size", [(224, 224), (100, 150), (47, 62), (600, 800)])
+def test_at_size_is_the_target_exactly_and_near_decode_then_resize(photo_jpeg, size):
+    image = decode_jpeg_at_size(photo_jpeg, size).numpy()
+    assert image.shape == (*size, 3) and image.dtype == np.uint8
+    reference = tf.image.resize(tf.io.decode_jpeg(photo_jpeg), size, antialias=True).numpy()
+    error = np.mean((image.astype(float) - np.round(np.clip(reference, 0, 255))) ** 2)
+    assert 10 * np.log10(255**2 / error) > 25  # docs/pcr.md gives the figures
+
+
+def test_damaged_data_and_bad_targets_are_errors(photo_jpeg):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"corrupt JPEG: .*\(at byte \d+\)"):
+        decode_jpeg_scaled(photo_jpeg[:2000], (64, 64))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"corrupt JPEG: "):
+        decode_jpeg_scaled(b"not a jpeg", (64, 64))
+    with pytest.raises(tfliquid.ArgumentError, match="decode_size's height must be an int in 1..65535"):
+        decode_jpeg_at_size(photo_jpeg, (0, 64))
+    with pytest.raises(tfliquid.ArgumentError, match=r"decode_size must be \(height, width\)"):
+        decode_jpeg_at_size(photo_jpeg, 224)
+
+
+def test_a_pcr_dataset_decodes_each_scan_group_at_the_size_asked(photo_folder, tmp_path):
+    dst = tmp_path / "pcr"
+    tfliquid.pcr.convert(str(photo_folder), str(dst), images_per_record=8, progress=False)
+    for group in (1, 2, None):
+        dataset = tfliquid.PCRDataset(str(dst), scan_group=group, decode_size=(64, 48), shuffle=False)
+        assert dataset.element_spec["image"].shape == (64, 48, 3)
+        images = [element["image"].numpy() for element in dataset]
+        assert len(images) == sum(1 for _ in tfliquid.PCRDataset(str(dst), decode=False))
+        assert all(image.shape == (64, 48, 3) for image in images)
+    with pytest.raises(tfliquid.ArgumentError, match="decode_size .* needs decode=True"):
+        tfliquid.PCRDataset(str(dst), decode=False, decode_size=(64, 64))
