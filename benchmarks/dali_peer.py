@@ -23,17 +23,25 @@ def available() -> bool:
     return True
 
 
-def image_folder_epoch(folder: str, images: int):
+def image_folder_epoch(folder: str, images: int, threads: int | None = None, size: int | None = None):
     """A function that decodes `images` images (JPEG, PNG, ...) of an image folder once (file reader + CPU
-    decoder, one thread per core, as DALI's examples do) and returns its PassTiming (whole batches)."""
+    decoder on `threads` threads, default one per core, as DALI's examples do; resized to size x size if given)
+    and returns its PassTiming (whole batches)."""
     from nvidia.dali import fn, pipeline_def
 
     # Synchronous: a pipelined DALI runs batches ahead, and would decode the next epoch's first batches while the
     # other peers are being timed. Each batch still decodes on every thread.
-    @pipeline_def(batch_size=BATCH, num_threads=os.cpu_count(), device_id=None, exec_async=False, exec_pipelined=False)
+    @pipeline_def(
+        batch_size=BATCH,
+        num_threads=threads or os.cpu_count(),
+        device_id=None,
+        exec_async=False,
+        exec_pipelined=False,
+    )
     def pipeline():
         jpegs, labels = fn.readers.file(file_root=folder, random_shuffle=True, seed=0, name="reader")
-        return fn.decoders.image(jpegs, device="cpu"), labels
+        decoded = fn.decoders.image(jpegs, device="cpu")
+        return (decoded if size is None else fn.resize(decoded, resize_x=size, resize_y=size)), labels
 
     dali = pipeline()
     dali.build()

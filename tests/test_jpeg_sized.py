@@ -89,3 +89,17 @@ def test_a_pcr_dataset_decodes_each_scan_group_at_the_size_asked(photo_folder, t
         assert all(image.shape == (64, 48, 3) for image in images)
     with pytest.raises(tfliquid.ArgumentError, match="decode_size .* needs decode=True"):
         tfliquid.PCRDataset(str(dst), decode=False, decode_size=(64, 64))
+
+
+def test_the_reader_decodes_every_scan_group_to_the_pixels_of_decode_jpeg(photo_folder, tmp_path):
+    """PCRDataset(decode=True) decodes in the record reader ("jpeg_pixels"): tf.io.decode_jpeg's pixels exactly."""
+    dst = tmp_path / "pcr"
+    tfliquid.pcr.convert(str(photo_folder), str(dst), images_per_record=8, progress=False)
+    for group in (1, 2, None):
+        decoded = tfliquid.PCRDataset(str(dst), scan_group=group, shuffle=False)
+        assert decoded.element_spec["image"] == tf.TensorSpec([None, None, 3], tf.uint8)
+        jpegs = tfliquid.PCRDataset(str(dst), scan_group=group, shuffle=False, decode=False)
+        pairs = list(zip(decoded.as_numpy_iterator(), jpegs.as_numpy_iterator(), strict=True))
+        assert pairs and all(
+            np.array_equal(a["image"], tf.io.decode_jpeg(b["image"], channels=3).numpy()) for a, b in pairs
+        )

@@ -109,7 +109,7 @@ std::string Message(const ErrorManager& err, const jpeg_decompress_struct& src, 
 enum class Outcome { kDone, kLibjpegError, kImpossibleHeader };
 
 Outcome StartWithLibjpeg(ScaledDecoder::State* s, const uint8_t* data, size_t size, int64_t target_height,
-                         int64_t target_width) {
+                         int64_t target_width, bool no_finer_than_coded) {
   if (setjmp(s->err.jump)) return Outcome::kLibjpegError;
   jpeg_create_decompress(&s->src);
   s->src.mem->max_memory_to_use = kMaxMemoryBytes;
@@ -121,7 +121,7 @@ Outcome StartWithLibjpeg(ScaledDecoder::State* s, const uint8_t* data, size_t si
                          ScaledSize(s->src.image_width, eighths) < target_width)) {
     ++eighths;
   }
-  const int supported = SupportedEighths(data, size);
+  const int supported = no_finer_than_coded ? SupportedEighths(data, size) : 8;
   s->eighths = supported > 0 ? std::min(eighths, supported) : eighths;
   s->src.scale_num = s->eighths;
   s->src.scale_denom = 8;
@@ -147,11 +147,11 @@ Outcome DecodeWithLibjpeg(ScaledDecoder::State* s, uint8_t* pixels) {
 }  // namespace
 
 bool ScaledDecoder::Start(const uint8_t* data, size_t size, int64_t target_height, int64_t target_width,
-                          std::string* error) {
+                          std::string* error, bool no_finer_than_coded) {
   State* s = state_.get();
   s->size = size;
   s->src.err = StrictErrors(&s->err);
-  switch (StartWithLibjpeg(s, data, size, target_height, target_width)) {
+  switch (StartWithLibjpeg(s, data, size, target_height, target_width, no_finer_than_coded)) {
     case Outcome::kDone: return true;
     case Outcome::kLibjpegError: *error = Message(s->err, s->src, size); return false;
     case Outcome::kImpossibleHeader:

@@ -20,8 +20,9 @@ int SupportedEighths(const uint8_t* data, size_t size);
 int64_t ScaledSize(int64_t size, int eighths);
 
 // Decodes to RGB at scale M / 8, M the smallest in 1..8 whose output is at least target_height x target_width
-// (8 when none is), and at most SupportedEighths (the scans hold nothing finer). Read strictly (libjpeg's warnings
-// that lose data are errors); never exits or prints; thread-safe.
+// (8 when none is), and, if no_finer_than_coded, at most SupportedEighths (the scans hold nothing finer). Read
+// strictly (libjpeg's warnings that lose data are errors); never exits or prints; thread-safe. At 8/8, the pixels
+// of tf.io.decode_jpeg (libjpeg's fast integer transform, TensorFlow's default).
 //
 //   ScaledDecoder decoder;
 //   if (!decoder.Start(data, size, 224, 224, &error)) ...;
@@ -33,7 +34,8 @@ class ScaledDecoder {
   ~ScaledDecoder();
 
   // Reads the header and chooses the scale. False and *error ("what (at byte N)") on failure.
-  bool Start(const uint8_t* data, size_t size, int64_t target_height, int64_t target_width, std::string* error);
+  bool Start(const uint8_t* data, size_t size, int64_t target_height, int64_t target_width, std::string* error,
+             bool no_finer_than_coded = true);
   int64_t height() const;
   int64_t width() const;
   int eighths() const;  // the scale chosen

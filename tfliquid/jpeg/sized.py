@@ -5,7 +5,7 @@ libjpeg decodes at M/8 of the full size (M in 1..8) by inverse-transforming only
 conversion then run on the smaller image, so the CPU cost falls with the scale. `decode_jpeg_at_size` decodes at
 the smallest scale whose image is still at least the target size in both dimensions, and no finer than the scans
 present code (a PCR scan group of DC scans holds nothing finer than 1/8), then resizes to the target: nearly what
-decode-then-resize gives (docs/pcr.md states the difference) for a fraction of the work.
+decode-then-resize gives (docs/formats/pcr.md states the difference) for a fraction of the work.
 """
 
 from __future__ import annotations

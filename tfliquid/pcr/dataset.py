@@ -31,11 +31,22 @@ _RECORD_SEEDS = 1  # the salt of records' seeds in an order (tfliquid.order.deri
 
 
 def record_images(
-    filename, prefix_ends, scan_group, seed, *, shuffle=False, with_keys=False, cache=None, cache_pass=-1, item=-1
+    filename,
+    prefix_ends,
+    scan_group,
+    seed,
+    *,
+    shuffle=False,
+    with_keys=False,
+    cache=None,
+    cache_pass=-1,
+    item=-1,
+    decode=False,
 ) -> tf.data.Dataset:
     """The images of one PCR record at `scan_group` (an int64 scalar, or a tf.Variable read now): one read of its
     prefix (through `cache`, if given, in pass `cache_pass` as item `item` of its order), then its images as
-    progressive JPEGs cut at that group: {"image", "label" [, "key"]}."""
+    progressive JPEGs cut at that group, or with `decode` as the reader decodes them (uint8 [H, W, 3], the pixels
+    of tf.io.decode_jpeg): {"image", "label" [, "key"]}."""
     ends = tf.convert_to_tensor(prefix_ends, tf.int64)
     num_groups = tf.size(ends, out_type=tf.int64)
 
@@ -51,7 +62,8 @@ def record_images(
             seed=seed,
             shuffle=shuffle,
             with_keys=with_keys,
-            item_format="jpeg",
+            item_format="jpeg_pixels" if decode else "jpeg",
+            item_channels=3 if decode else 0,
             item_key="image",
         )
 
@@ -145,7 +157,7 @@ class PCRDataset(RecordFilesDataset):
       decode_size: (height, width): decode to uint8 [height, width, 3] exactly, at the smallest of libjpeg's DCT
         scales (1/8, 1/4, 1/2, 1) whose image is at least that size, then resized bilinearly (aspect ratio not
         kept). Decoding costs less CPU the smaller the scale, so a low scan group read for a small model input
-        decodes several times faster (docs/pcr.md). None: the full size.
+        decodes several times faster (docs/formats/pcr.md). None: the full size.
       shuffle: shuffle record order and the images within each record, anew each epoch.
       seed: makes the shuffles repeatable.
       num_parallel_reads: records read concurrently.
@@ -226,6 +238,7 @@ class PCRDataset(RecordFilesDataset):
                     cache=self._cache,
                     cache_pass=cache_pass,
                     item=i,
+                    decode=decode and decode_size is None,  # decoded by the reader, in the interleave's threads
                 )
 
             if num_parallel_reads == 1:  # a plain interleave: no thread hand-off per image
@@ -261,14 +274,11 @@ class PCRDataset(RecordFilesDataset):
                     self._cache, lambda cache_pass: images_of(records_of_epoch(epoch), cache_pass), epoch=epoch
                 )
             )
-        if decode:
+        if decode_size is not None:
             # As many decodes in flight as cores, not AUTOTUNE: under throttled reads tf.data's autotuner starves
             # this map now and then, and a whole epoch takes twice as long. Decoding is CPU work: one call per core
             # is what autotuning should reach anyway.
-            if decode_size is None:
-                decoded = functools.partial(tf.io.decode_jpeg, channels=3)
-            else:
-                decoded = functools.partial(decode_jpeg_at_size, size=decode_size)
+            decoded = functools.partial(decode_jpeg_at_size, size=decode_size)
             images = images.map(lambda x: {**x, "image": decoded(x["image"])}, num_parallel_calls=os.cpu_count() or 1)
         # No assert_cardinality: under tf.data service's dynamic sharding each worker sees a part of the images.
         return images

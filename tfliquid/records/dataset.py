@@ -58,8 +58,9 @@ class RecordDataset(tf.data.Dataset):
       seed, shuffle: emit the items in a seeded random order instead of stored order.
       with_keys: also emit each item's "key".
       item_format: "bytes" (the item's parts up to the group, as a string), or a format a capability registers in
-        the op library: "jpeg" (PCR: the progressive JPEG, closed with EOI), "raw" (Liquid: a raw item's pixels,
-        uint8 [H, W, item_channels]).
+        the op library: "jpeg" (PCR: the progressive JPEG, closed with EOI), "jpeg_pixels" (PCR: that JPEG
+        decoded, uint8 [H, W, 3]), "raw" (Liquid: a raw item's pixels, uint8 [H, W, item_channels]).
+      item_channels: C of a format that emits pixels; 0 for one that emits strings.
       item_key: the element's name for the item ("image" for PCR's and Liquid's images).
     """
 
@@ -90,10 +91,8 @@ class RecordDataset(tf.data.Dataset):
             item_format=item_format,
             item_channels=item_channels,
         )
-        if item_format == "raw":
-            item = tf.TensorSpec([None, None, item_channels], tf.uint8)
-        else:
-            item = tf.TensorSpec([], tf.string)
+        pixels = tf.TensorSpec([None, None, item_channels], tf.uint8)  # a format that emits pixels
+        item = pixels if item_channels else tf.TensorSpec([], tf.string)
         self._spec = {item_key: item, "label": tf.TensorSpec([], tf.int64)}
         if with_cache_hits:
             self._spec["cached"] = tf.TensorSpec([], tf.bool)

@@ -45,18 +45,27 @@ def load_photos() -> list[tuple[str, Image.Image]]:
         raise ImportError(f"the sample photos ship with scikit-image and scikit-learn: {e}") from None
 
 
-def write_image_folder(root: str, images_per_class: int, size: int = 128, quality: int = 90, seed: int = 0) -> int:
+def write_image_folder(
+    root: str, images_per_class: int, size: int = 128, quality: int = 90, seed: int = 0, height: int | None = None
+) -> int:
     """Writes root/CLASS/NNNN.jpg: random crops (a quarter to all of the photo's shorter side, random flip)
-    resized to size x size. Returns the number of images written."""
+    resized to size x size, or size wide and `height` high (ImageNet's typical 500 x 375, say). Returns the number
+    of images written."""
     rng = np.random.default_rng(seed)
+    out_width, out_height = size, size if height is None else height
     count = 0
     for class_name, photo in load_photos():
         os.makedirs(os.path.join(root, class_name), exist_ok=True)
-        width, height = photo.size
+        width, photo_height = photo.size
         for i in range(images_per_class):
-            side = int(rng.uniform(0.25, 1.0) * min(width, height))
-            left, top = rng.integers(0, width - side + 1), rng.integers(0, height - side + 1)
-            crop = photo.crop((left, top, left + side, top + side)).resize((size, size), Image.BILINEAR)
+            # The crop's shorter side, and the other in the output's aspect ratio (within the photo).
+            short = rng.uniform(0.25, 1.0) * min(width, photo_height)
+            crop_width = int(min(width, short * max(1.0, out_width / out_height)))
+            crop_height = int(min(photo_height, short * max(1.0, out_height / out_width)))
+            left = rng.integers(0, width - crop_width + 1)
+            top = rng.integers(0, photo_height - crop_height + 1)
+            box = (left, top, left + crop_width, top + crop_height)
+            crop = photo.crop(box).resize((out_width, out_height), Image.BILINEAR)
             if rng.random() < 0.5:
                 crop = crop.transpose(Image.FLIP_LEFT_RIGHT)
             crop.save(os.path.join(root, class_name, f"{i:04d}.jpg"), quality=quality)
