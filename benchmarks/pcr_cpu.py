@@ -6,7 +6,8 @@
 The images: crops of the shipped photos, --width x --height (ImageNet's typical 500 x 375) at quality 90, as
 baseline JPEG files, TFRecords of them, and a PCR dataset (the "fast" scan script). Every file is in the page
 cache and nothing throttles the reads: the CPU is the bottleneck. Peers, at each thread count (tf.data: a private
-thread pool of that size and maps of that parallelism; DALI: num_threads), one pass each per round, taking turns:
+thread pool of that size, maps and PCR's parallel reads of that parallelism; DALI: num_threads), one pass each per
+round, taking turns:
   - TFRecordDataset + tf.io.decode_jpeg of the baseline JPEGs (with a target: + tf.image.resize);
   - NVIDIA DALI's CPU pipeline on the same JPEG files (with a target: + fn.resize), when `nvidia.dali` imports;
   - PCRDataset at scan groups 1, 2, 4 and full (with a target: decode_size=(target, target): libjpeg's DCT scale,
@@ -62,7 +63,8 @@ def tfrecord_pipeline(path: str, threads: int, target: int | None) -> tf.data.Da
 
 def pcr_pipeline(path: str, group, threads: int, target: int | None) -> tf.data.Dataset:
     size = None if target is None else (target, target)
-    images = tfliquid.PCRDataset(path, scan_group=group, decode_size=size, seed=0).map(lambda x: x["image"])
+    dataset = tfliquid.PCRDataset(path, scan_group=group, decode_size=size, seed=0, num_parallel_reads=threads)
+    images = dataset.map(lambda x: x["image"])
     return with_threads(images, threads)
 
 

@@ -38,24 +38,36 @@ def test_full_size_is_tf_decode_jpeg_bit_for_bit(photo_jpeg):
         assert np.array_equal(decode_jpeg_scaled(jpeg, (375, 500)).numpy(), tf.io.decode_jpeg(jpeg).numpy())
 
 
-@pytest.mark.parametrize("eighths", range(1, 9))
+@pytest.mark.parametrize("eighths", [1, 2, 4, 8])
 def test_every_scale_decodes_as_djpeg_does(photo_jpeg, tmp_path, eighths):
     target = (-(-375 * eighths // 8), -(-500 * eighths // 8))  # libjpeg's size at M/8: the smallest that fits
     scaled = decode_jpeg_scaled(photo_jpeg, target).numpy()
     assert scaled.shape == (*target, 3)
     assert np.array_equal(scaled, _djpeg(photo_jpeg, eighths, tmp_path))
+    # A target between two scales is decoded at the larger: 3/8 at 4/8, 5/8 to 7/8 at full size.
+    between = (target[0] + 1, target[1]) if eighths < 8 else None
+    if between:
+        assert decode_jpeg_scaled(photo_jpeg, between).shape[0] == -(-375 * 2 * eighths // 8)
 
 
 def test_a_progressive_prefix_is_decoded_no_finer_than_its_luminance_coefficients(photo_jpeg):
     """The "fast" script: DC; Y 1-2; Y 3-5; Cr; Cb; Y 6-14; Y 15-63. Complete corners of Y's blocks: 1x1 (DC),
-    still 1x1 (z 4 missing), 2x2, 2x2, 2x2, 3x3, 8x8."""
+    still 1x1 (z 4 missing), 2x2, 2x2, 2x2, 3x3 (decoded at 2/8: the scales are 1, 2, 4 and 8), 8x8."""
     progressive, ends = jpeg_to_progressive(photo_jpeg, scan_script="fast")
     progressive, ends = progressive.numpy(), ends.numpy()
     widths = []
     for end in ends:
         prefix = progressive[:end] + b"\xff\xd9"  # the scans up to `end`, and EOI (PCR's prefix)
         widths.append(decode_jpeg_scaled(prefix, (375, 500)).shape[1])
-    assert widths == [-(-500 * m // 8) for m in (1, 1, 2, 2, 2, 3, 8)]
+    assert widths == [-(-500 * m // 8) for m in (1, 1, 2, 2, 2, 2, 8)]
+
+
+def test_the_resize_is_tf_image_resize_within_rounding(photo_jpeg):
+    """At a size that only the full scale reaches (300 > 375 x 4/8), the op's bilinear resize against
+    tf.image.resize's of tf.io.decode_jpeg's pixels."""
+    image = decode_jpeg_at_size(photo_jpeg, (300, 400)).numpy().astype(int)
+    reference = np.round(tf.image.resize(tf.io.decode_jpeg(photo_jpeg), (300, 400)).numpy()).astype(int)
+    assert np.abs(image - reference).max() <= 1
 
 
 @pytest.mark.parametrize("size", [(224, 224), (100, 150), (47, 62), (600, 800)])
@@ -96,10 +108,11 @@ def test_the_reader_decodes_every_scan_group_to_the_pixels_of_decode_jpeg(photo_
     dst = tmp_path / "pcr"
     tfliquid.pcr.convert(str(photo_folder), str(dst), images_per_record=8, progress=False)
     for group in (1, 2, None):
-        decoded = tfliquid.PCRDataset(str(dst), scan_group=group, shuffle=False)
+        decoded = tfliquid.PCRDataset(str(dst), scan_group=group, shuffle=False, with_keys=True)
         assert decoded.element_spec["image"] == tf.TensorSpec([None, None, 3], tf.uint8)
-        jpegs = tfliquid.PCRDataset(str(dst), scan_group=group, shuffle=False, decode=False)
-        pairs = list(zip(decoded.as_numpy_iterator(), jpegs.as_numpy_iterator(), strict=True))
-        assert pairs and all(
-            np.array_equal(a["image"], tf.io.decode_jpeg(b["image"], channels=3).numpy()) for a, b in pairs
-        )
+        jpegs = tfliquid.PCRDataset(str(dst), scan_group=group, shuffle=False, decode=False, with_keys=True)
+        jpeg_of = {x["key"]: x["image"] for x in jpegs.as_numpy_iterator()}
+        images = {x["key"]: x["image"] for x in decoded.as_numpy_iterator()}
+        assert images.keys() == jpeg_of.keys() and images
+        for key, image in images.items():
+            assert np.array_equal(image, tf.io.decode_jpeg(jpeg_of[key], channels=3).numpy()), key

@@ -1,5 +1,6 @@
 // Kernels of the JPEG ops (jpeg_ops.cc) over the pure C++ layers scan_split and transcode.
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/input_checks.h"
@@ -98,7 +99,9 @@ class CheckJpegOp : public OpKernel {
 
 class DecodeJpegScaledOp : public OpKernel {
  public:
-  explicit DecodeJpegScaledOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
+  explicit DecodeJpegScaledOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kResizeAttr, &resize_));
+  }
 
   void Compute(OpKernelContext* ctx) override {
     const tstring* contents;
@@ -112,11 +115,26 @@ class DecodeJpegScaledOp : public OpKernel {
     std::string error;
     OP_REQUIRES(ctx, decoder.Start(Bytes(*contents), contents->size(), height, width, &error),
                 tensorflow::errors::InvalidArgument("corrupt JPEG: ", error));
+    const bool resized = resize_ && (decoder.height() != height || decoder.width() != width);
     Tensor* image;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({decoder.height(), decoder.width(), 3}), &image));
-    OP_REQUIRES(ctx, decoder.Decode(image->flat<uint8_t>().data(), &error),
+    OP_REQUIRES_OK(
+        ctx, ctx->allocate_output(
+                 0, resized ? TensorShape({height, width, 3}) : TensorShape({decoder.height(), decoder.width(), 3}),
+                 &image));
+    if (!resized) {
+      OP_REQUIRES(ctx, decoder.Decode(image->flat<uint8_t>().data(), &error),
+                  tensorflow::errors::InvalidArgument("corrupt JPEG: ", error));
+      return;
+    }
+    std::vector<uint8_t> scaled(static_cast<size_t>(decoder.height() * decoder.width() * 3));
+    OP_REQUIRES(ctx, decoder.Decode(scaled.data(), &error),
                 tensorflow::errors::InvalidArgument("corrupt JPEG: ", error));
+    jpeg::ResizeBilinear(scaled.data(), decoder.height(), decoder.width(), image->flat<uint8_t>().data(), height,
+                         width);
   }
+
+ private:
+  bool resize_ = false;
 };
 
 // Parses its scan_script attribute, as JpegToProgressiveOp does when it is built: a conversion checks its script

@@ -62,15 +62,17 @@ REGISTER_OP(kDecodeJpegScaledOp)
     .Input("target_height: int64")
     .Input("target_width: int64")
     .Output("image: uint8")
+    .Attr(absl::StrCat(kResizeAttr, ": bool = false"))
     .SetShapeFn([](InferenceContext* c) {
       TF_RETURN_IF_ERROR(ScalarInputs(c));
       c->set_output(0, c->MakeShape({InferenceContext::kUnknownDim, InferenceContext::kUnknownDim, 3}));
       return absl::OkStatus();
     })
     .Doc(R"doc(
-Decodes a JPEG to RGB at libjpeg's DCT scale M/8, M the smallest in 1..8 whose image is at least target_height x
-target_width (8 when none is), and no finer than the scans present code (a progressive prefix of DC scans: 1/8).
-The caller resizes the result to the target. Read strictly: data lost to damage is an error with its byte offset.
+Decodes a JPEG to RGB at libjpeg's DCT scale M/8, M the smallest of 1, 2, 4 and 8 whose image is at least
+target_height x target_width (8 when none is), and no finer than the scans present code (a progressive prefix of
+DC scans: 1/8); with `resize`, then resized bilinearly to exactly the target. Read strictly: data lost to damage
+is an error with its byte offset.
 )doc");
 
 REGISTER_OP(kCheckScanScriptOp)

@@ -15,6 +15,7 @@ inline constexpr char kDecodeJpegScaledOp[] = "Liquid>DecodeJpegScaled";
 inline constexpr char kKeepMarkersAttr[] = "keep_markers";
 inline constexpr char kScanScriptAttr[] = "scan_script";
 inline constexpr char kRescriptProgressiveAttr[] = "rescript_progressive";
+inline constexpr char kResizeAttr[] = "resize";
 
 }  // namespace tfliquid
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <vector>
 
 #include "jpeg/strict_libjpeg.h"
 
@@ -116,12 +117,15 @@ Outcome StartWithLibjpeg(ScaledDecoder::State* s, const uint8_t* data, size_t si
   jpeg_mem_src(&s->src, data, size);
   jpeg_read_header(&s->src, TRUE);
   if (!FitsInData(s->src, size)) return Outcome::kImpossibleHeader;
+  // 1/8, 1/4, 1/2 and 1: the scales libjpeg-turbo transforms with SIMD code (the others, in plain C, cost more
+  // than the full size).
   int eighths = 1;
   while (eighths < 8 && (ScaledSize(s->src.image_height, eighths) < target_height ||
                          ScaledSize(s->src.image_width, eighths) < target_width)) {
-    ++eighths;
+    eighths *= 2;
   }
-  const int supported = no_finer_than_coded ? SupportedEighths(data, size) : 8;
+  int supported = no_finer_than_coded ? SupportedEighths(data, size) : 8;
+  while (supported & (supported - 1)) supported &= supported - 1;  // down to a power of two
   s->eighths = supported > 0 ? std::min(eighths, supported) : eighths;
   s->src.scale_num = s->eighths;
   s->src.scale_denom = 8;
@@ -167,6 +171,48 @@ bool ScaledDecoder::Decode(uint8_t* pixels, std::string* error) {
   if (DecodeWithLibjpeg(s, pixels) == Outcome::kDone) return true;
   *error = Message(s->err, s->src, s->size);
   return false;
+}
+
+}  // namespace tfliquid::jpeg
+
+namespace tfliquid::jpeg {
+
+void ResizeBilinear(const uint8_t* in, int64_t in_height, int64_t in_width, uint8_t* out, int64_t out_height,
+                    int64_t out_width) {
+  // Pixel centres at half-integers, as tf.image.resize places them; weights in 1/2^kBits.
+  constexpr int kBits = 11;
+  constexpr int64_t kOne = int64_t{1} << kBits;
+  struct Tap {
+    int64_t first, second, weight;  // of the second
+  };
+  auto taps = [](int64_t in_size, int64_t out_size) {
+    std::vector<Tap> result(static_cast<size_t>(out_size));
+    for (int64_t o = 0; o < out_size; ++o) {
+      const double centre = std::max(0.0, (o + 0.5) * static_cast<double>(in_size) / out_size - 0.5);
+      const int64_t first = std::min(static_cast<int64_t>(centre), in_size - 1);
+      const int64_t second = std::min(first + 1, in_size - 1);
+      result[static_cast<size_t>(o)] = {first, second, static_cast<int64_t>((centre - first) * kOne + 0.5)};
+    }
+    return result;
+  };
+  const std::vector<Tap> rows = taps(in_height, out_height), columns = taps(in_width, out_width);
+  for (int64_t y = 0; y < out_height; ++y) {
+    const Tap& row = rows[static_cast<size_t>(y)];
+    const uint8_t* top = in + row.first * in_width * 3;
+    const uint8_t* bottom = in + row.second * in_width * 3;
+    uint8_t* line = out + y * out_width * 3;
+    for (int64_t x = 0; x < out_width; ++x) {
+      const Tap& column = columns[static_cast<size_t>(x)];
+      for (int c = 0; c < 3; ++c) {
+        const int64_t left =
+            (kOne - column.weight) * top[column.first * 3 + c] + column.weight * top[column.second * 3 + c];
+        const int64_t right =
+            (kOne - column.weight) * bottom[column.first * 3 + c] + column.weight * bottom[column.second * 3 + c];
+        const int64_t value = (kOne - row.weight) * left + row.weight * right;
+        line[x * 3 + c] = static_cast<uint8_t>((value + (kOne * kOne / 2)) >> (2 * kBits));
+      }
+    }
+  }
 }
 
 }  // namespace tfliquid::jpeg

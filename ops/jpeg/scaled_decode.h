@@ -16,11 +16,17 @@ namespace tfliquid::jpeg {
 // decoder then reports what is wrong).
 int SupportedEighths(const uint8_t* data, size_t size);
 
+// Bilinear resizing of RGB pixels, pixel centres at half-integers as tf.image.resize places them (without
+// antialiasing), rounded to the nearest uint8.
+void ResizeBilinear(const uint8_t* in, int64_t in_height, int64_t in_width, uint8_t* out, int64_t out_height,
+                    int64_t out_width);
+
 // libjpeg's output size at scale eighths / 8: ceil(size * eighths / 8).
 int64_t ScaledSize(int64_t size, int eighths);
 
-// Decodes to RGB at scale M / 8, M the smallest in 1..8 whose output is at least target_height x target_width
-// (8 when none is), and, if no_finer_than_coded, at most SupportedEighths (the scans hold nothing finer). Read
+// Decodes to RGB at scale M / 8, M the smallest of 1, 2, 4 and 8 whose output is at least target_height x
+// target_width (8 when none is), and, if no_finer_than_coded, at most SupportedEighths rounded down to one of
+// them (the scans hold nothing finer). Read
 // strictly (libjpeg's warnings that lose data are errors); never exits or prints; thread-safe. At 8/8, the pixels
 // of tf.io.decode_jpeg (libjpeg's fast integer transform, TensorFlow's default).
 //

@@ -1,11 +1,12 @@
 """Decoding a JPEG at the size a model needs: libjpeg's DCT scaling, then a resize of what is left.
 
-libjpeg decodes at M/8 of the full size (M in 1..8) by inverse-transforming only the low M x M frequencies of each
-8x8 block (at 1/8, the DC coefficient alone). The inverse transform, the upsampling of the chroma and the colour
-conversion then run on the smaller image, so the CPU cost falls with the scale. `decode_jpeg_at_size` decodes at
-the smallest scale whose image is still at least the target size in both dimensions, and no finer than the scans
-present code (a PCR scan group of DC scans holds nothing finer than 1/8), then resizes to the target: nearly what
-decode-then-resize gives (docs/formats/pcr.md states the difference) for a fraction of the work.
+libjpeg decodes at M/8 of the full size by inverse-transforming only the low M x M frequencies of each 8x8 block
+(at 1/8, the DC coefficient alone); libjpeg-turbo has SIMD code for M = 1, 2, 4 and 8, the scales used here. The
+inverse transform, the upsampling of the chroma and the colour conversion then run on the smaller image, so the
+CPU cost falls with the scale. `decode_jpeg_at_size` decodes at the smallest scale whose image is still at least
+the target size in both dimensions, and no finer than the scans present code (a PCR scan group of DC scans holds
+nothing finer than 1/8), then resizes to the target: nearly what decode-then-resize gives (docs/formats/pcr.md
+states the difference) for a fraction of the work.
 """
 
 from __future__ import annotations
@@ -24,21 +25,17 @@ def check_size(size) -> tuple[int, int]:
     return tuple(check_int(f"decode_size's {name}", n, 1, 65535) for name, n in zip(("height", "width"), size))
 
 
-def decode_jpeg_scaled(contents, size: tuple[int, int]) -> tf.Tensor:
-    """uint8 [h, w, 3]: the JPEG decoded at the DCT scale `decode_jpeg_at_size` chooses, before the resize."""
+def decode_jpeg_scaled(contents, size: tuple[int, int], resize: bool = False) -> tf.Tensor:
+    """uint8 [h, w, 3]: the JPEG decoded at the DCT scale chosen as above; with `resize`, resized to `size`."""
     height, width = check_size(size)
-    return load_ops().liquid_decode_jpeg_scaled(contents, tf.constant(height, tf.int64), tf.constant(width, tf.int64))
+    return load_ops().liquid_decode_jpeg_scaled(
+        contents, tf.constant(height, tf.int64), tf.constant(width, tf.int64), resize=resize
+    )
 
 
 def decode_jpeg_at_size(contents, size: tuple[int, int]) -> tf.Tensor:
     """uint8 [height, width, 3] of a JPEG's bytes, exactly `size`: decoded at the DCT scale chosen as above, then
-    resized bilinearly to `size` (the aspect ratio is not kept, as `tf.image.resize` does not keep it). An image
-    decoded at exactly `size` is not resized: at full scale, the pixels of `tf.io.decode_jpeg`."""
-    size = check_size(size)
-    scaled = decode_jpeg_scaled(contents, size)
-    image = tf.cond(
-        tf.reduce_all(tf.equal(tf.shape(scaled)[:2], size)),
-        lambda: scaled,
-        lambda: tf.cast(tf.round(tf.clip_by_value(tf.image.resize(scaled, size), 0, 255)), tf.uint8),
-    )
-    return tf.ensure_shape(image, [*size, 3])
+    resized bilinearly to `size` in the same op (pixel centres as `tf.image.resize` places them, no antialiasing;
+    the aspect ratio is not kept, as `tf.image.resize` does not keep it). An image decoded at exactly `size` is not
+    resized: at full scale, the pixels of `tf.io.decode_jpeg`."""
+    return tf.ensure_shape(decode_jpeg_scaled(contents, size, resize=True), [*check_size(size), 3])

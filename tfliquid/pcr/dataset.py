@@ -238,14 +238,19 @@ class PCRDataset(RecordFilesDataset):
                     cache=self._cache,
                     cache_pass=cache_pass,
                     item=i,
-                    decode=decode and decode_size is None,  # decoded by the reader, in the interleave's threads
+                    decode=decoding_reader,
                 )
 
-            if num_parallel_reads == 1:  # a plain interleave: no thread hand-off per image
+            if parallel_reads == 1:  # a plain interleave: no thread hand-off per image
                 return records.interleave(open_record, cycle_length=1)
-            return records.interleave(
-                open_record, cycle_length=num_parallel_reads, num_parallel_calls=num_parallel_reads
-            )
+            return records.interleave(open_record, cycle_length=parallel_reads, num_parallel_calls=parallel_reads)
+
+        # Decoding in the reader, the interleave's threads decode: one record per core, not AUTOTUNE, whose model
+        # takes a reader for cheap and starved it (a third of the rate, measured).
+        decoding_reader = decode and decode_size is None
+        parallel_reads = (
+            (os.cpu_count() or 1) if decoding_reader and num_parallel_reads == AUTOTUNE else num_parallel_reads
+        )
 
         if self._order is None:
             records = tf.data.Dataset.range(len(index.records))
