@@ -67,6 +67,18 @@ def photo_folder(tmp_path_factory, zoo_paths) -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
+def liquid_photos(photo_folder, tmp_path_factory) -> str:
+    """photo_folder as a Liquid dataset, PNG and raw half and half, 3 images per record."""
+    import tfliquid
+
+    dst = tmp_path_factory.mktemp("liquid_photos") / "liquid"
+    tfliquid.liquid.convert(
+        str(photo_folder), str(dst), formats="png,raw", ratio="1:1", images_per_record=3, progress=False
+    )
+    return str(dst)
+
+
+@pytest.fixture(scope="session")
 def jpeg_files(tmp_path_factory) -> list[str]:
     """400 real JPEGs, crops of the shipped photos at several sizes (3-12 KB): the items of the cache tests."""
     import numpy as np

@@ -107,16 +107,7 @@ def _cases(pcr_dataset, tmp_path):
     ]
 
 
-@pytest.fixture(scope="module")
-def liquid_dataset(photo_folder, tmp_path_factory):
-    dst = tmp_path_factory.mktemp("bad_inputs") / "liquid"
-    tfliquid.liquid.convert(
-        str(photo_folder), str(dst), formats="png,raw", ratio="1:1", images_per_record=4, progress=False
-    )
-    return str(dst)
-
-
-def _newer_cases(pcr_dataset, liquid_dataset, tmp_path):
+def _newer_cases(pcr_dataset, liquid_photos, tmp_path):
     """The parts added since the first round: Liquid, L3's batch op and layer, the analyzer and StallMonitor,
     tf.data service, the seeded order, the clairvoyant policy and the shared cache directory."""
     from tfliquid import analysis, service
@@ -132,16 +123,16 @@ def _newer_cases(pcr_dataset, liquid_dataset, tmp_path):
     model.compile(loss="mse")
     liquid, refused, op_refused = tfliquid.LiquidDataset, tfliquid.ArgumentError, tf.errors.InvalidArgumentError
     return [
-        (lambda: liquid(liquid_dataset, batch_size=0), refused, "batch_size"),
-        (lambda: liquid(liquid_dataset, batch_size="8"), refused, "batch_size"),
-        (lambda: liquid(liquid_dataset, batch_size=2**70), refused, "batch_size"),
-        (lambda: liquid(liquid_dataset, batch_size=4, num_parallel_reads=0), refused, "num_parallel_reads"),
-        (lambda: liquid(liquid_dataset, batch_size=4, cache="big"), refused, "cache"),
-        (lambda: liquid(liquid_dataset, batch_size=4, cache=-1), refused, "cache"),
-        (lambda: liquid(liquid_dataset, batch_size=4, order="shuffled"), refused, "order"),
-        (lambda: liquid(liquid_dataset, batch_size=4, epochs=0), refused, "epochs"),
-        (lambda: liquid(liquid_dataset, batch_size=4, first_epoch=-1), refused, "first_epoch"),
-        (lambda: liquid(liquid_dataset, batch_size=4, seed=-1), refused, "seed"),
+        (lambda: liquid(liquid_photos, batch_size=0), refused, "batch_size"),
+        (lambda: liquid(liquid_photos, batch_size="8"), refused, "batch_size"),
+        (lambda: liquid(liquid_photos, batch_size=2**70), refused, "batch_size"),
+        (lambda: liquid(liquid_photos, batch_size=4, num_parallel_reads=0), refused, "num_parallel_reads"),
+        (lambda: liquid(liquid_photos, batch_size=4, cache="big"), refused, "cache"),
+        (lambda: liquid(liquid_photos, batch_size=4, cache=-1), refused, "cache"),
+        (lambda: liquid(liquid_photos, batch_size=4, order="shuffled"), refused, "order"),
+        (lambda: liquid(liquid_photos, batch_size=4, epochs=0), refused, "epochs"),
+        (lambda: liquid(liquid_photos, batch_size=4, first_epoch=-1), refused, "first_epoch"),
+        (lambda: liquid(liquid_photos, batch_size=4, seed=-1), refused, "seed"),
         (lambda: tfliquid.liquid.convert(pcr_dataset, str(tmp_path / "l"), formats=""), refused, "formats"),
         (lambda: tfliquid.liquid.convert(pcr_dataset, str(tmp_path / "l"), formats="gif"), refused, "formats"),
         (
@@ -207,9 +198,9 @@ def _newer_cases(pcr_dataset, liquid_dataset, tmp_path):
 
 
 @pytest.mark.parametrize("newer", [False, True], ids=["first-round", "newer-parts"])
-def test_every_bad_input_is_a_clear_exception(pcr_dataset, liquid_dataset, tmp_path, newer):
+def test_every_bad_input_is_a_clear_exception(pcr_dataset, liquid_photos, tmp_path, newer):
     unclear = []
-    cases = _newer_cases(pcr_dataset, liquid_dataset, tmp_path) if newer else _cases(pcr_dataset, tmp_path)
+    cases = _newer_cases(pcr_dataset, liquid_photos, tmp_path) if newer else _cases(pcr_dataset, tmp_path)
     for i, (call, expected, pattern) in enumerate(cases):
         try:
             call()

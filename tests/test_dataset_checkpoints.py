@@ -14,15 +14,6 @@ def pcr(photo_folder, tmp_path_factory):
     return str(dst)
 
 
-@pytest.fixture(scope="module")
-def liquid(photo_folder, tmp_path_factory):
-    dst = tmp_path_factory.mktemp("checkpoints") / "liquid"
-    tfliquid.liquid.convert(
-        str(photo_folder), str(dst), formats="png,raw", ratio="1:1", images_per_record=3, progress=False
-    )
-    return str(dst)
-
-
 def _resumes(make, tmp_path, head_length: int) -> None:
     """A checkpoint taken after `head_length` elements restores, in a new pipeline, to the same remaining keys."""
     iterator = iter(make())
@@ -45,8 +36,8 @@ def test_a_pcr_dataset_through_a_cache_checkpoints(pcr, tmp_path, epoch):
     assert cache.stats().items == tfliquid.PCRDataset(pcr).num_records
 
 
-def test_a_liquid_dataset_through_a_cache_checkpoints(liquid, tmp_path):
-    make = lambda: tfliquid.LiquidDataset(liquid, 4, seed=2, cache=1 << 26, with_keys=True)  # noqa: E731
+def test_a_liquid_dataset_through_a_cache_checkpoints(liquid_photos, tmp_path):
+    make = lambda: tfliquid.LiquidDataset(liquid_photos, 4, seed=2, cache=1 << 26, with_keys=True)  # noqa: E731
     _resumes(make, tmp_path, 5)
 
 
