@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 demo: $(INSTALLED)
 	$(PY) examples/pcr_demo.py
 
-# The 15 slowest tests are listed at the end: the suite's time on 2 cores is kept under 15 minutes.
+# The 15 slowest tests are listed at the end: pytest on 2 cores is kept under 10 minutes.
 test: lint $(INSTALLED)
 	$(PY) -m pytest -q --durations=15 $(PYTEST_ARGS)
 
