@@ -131,6 +131,11 @@ Outcome StartWithLibjpeg(ScaledDecoder::State* s, const uint8_t* data, size_t si
   s->src.scale_denom = 8;
   s->src.out_color_space = JCS_RGB;
   s->src.dct_method = JDCT_IFAST;  // tf.io.decode_jpeg's default: at 8/8 the same pixels
+  // libjpeg smooths the blocks of a progressive prefix whose AC coefficients are missing by estimating them from
+  // the neighbours' DC values (T.81 K.8), at every scale: most of a low scan group's decoding time. A decode at a
+  // size is for the model's input (resized, often smaller than a block's 8 pixels): it goes without. A decode at
+  // the full size keeps it, as tf.io.decode_jpeg does.
+  s->src.do_block_smoothing = no_finer_than_coded ? FALSE : TRUE;
   jpeg_calc_output_dimensions(&s->src);
   return Outcome::kDone;
 }
