@@ -27,9 +27,14 @@ sources=("$root/ops/jpeg/scan_split.cc" "$root/ops/jpeg/scan_script.cc" "$root/o
   "$root/ops/jpeg/progressive_writer.cc" "$root/ops/jpeg/strict_libjpeg.cc" "$root/ops/jpeg/scaled_decode.cc"
   "$root/ops/tests/jpeg_test.cc")
 flags=(-std=c++17 -Wall -Wextra -Werror -pthread -I"$root/ops")
-g++ -O2 "${flags[@]}" "${sources[@]}" -ljpeg -o "$work/jpeg_test"
+# The two builds side by side (each on a core); `wait PID` keeps each one's exit status.
+g++ -O2 "${flags[@]}" "${sources[@]}" -ljpeg -o "$work/jpeg_test" &
+plain=$!
 g++ -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
-  "${flags[@]}" "${sources[@]}" -ljpeg -o "$work/jpeg_test_asan"
+  "${flags[@]}" "${sources[@]}" -ljpeg -o "$work/jpeg_test_asan" &
+sanitized=$!
+wait "$plain"
+wait "$sanitized"
 
 "$work/jpeg_test" "$iterations" "${jpegs[@]}"
 echo "under ASan/UBSan:"
