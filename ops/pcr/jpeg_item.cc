@@ -12,26 +12,28 @@
 namespace tfliquid {
 namespace {
 
+// Item i's parts (apart in the record) gathered into `jpeg`, closed with EOI: the progressive JPEG at the group.
+template <typename String>
+void GatherJpeg(const records::RecordPrefix& record, const char* buffer, uint32_t i, String* jpeg) {
+  const uint64_t size = record.ItemSize(i);
+  jpeg->resize(size + 2);
+  record.CopyItem(buffer, i, jpeg->data());
+  jpeg->data()[size] = '\xff';
+  jpeg->data()[size + 1] = '\xd9';
+}
+
 absl::Status EmitProgressiveJpeg(const records::RecordPrefix& record, const char* buffer, uint32_t i, int64_t,
                                  tensorflow::Allocator* allocator, tensorflow::Tensor* out) {
   *out = tensorflow::Tensor(allocator, tensorflow::DT_STRING, tensorflow::TensorShape({}));
-  tensorflow::tstring& jpeg = out->scalar<tensorflow::tstring>()();
-  const uint64_t size = record.ItemSize(i);
-  jpeg.resize_uninitialized(size + 2);
-  record.CopyItem(buffer, i, jpeg.data());
-  jpeg.data()[size] = '\xff';
-  jpeg.data()[size + 1] = '\xd9';
+  GatherJpeg(record, buffer, i, &out->scalar<tensorflow::tstring>()());
   return absl::OkStatus();
 }
 
 absl::Status EmitPixels(const records::RecordPrefix& record, const char* buffer, uint32_t i, int64_t channels,
                         tensorflow::Allocator* allocator, tensorflow::Tensor* out) {
   if (channels != 3) return absl::InvalidArgumentError("item_format 'jpeg_pixels' emits RGB: item_channels 3");
-  // The item's parts are apart in the record: gathered, and closed with EOI, as "jpeg" emits them.
-  const uint64_t size = record.ItemSize(i);
-  std::string jpeg(size + 2, '\xd9');
-  record.CopyItem(buffer, i, jpeg.data());
-  jpeg[size] = '\xff';
+  std::string jpeg;
+  GatherJpeg(record, buffer, i, &jpeg);
   const auto* data = reinterpret_cast<const uint8_t*>(jpeg.data());
   constexpr int64_t kAnySize = std::numeric_limits<int32_t>::max();  // no target: the full size
   jpeg::ScaledDecoder decoder;
