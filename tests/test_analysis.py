@@ -9,7 +9,6 @@ import json
 import math
 import os
 import shutil
-import statistics
 import tempfile
 from pathlib import Path
 
@@ -491,12 +490,12 @@ def test_stall_monitor_tells_an_input_bound_job_from_a_model_bound_one(input_bou
     assert "val_data_stall_fraction" not in waiting
     # Model-bound: two hidden layers of 1024 make a step several milliseconds, where fetching a batch from memory
     # takes a fraction of one (with one layer the two were close: the job waited on input a third of its time).
-    computing = _fit(fast, tfliquid.keras.StallMonitor(), hidden_layers=2)
-    # The first step's tracing is not waiting for input: the first epoch reads low, as the later ones do. The
-    # median: now and then one later epoch, of a third of a second, reads about 0.5, its iterator's making counted
-    # as waiting (docs/analysis.md, StallMonitor).
+    # Epochs of 256 steps (over a second): before each later epoch's first step Keras drops the iterator it made at
+    # the last epoch's end and makes another, which counts as waiting (docs/analysis.md) and took 0.05-0.2 s on a
+    # busy machine, half of a 64-step epoch.
+    computing = _fit(fast.repeat(4), tfliquid.keras.StallMonitor(), hidden_layers=2)
     fractions = computing["data_stall_fraction"]
-    assert fractions[0] < 0.3 and statistics.median(fractions) < 0.3, computing
+    assert max(fractions) < 0.3, computing
     assert all(rate > 0 for rate in computing["input_rate"])
 
 
