@@ -11,13 +11,15 @@ round, taking turns:
   - TFRecordDataset + tf.io.decode_jpeg of the baseline JPEGs (with a target: + tf.image.resize);
   - NVIDIA DALI's CPU pipeline on the same JPEG files (with a target: + fn.resize), when `nvidia.dali` imports;
   - PCRDataset at scan groups 1, 2, 4 and full (with a target: decode_size=(target, target): libjpeg's DCT scale,
-    then a resize).
+    then a resize; without: tf.io.decode_jpeg).
 Ratios are taken within a round; the median and range over rounds are reported.
 
 --profile instead splits a PCR element's CPU time on one thread, per scan group: reading the record and splitting
-its prefixes (PCRDataset(decode=False)), the decode at full size (tf.io.decode_jpeg of the prefixes in memory), the
-same decode at 1/8 scale (libjpeg's entropy decoding with next to no inverse transform, colour conversion or
-upsampling: what is left is mostly entropy decoding), and tf.data's cost per element (an identity map).
+its prefixes (PCRDataset(decode=False)); decoding the prefixes in memory at full size with tf.io.decode_jpeg
+(TensorFlow's bundled libjpeg-turbo) and with this package's decoder (the system's libjpeg-turbo), at 1/8 scale
+(entropy decoding with next to no inverse transform, colour conversion or upsampling: what is left is mostly
+entropy decoding) and at the target size; the same for the baseline JPEGs; and tf.data's cost per element (an
+identity map).
 
 Targets (issue 45), on medians:
   - full fidelity, no target: PCR >= 1.0 x TFRecordDataset + decode_jpeg, and >= 0.85 x DALI;
@@ -115,18 +117,32 @@ def microseconds_per_image(dataset: tf.data.Dataset, repeat: int = 3) -> float:
     return 1e6 / max(run().rate for _ in range(repeat))
 
 
-def profile(pcr: str, target: int) -> None:
+def decode_costs(jpegs: tf.data.Dataset, target: int) -> list[float]:
+    """Microseconds per image of decoding `jpegs` (in memory): tf.io.decode_jpeg, this package's decoder at full
+    size, at 1/8 and at target x target."""
+    decoders = (
+        lambda data: tf.io.decode_jpeg(data, channels=3),
+        lambda data: decode_jpeg_scaled(data, (65535, 65535)),  # no scale reaches it: the full size
+        lambda data: decode_jpeg_scaled(data, (1, 1)),
+        lambda data: decode_jpeg_scaled(data, (target, target)),
+    )
+    return [microseconds_per_image(jpegs.map(decode)) for decode in decoders]
+
+
+def profile(pcr: str, folder: str, target: int) -> None:
     print("\nwhere a PCR element's CPU time goes, one thread, microseconds per image (best of 3 passes)")
-    print(f"{'scan group':<12}{'read+split':>12}{'decode full':>13}{'decode 1/8':>12}{'at ' + str(target):>10}")
+    columns = ("read+split", "tf decode", "ours full", "ours 1/8", f"ours {target}")
+    print(f"{'scan group':<12}" + "".join(f"{name:>12}" for name in columns))
     for group in GROUPS:
         raw = tfliquid.PCRDataset(pcr, scan_group=group, decode=False, shuffle=False, num_parallel_reads=1)
         prefixes = tf.data.Dataset.from_tensor_slices([x["image"] for x in raw.as_numpy_iterator()]).cache()
         list(prefixes)  # filled once, in memory
-        read = microseconds_per_image(raw)
-        full = microseconds_per_image(prefixes.map(lambda data: tf.io.decode_jpeg(data, channels=3)))
-        eighth = microseconds_per_image(prefixes.map(lambda data: decode_jpeg_scaled(data, (1, 1))))
-        sized = microseconds_per_image(prefixes.map(lambda data: decode_jpeg_scaled(data, (target, target))))
-        print(f"{group_name(group):<12}{read:>12.0f}{full:>13.0f}{eighth:>12.0f}{sized:>10.0f}")
+        costs = [microseconds_per_image(raw), *decode_costs(prefixes, target)]
+        print(f"{group_name(group):<12}" + "".join(f"{cost:>12.0f}" for cost in costs))
+    files = sorted(os.path.join(root, name) for root, _, names in os.walk(folder) for name in names)
+    baseline = tf.data.Dataset.from_tensor_slices([tf.io.read_file(path) for path in files]).cache()
+    list(baseline)
+    print(f"{'baseline':<12}{'-':>12}" + "".join(f"{cost:>12.0f}" for cost in decode_costs(baseline, target)))
     elements = tf.data.Dataset.range(20_000).map(lambda i: {"image": tf.strings.as_string(i), "label": i})
     overhead = microseconds_per_image(elements.cache().map(lambda x: x), repeat=3) - microseconds_per_image(
         elements.cache(), repeat=3
@@ -164,7 +180,7 @@ def main():
     )
     common.page_cached(args.workdir, lambda: None)()
     if args.profile:
-        profile(pcr, args.target)
+        profile(pcr, folder, args.target)
     else:
         compare(args, folder, tfrecord, pcr, images)
     print(f"({time.perf_counter() - start:.0f} s)")

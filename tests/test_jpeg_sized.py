@@ -103,8 +103,8 @@ def test_a_pcr_dataset_decodes_each_scan_group_at_the_size_asked(photo_folder, t
         tfliquid.PCRDataset(str(dst), decode=False, decode_size=(64, 64))
 
 
-def test_the_reader_decodes_every_scan_group_to_the_pixels_of_decode_jpeg(photo_folder, tmp_path):
-    """PCRDataset(decode=True) decodes in the record reader ("jpeg_pixels"): tf.io.decode_jpeg's pixels exactly."""
+def test_pcr_decodes_every_scan_group_to_the_pixels_of_decode_jpeg(photo_folder, tmp_path):
+    """PCRDataset(decode=True) at full size: tf.io.decode_jpeg's pixels of each group's progressive JPEG, exactly."""
     dst = tmp_path / "pcr"
     tfliquid.pcr.convert(str(photo_folder), str(dst), images_per_record=8, progress=False)
     for group in (1, 2, None):

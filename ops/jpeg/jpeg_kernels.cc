@@ -1,6 +1,5 @@
 // Kernels of the JPEG ops (jpeg_ops.cc) over the pure C++ layers scan_split and transcode.
 #include <string>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/input_checks.h"
@@ -121,16 +120,9 @@ class DecodeJpegScaledOp : public OpKernel {
         ctx, ctx->allocate_output(
                  0, resized ? TensorShape({height, width, 3}) : TensorShape({decoder.height(), decoder.width(), 3}),
                  &image));
-    if (!resized) {
-      OP_REQUIRES(ctx, decoder.Decode(image->flat<uint8_t>().data(), &error),
-                  tensorflow::errors::InvalidArgument("corrupt JPEG: ", error));
-      return;
-    }
-    std::vector<uint8_t> scaled(static_cast<size_t>(decoder.height() * decoder.width() * 3));
-    OP_REQUIRES(ctx, decoder.Decode(scaled.data(), &error),
+    OP_REQUIRES(ctx,
+                decoder.DecodeResized(image->flat<uint8_t>().data(), image->dim_size(0), image->dim_size(1), &error),
                 tensorflow::errors::InvalidArgument("corrupt JPEG: ", error));
-    jpeg::ResizeBilinear(scaled.data(), decoder.height(), decoder.width(), image->flat<uint8_t>().data(), height,
-                         width);
   }
 
  private:

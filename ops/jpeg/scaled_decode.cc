@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 #include <vector>
 
 #include "jpeg/strict_libjpeg.h"
@@ -178,17 +179,24 @@ bool ScaledDecoder::Decode(uint8_t* pixels, std::string* error) {
   return false;
 }
 
-}  // namespace tfliquid::jpeg
-
-namespace tfliquid::jpeg {
+bool ScaledDecoder::DecodeResized(uint8_t* pixels, int64_t out_height, int64_t out_width, std::string* error) {
+  if (out_height == height() && out_width == width()) return Decode(pixels, error);
+  std::vector<uint8_t> decoded(static_cast<size_t>(height() * width() * 3));
+  if (!Decode(decoded.data(), error)) return false;
+  ResizeBilinear(decoded.data(), height(), width(), pixels, out_height, out_width);
+  return true;
+}
 
 void ResizeBilinear(const uint8_t* in, int64_t in_height, int64_t in_width, uint8_t* out, int64_t out_height,
                     int64_t out_width) {
-  // Pixel centres at half-integers, as tf.image.resize places them; weights in 1/2^kBits.
+  // Pixel centres at half-integers, as tf.image.resize places them; weights in 1/2^kBits. Separable: an input row
+  // resized across (kept unrounded, in 2^kBits units), then two such rows blended down. Exact in int32: a value
+  // is at most 255 x 2^(2 kBits).
   constexpr int kBits = 11;
-  constexpr int64_t kOne = int64_t{1} << kBits;
+  constexpr int32_t kOne = int32_t{1} << kBits;
   struct Tap {
-    int64_t first, second, weight;  // of the second
+    int64_t first, second;
+    int32_t weight;  // of the second
   };
   auto taps = [](int64_t in_size, int64_t out_size) {
     std::vector<Tap> result(static_cast<size_t>(out_size));
@@ -196,26 +204,45 @@ void ResizeBilinear(const uint8_t* in, int64_t in_height, int64_t in_width, uint
       const double centre = std::max(0.0, (o + 0.5) * static_cast<double>(in_size) / out_size - 0.5);
       const int64_t first = std::min(static_cast<int64_t>(centre), in_size - 1);
       const int64_t second = std::min(first + 1, in_size - 1);
-      result[static_cast<size_t>(o)] = {first, second, static_cast<int64_t>((centre - first) * kOne + 0.5)};
+      result[static_cast<size_t>(o)] = {first, second, static_cast<int32_t>((centre - first) * kOne + 0.5)};
     }
     return result;
   };
   const std::vector<Tap> rows = taps(in_height, out_height), columns = taps(in_width, out_width);
+  const size_t line_values = static_cast<size_t>(out_width) * 3;
+  auto across = [&](int64_t row, int32_t* resized) {
+    const uint8_t* pixels = in + row * in_width * 3;
+    for (size_t x = 0; x < static_cast<size_t>(out_width); ++x) {
+      const Tap& column = columns[x];
+      for (int c = 0; c < 3; ++c) {
+        resized[x * 3 + c] =
+            (kOne - column.weight) * pixels[column.first * 3 + c] + column.weight * pixels[column.second * 3 + c];
+      }
+    }
+  };
+  // Consecutive output rows mostly blend the same two input rows: each is resized across once.
+  std::vector<int32_t> upper(line_values), lower(line_values);
+  int64_t upper_row = -1, lower_row = -1;
   for (int64_t y = 0; y < out_height; ++y) {
     const Tap& row = rows[static_cast<size_t>(y)];
-    const uint8_t* top = in + row.first * in_width * 3;
-    const uint8_t* bottom = in + row.second * in_width * 3;
-    uint8_t* line = out + y * out_width * 3;
-    for (int64_t x = 0; x < out_width; ++x) {
-      const Tap& column = columns[static_cast<size_t>(x)];
-      for (int c = 0; c < 3; ++c) {
-        const int64_t left =
-            (kOne - column.weight) * top[column.first * 3 + c] + column.weight * top[column.second * 3 + c];
-        const int64_t right =
-            (kOne - column.weight) * bottom[column.first * 3 + c] + column.weight * bottom[column.second * 3 + c];
-        const int64_t value = (kOne - row.weight) * left + row.weight * right;
-        line[x * 3 + c] = static_cast<uint8_t>((value + (kOne * kOne / 2)) >> (2 * kBits));
+    if (row.first != upper_row) {
+      if (row.first == lower_row) {
+        std::swap(upper, lower);
+        std::swap(upper_row, lower_row);
+      } else {
+        across(row.first, upper.data());
+        upper_row = row.first;
       }
+    }
+    if (row.second != lower_row) {
+      across(row.second, lower.data());
+      lower_row = row.second;
+    }
+    const int32_t weight = row.weight;
+    uint8_t* line = out + y * static_cast<int64_t>(line_values);
+    for (size_t i = 0; i < line_values; ++i) {
+      const int32_t value = (kOne - weight) * upper[i] + weight * lower[i];
+      line[i] = static_cast<uint8_t>((value + (kOne * kOne / 2)) >> (2 * kBits));
     }
   }
 }

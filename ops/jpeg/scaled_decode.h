@@ -34,6 +34,7 @@ int64_t ScaledSize(int64_t size, int eighths);
 //   if (!decoder.Start(data, size, 224, 224, &error)) ...;
 //   std::vector<uint8_t> pixels(decoder.height() * decoder.width() * 3);
 //   if (!decoder.Decode(pixels.data(), &error)) ...;
+//   (or, for exactly 224 x 224: std::vector<uint8_t> pixels(224 * 224 * 3); decoder.DecodeResized(...))
 class ScaledDecoder {
  public:
   ScaledDecoder();
@@ -47,6 +48,8 @@ class ScaledDecoder {
   int eighths() const;  // the scale chosen
   // Writes height() x width() x 3 bytes of RGB. False and *error on failure.
   bool Decode(uint8_t* pixels, std::string* error);
+  // Writes out_height x out_width x 3 bytes of RGB: the decode, resized bilinearly when its size is another.
+  bool DecodeResized(uint8_t* pixels, int64_t out_height, int64_t out_width, std::string* error);
 
   struct State;  // libjpeg's, in scaled_decode.cc
 

@@ -3,7 +3,7 @@
 Pipeline, built from graph ops and C++ datasets only (it runs on tf.data service workers and checkpoints)::
 
     record ids --shuffle--> interleave(one read of each record's prefix up to the scan group [through a MinIO
-    cache] -> the record's images as progressive JPEGs cut at that group, CRCs checked) --> decode_jpeg
+    cache] -> the record's images as progressive JPEGs cut at that group, CRCs checked) --> decode_jpeg [at a size]
 
 The scan group is read when a record is opened, so a `tf.Variable` scan group changes the fidelity of the
 records opened after the assignment, without rebuilding the pipeline.
@@ -31,22 +31,11 @@ _RECORD_SEEDS = 1  # the salt of records' seeds in an order (tfliquid.order.deri
 
 
 def record_images(
-    filename,
-    prefix_ends,
-    scan_group,
-    seed,
-    *,
-    shuffle=False,
-    with_keys=False,
-    cache=None,
-    cache_pass=-1,
-    item=-1,
-    decode=False,
+    filename, prefix_ends, scan_group, seed, *, shuffle=False, with_keys=False, cache=None, cache_pass=-1, item=-1
 ) -> tf.data.Dataset:
     """The images of one PCR record at `scan_group` (an int64 scalar, or a tf.Variable read now): one read of its
     prefix (through `cache`, if given, in pass `cache_pass` as item `item` of its order), then its images as
-    progressive JPEGs cut at that group, or with `decode` as the reader decodes them (uint8 [H, W, 3], the pixels
-    of tf.io.decode_jpeg): {"image", "label" [, "key"]}."""
+    progressive JPEGs cut at that group: {"image", "label" [, "key"]}."""
     ends = tf.convert_to_tensor(prefix_ends, tf.int64)
     num_groups = tf.size(ends, out_type=tf.int64)
 
@@ -62,8 +51,7 @@ def record_images(
             seed=seed,
             shuffle=shuffle,
             with_keys=with_keys,
-            item_format="jpeg_pixels" if decode else "jpeg",
-            item_channels=3 if decode else 0,
+            item_format="jpeg",
             item_key="image",
         )
 
@@ -238,19 +226,13 @@ class PCRDataset(RecordFilesDataset):
                     cache=self._cache,
                     cache_pass=cache_pass,
                     item=i,
-                    decode=decoding_reader,
                 )
 
-            if parallel_reads == 1:  # a plain interleave: no thread hand-off per image
+            if num_parallel_reads == 1:  # a plain interleave: no thread hand-off per image
                 return records.interleave(open_record, cycle_length=1)
-            return records.interleave(open_record, cycle_length=parallel_reads, num_parallel_calls=parallel_reads)
-
-        # Decoding in the reader, the interleave's threads decode: one record per core, not AUTOTUNE, whose model
-        # takes a reader for cheap and starved it (a third of the rate, measured).
-        decoding_reader = decode and decode_size is None
-        parallel_reads = (
-            (os.cpu_count() or 1) if decoding_reader and num_parallel_reads == AUTOTUNE else num_parallel_reads
-        )
+            return records.interleave(
+                open_record, cycle_length=num_parallel_reads, num_parallel_calls=num_parallel_reads
+            )
 
         if self._order is None:
             records = tf.data.Dataset.range(len(index.records))
@@ -279,11 +261,15 @@ class PCRDataset(RecordFilesDataset):
                     self._cache, lambda cache_pass: images_of(records_of_epoch(epoch), cache_pass), epoch=epoch
                 )
             )
-        if decode_size is not None:
+        if decode:
             # As many decodes in flight as cores, not AUTOTUNE: under throttled reads tf.data's autotuner starves
             # this map now and then, and a whole epoch takes twice as long. Decoding is CPU work: one call per core
-            # is what autotuning should reach anyway.
-            decoded = functools.partial(decode_jpeg_at_size, size=decode_size)
+            # is what autotuning should reach anyway. At full size, TensorFlow's own decoder: the fastest here on
+            # progressive JPEGs (docs/benchmarks.md, "PCR when the CPU is the bottleneck").
+            if decode_size is None:
+                decoded = functools.partial(tf.io.decode_jpeg, channels=3)
+            else:
+                decoded = functools.partial(decode_jpeg_at_size, size=decode_size)
             images = images.map(lambda x: {**x, "image": decoded(x["image"])}, num_parallel_calls=os.cpu_count() or 1)
         # No assert_cardinality: under tf.data service's dynamic sharding each worker sees a part of the images.
         return images

@@ -58,8 +58,8 @@ class RecordDataset(tf.data.Dataset):
       seed, shuffle: emit the items in a seeded random order instead of stored order.
       with_keys: also emit each item's "key".
       item_format: "bytes" (the item's parts up to the group, as a string), or a format a capability registers in
-        the op library: "jpeg" (PCR: the progressive JPEG, closed with EOI), "jpeg_pixels" (PCR: that JPEG
-        decoded, uint8 [H, W, 3]), "raw" (Liquid: a raw item's pixels, uint8 [H, W, item_channels]).
+        the op library: "jpeg" (PCR: the progressive JPEG, closed with EOI), "raw" (Liquid: a raw item's
+        pixels, uint8 [H, W, item_channels]).
       item_channels: C of a format that emits pixels; 0 for one that emits strings.
       item_key: the element's name for the item ("image" for PCR's and Liquid's images).
     """
