@@ -224,17 +224,25 @@ def test_parameters_are_validated(tasks):
         tfliquid.keras.ScanGroupAutotuner(variable_dataset, preprocess="resize")
 
 
-def test_probe_cuts_are_the_record_prefixes(tasks):
-    """One full-fidelity read cut after scan g gives exactly what the record prefix at g decodes to."""
+@pytest.mark.parametrize("decode_size", [None, (48, 40)])
+def test_probe_cuts_are_the_record_prefixes(tasks, decode_size):
+    """One full-fidelity read cut after scan g gives exactly what the record prefix at g decodes to, at the
+    dataset's decode_size when it has one."""
     full = _groups(tasks["texture"])
-    train = tfliquid.PCRDataset(tasks["texture"], scan_group=tf.Variable(full, dtype=tf.int64))
+    variable = tf.Variable(full, dtype=tf.int64)
+    train = tfliquid.PCRDataset(tasks["texture"], scan_group=variable, decode_size=decode_size)
     tuner = tfliquid.keras.ScanGroupAutotuner(
         train, probe_batches=1, probe_batch_size=40, preprocess=lambda x: (x["image"], x["label"])
     )
     images = tuner._read_probe()
     for group in (1, 3, full - 1, full):
         prefixes = tfliquid.PCRDataset(
-            tasks["texture"], scan_group=group, shuffle=False, with_keys=True, num_parallel_reads=1
+            tasks["texture"],
+            scan_group=group,
+            decode_size=decode_size,
+            shuffle=False,
+            with_keys=True,
+            num_parallel_reads=1,
         ).take(40)
         expected = [(bytes(x["key"]), x["image"]) for x in prefixes.as_numpy_iterator()]
         got = [
@@ -245,3 +253,19 @@ def test_probe_cuts_are_the_record_prefixes(tasks):
         assert [k for k, _ in got] == [k for k, _ in expected]
         for (_, a), (_, b) in zip(got, expected):
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.slow
+def test_cpu_bound_example_runs(tmp_path):
+    import subprocess
+    import sys
+
+    example = os.path.join(os.path.dirname(__file__), "..", "examples", "pcr_cpu_bound.py")
+    args = [sys.executable, example, "--workdir", str(tmp_path), "--epochs", "2", "--images-per-class", "4"]
+    result = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = result.stdout.split("val accuracy\n")[1].splitlines()[:4]
+    assert [row.split()[0] for row in rows] == ["1", "2", "full", "auto"]
+    assert all(float(row.split()[1]) > 0 and 0 <= float(row.split()[2]) <= 1 for row in rows)
+    tuned = result.stdout.split("Autotuned scan group per epoch: ")[1].split(" (")[0]
+    assert tuned.startswith("[7, ") and tuned.endswith("]"), tuned  # full fidelity before the first tuning

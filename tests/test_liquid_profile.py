@@ -77,17 +77,16 @@ def test_command_line_profiles_and_writes_the_chosen_ratio(tmp_path, capsys):
         "--pass-images",
         "16",
     ]
-    assert cli.main([*args, "--epochs", "1", "--write", str(tmp_path / "chosen"), "--quiet"]) == 0
+    plot = tmp_path / "profile"  # no suffix: the PNG is written at exactly this path
+    written = ["--write", str(tmp_path / "chosen"), "--plot", str(plot), "--quiet"]
+    assert cli.main([*args, "--epochs", "1", *written]) == 0
     out = capsys.readouterr().out
     assert "<- chosen" in out
+    assert f"plot: {plot}\n" in out and plot.read_bytes()[:4] == b"\x89PNG"
     chosen = out.split("chosen ratio l3:raw = ")[1].split(":")
     ratio = f"{chosen[0]}:{chosen[1].split()[0]}"
     assert cli.main(["inspect", str(tmp_path / "chosen")]) == 0
     assert f"at ratio {ratio}" in capsys.readouterr().out
-    plot = tmp_path / "profile"  # no suffix: the PNG is written at exactly this path
-    again = [*args, "--epochs", "1", "--write", str(tmp_path / "chosen"), "--plot", str(plot), "--quiet"]
-    assert cli.main([*again, "--overwrite"]) == 0
-    assert f"plot: {plot}\n" in capsys.readouterr().out and plot.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_command_line_refuses_what_would_fail_after_the_profile_before_it(tmp_path, capsys):

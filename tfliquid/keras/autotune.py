@@ -22,6 +22,7 @@ from tfliquid._common.checks import check_int
 from tfliquid._common.errors import ArgumentError
 from tfliquid.jpeg.ops import jpeg_scan_ends
 from tfliquid.jpeg.scans import EOI
+from tfliquid.jpeg.sized import decode_jpeg_at_size
 from tfliquid.pcr import format as pcr_format
 from tfliquid.pcr.dataset import PCRDataset
 
@@ -159,7 +160,8 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
     def _probe(self, images: list[dict], group: int) -> tf.data.Dataset:
         """Batches (inputs, targets, keys) of the probe images at `group`. Each image is cut at the end of scan
         group `group` (`pcr.prefix_end`) and closed with EOI: byte for byte what the record prefix at that group
-        holds (docs/formats/pcr.md), without reading storage again for every group."""
+        holds (docs/formats/pcr.md), without reading storage again for every group; decoded as the dataset
+        decodes (at its decode_size, if it has one)."""
         prepare = self.preprocess or self._default_preprocess
         cut = {
             "image": [x["image"][: pcr_format.prefix_end(x["scan_ends"], group)] + EOI for x in images],
@@ -167,8 +169,14 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
             "key": [x["key"] for x in images],
         }
 
-        def decoded(x):
-            return {**x, "image": tf.io.decode_jpeg(x["image"], channels=3)}
+        size = self.dataset.decode_size
+
+        def decoded(x):  # as the dataset decodes
+            jpeg = x["image"]
+            return {
+                **x,
+                "image": tf.io.decode_jpeg(jpeg, channels=3) if size is None else decode_jpeg_at_size(jpeg, size),
+            }
 
         return (
             tf.data.Dataset.from_tensor_slices(cut)

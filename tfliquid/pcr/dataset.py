@@ -194,13 +194,14 @@ class PCRDataset(RecordFilesDataset):
         self._index = index
         self._cache = cache
         self._scan_group = _validate_scan_group(scan_group, index.num_scan_groups)
+        self._decode_size = check_size(decode_size) if decode_size is not None else None
         self._order = checked_order(order, cache, len(index.records), epochs, first_epoch)
         self._epochs = self._order.epochs_dataset(epochs, first_epoch) if self._order is not None else None
-        if decode_size is not None:
-            if not decode:
-                raise ArgumentError("decode_size is the size images are decoded to: it needs decode=True")
-            decode_size = check_size(decode_size)
-        super().__init__(path, index, self._build(decode, decode_size, shuffle, seed, num_parallel_reads, with_keys))
+        if decode_size is not None and not decode:
+            raise ArgumentError("decode_size is the size images are decoded to: it needs decode=True")
+        super().__init__(
+            path, index, self._build(decode, self._decode_size, shuffle, seed, num_parallel_reads, with_keys)
+        )
 
     def _build(self, decode, decode_size, shuffle, seed, num_parallel_reads, with_keys):
         index = self._index
@@ -297,6 +298,11 @@ class PCRDataset(RecordFilesDataset):
     def num_scan_groups(self) -> int:
         """G: the dataset's scan groups; scan group G is full fidelity."""
         return self._index.num_scan_groups
+
+    @property
+    def decode_size(self) -> tuple[int, int] | None:
+        """The (height, width) images are decoded to, or None (each at its own size)."""
+        return self._decode_size
 
     @property
     def scan_group(self):
