@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "jpeg/scan_split.h"
 #include "jpeg/strict_libjpeg.h"
 
 namespace tfliquid::jpeg {
@@ -24,46 +25,35 @@ int SupportedEighths(const uint8_t* data, size_t size) {
   int num_components = 0;
   uint8_t luminance = 0;  // the first component's id
   uint64_t coded = 0;     // the luminance's zig-zag coefficients that a first scan coded, a bit each
-  bool progressive = false;
-  size_t at = 2;  // after SOI
-  while (at + 4 <= size) {
-    if (data[at] != 0xFF) return 0;
-    const uint8_t marker = data[at + 1];
-    if (marker == 0xFF) {  // fill byte
-      ++at;
-      continue;
+  bool sequential = false, malformed = false;
+  const std::string error = WalkSegments(data, size, [&](const Segment& segment) {
+    if (segment.code == kEoi) return false;
+    const size_t length = BigEndian16(data + segment.offset + 2);  // the walk checked it lies in the data
+    const uint8_t* fields = data + segment.offset + 4;
+    if (IsSof(segment.code)) {
+      num_components = length >= 8 ? fields[5] : 0;
+      malformed = num_components < 1 || num_components > 4 || length < 8 + 3u * num_components;
+      if (malformed) return false;
+      luminance = fields[6];
+      // A sequential JPEG codes every coefficient in its scans.
+      sequential = segment.code != 0xC2 && segment.code != 0xC6 && segment.code != 0xCA;
+      return !sequential;
     }
-    if (marker == 0xD9) break;  // EOI
-    const size_t length = BigEndian16(data + at + 2);
-    if (length < 2 || at + 2 + length > size) return 0;
-    const uint8_t* segment = data + at + 4;
-    if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) {  // SOFn
-      if (length < 8) return 0;
-      progressive = marker == 0xC2 || marker == 0xC6 || marker == 0xCA;
-      num_components = segment[5];
-      if (num_components < 1 || num_components > 4 || length < 8 + 3u * num_components) return 0;
-      luminance = segment[6];
-      if (!progressive) return 8;  // a sequential JPEG codes every coefficient in its scans
-    } else if (marker == 0xDA) {   // SOS: components, then Ss, Se, Ah/Al
-      if (num_components == 0 || length < 3) return 0;
-      const int in_scan = segment[0];
-      if (length < 6u + 2u * in_scan) return 0;
-      const uint8_t first = segment[1 + 2 * in_scan], last = segment[2 + 2 * in_scan];
-      const bool refinement = (segment[3 + 2 * in_scan] >> 4) != 0;
+    if (segment.code == kSos) {  // components, then Ss, Se, Ah/Al
+      const int in_scan = length >= 3 ? fields[0] : 0;
+      malformed = num_components == 0 || length < 6u + 2u * in_scan;
+      if (malformed) return false;
+      const uint8_t first = fields[1 + 2 * in_scan], last = fields[2 + 2 * in_scan];
+      const bool refinement = (fields[3 + 2 * in_scan] >> 4) != 0;
       for (int k = 0; k < in_scan && !refinement; ++k) {
-        if (segment[1 + 2 * k] != luminance) continue;
+        if (fields[1 + 2 * k] != luminance) continue;
         for (int z = first; z <= std::min<int>(last, 63); ++z) coded |= uint64_t{1} << z;
       }
-      // Past the entropy-coded data: to the next marker that is not a stuffed byte or a restart marker.
-      at += 2 + length;
-      while (at + 1 < size &&
-             !(data[at] == 0xFF && data[at + 1] != 0 && (data[at + 1] < 0xD0 || data[at + 1] > 0xD7))) {
-        ++at;
-      }
-      continue;
     }
-    at += 2 + length;
-  }
+    return true;
+  });
+  if (sequential) return 8;
+  if (malformed || !error.empty()) return 0;
   if (num_components == 0) return 0;
   // The luminance's (the first component's, in JFIF): the eye sees detail in it, and colour is coded coarser in
   // any case (subsampled, and given its coefficients later in a progressive script).

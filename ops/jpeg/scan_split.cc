@@ -6,17 +6,11 @@
 namespace tfliquid::jpeg {
 namespace {
 
-constexpr uint8_t kSos = 0xDA;
-constexpr uint8_t kEoi = 0xD9;
-
 bool IsRst(uint8_t code) { return code >= 0xD0 && code <= 0xD7; }
 
 // Markers without a length field, other than EOI: RSTn belong inside entropy-coded data, SOI at the start,
 // and TEM (01) is never written by an encoder.
 bool IsStandalone(uint8_t code) { return code == 0x01 || code == 0xD8 || IsRst(code); }
-
-// SOFn: C0-CF except DHT (C4), JPG (C8) and DAC (CC).
-bool IsSof(uint8_t code) { return code >= 0xC0 && code <= 0xCF && code != 0xC4 && code != 0xC8 && code != 0xCC; }
 
 std::string Hex(uint8_t byte) {
   char text[3];
@@ -25,12 +19,6 @@ std::string Hex(uint8_t byte) {
 }
 
 std::string At(size_t offset, const std::string& what) { return "offset " + std::to_string(offset) + ": " + what; }
-
-struct Segment {
-  size_t offset;  // the marker's FF, after any fill bytes
-  uint8_t code;
-  size_t end;  // for SOS, the end of the scan's entropy-coded data
-};
 
 // Yields the segments in file order, EOI included: _walk in tfliquid/jpeg/scans.py, step for step.
 // The walk stops after EOI, or after a scan whose entropy-coded data runs to the end of the data.
@@ -117,6 +105,15 @@ bool Walker::EntropyEnd(size_t pos, size_t* end) {
 }
 
 }  // namespace
+
+std::string WalkSegments(const uint8_t* data, size_t size, const std::function<bool(const Segment&)>& visit) {
+  Walker walker(data, size);
+  Segment segment;
+  while (walker.Next(&segment)) {
+    if (!visit(segment)) return "";
+  }
+  return walker.error();
+}
 
 ScanSplitResult ScanEnds(const uint8_t* data, size_t size) {
   ScanSplitResult result;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,26 @@ struct ScanSplitResult {
 };
 
 ScanSplitResult ScanEnds(const uint8_t* data, size_t size);
+
+inline constexpr uint8_t kSos = 0xDA;
+inline constexpr uint8_t kEoi = 0xD9;
+
+// SOFn: C0-CF except DHT (C4), JPG (C8) and DAC (CC).
+inline bool IsSof(uint8_t code) { return code >= 0xC0 && code <= 0xCF && code != 0xC4 && code != 0xC8 && code != 0xCC; }
+
+// A marker segment: the FF of its marker (after any fill bytes), its code, and its end (for SOS, the end of the
+// scan's entropy-coded data). A segment other than EOI has its length field at offset + 2 and its fields at
+// offset + 4, inside the data.
+struct Segment {
+  size_t offset;
+  uint8_t code;
+  size_t end;
+};
+
+// Calls visit with each segment in file order, EOI included, as ScanEnds walks them, until visit returns false
+// or the walk ends (after EOI, or after a scan whose entropy-coded data runs to the end of the data). Returns the
+// error that ended it ("offset N: what is wrong"), or "".
+std::string WalkSegments(const uint8_t* data, size_t size, const std::function<bool(const Segment&)>& visit);
 
 // SOI followed by a marker.
 bool IsJpeg(const uint8_t* data, size_t size);
