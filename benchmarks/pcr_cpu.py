@@ -132,7 +132,7 @@ def decode_costs(jpegs: tf.data.Dataset, target: int) -> list[float]:
 
 def profile(pcr: str, folder: str, target: int) -> None:
     print("\nwhere a PCR element's CPU time goes, one thread, microseconds per image (best of 3 passes)")
-    columns = ("read+split", "tf decode", "ours full", "ours 1/8", f"ours {target}")
+    columns = ("read+split", "tf decode", "ours max", "ours 1/8", f"ours {target}")
     print(f"{'scan group':<12}" + "".join(f"{name:>12}" for name in columns))
     for group in GROUPS:
         raw = tfliquid.PCRDataset(pcr, scan_group=group, decode=False, shuffle=False, num_parallel_reads=1)

@@ -177,13 +177,29 @@ bool ScaledDecoder::DecodeResized(uint8_t* pixels, int64_t out_height, int64_t o
   return true;
 }
 
+namespace {
+
+constexpr int kWeightBits = 11;  // the resize's weights are in 1/2^kWeightBits
+constexpr int32_t kWeightOne = int32_t{1} << kWeightBits;
+
+// line[i] = upper[i] and lower[i] (rows resized across, in weight units) blended by `weight` of lower, rounded.
+// Cloned for AVX2, which multiplies eight int32 at once (x86-64's baseline SSE2 has no 32-bit multiply): half
+// the time of an upscale from 1/8. The results are the same integers either way.
+__attribute__((target_clones("avx2", "default"))) void BlendRows(const int32_t* upper, const int32_t* lower,
+                                                                 int32_t weight, uint8_t* line, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    const int32_t value = (kWeightOne - weight) * upper[i] + weight * lower[i];
+    line[i] = static_cast<uint8_t>((value + (kWeightOne * kWeightOne / 2)) >> (2 * kWeightBits));
+  }
+}
+
+}  // namespace
+
 void ResizeBilinear(const uint8_t* in, int64_t in_height, int64_t in_width, uint8_t* out, int64_t out_height,
                     int64_t out_width) {
-  // Pixel centres at half-integers, as tf.image.resize places them; weights in 1/2^kBits. Separable: an input row
-  // resized across (kept unrounded, in 2^kBits units), then two such rows blended down. Exact in int32: a value
-  // is at most 255 x 2^(2 kBits).
-  constexpr int kBits = 11;
-  constexpr int32_t kOne = int32_t{1} << kBits;
+  // Pixel centres at half-integers, as tf.image.resize places them. Separable: an input row resized across (kept
+  // unrounded, in weight units), then two such rows blended down. Exact in int32: a value is at most 255 x
+  // kWeightOne^2.
   struct Tap {
     int64_t first, second;
     int32_t weight;  // of the second
@@ -194,7 +210,7 @@ void ResizeBilinear(const uint8_t* in, int64_t in_height, int64_t in_width, uint
       const double centre = std::max(0.0, (o + 0.5) * static_cast<double>(in_size) / out_size - 0.5);
       const int64_t first = std::min(static_cast<int64_t>(centre), in_size - 1);
       const int64_t second = std::min(first + 1, in_size - 1);
-      result[static_cast<size_t>(o)] = {first, second, static_cast<int32_t>((centre - first) * kOne + 0.5)};
+      result[static_cast<size_t>(o)] = {first, second, static_cast<int32_t>((centre - first) * kWeightOne + 0.5)};
     }
     return result;
   };
@@ -206,7 +222,7 @@ void ResizeBilinear(const uint8_t* in, int64_t in_height, int64_t in_width, uint
       const Tap& column = columns[x];
       for (int c = 0; c < 3; ++c) {
         resized[x * 3 + c] =
-            (kOne - column.weight) * pixels[column.first * 3 + c] + column.weight * pixels[column.second * 3 + c];
+            (kWeightOne - column.weight) * pixels[column.first * 3 + c] + column.weight * pixels[column.second * 3 + c];
       }
     }
   };
@@ -228,12 +244,7 @@ void ResizeBilinear(const uint8_t* in, int64_t in_height, int64_t in_width, uint
       across(row.second, lower.data());
       lower_row = row.second;
     }
-    const int32_t weight = row.weight;
-    uint8_t* line = out + y * static_cast<int64_t>(line_values);
-    for (size_t i = 0; i < line_values; ++i) {
-      const int32_t value = (kOne - weight) * upper[i] + weight * lower[i];
-      line[i] = static_cast<uint8_t>((value + (kOne * kOne / 2)) >> (2 * kBits));
-    }
+    BlendRows(upper.data(), lower.data(), row.weight, out + y * static_cast<int64_t>(line_values), line_values);
   }
 }
 
