@@ -14,11 +14,15 @@ def preprocess(example: dict) -> tuple[tf.Tensor, tf.Tensor]:
     return tf.image.resize(example["image"], [IMAGE_SIZE, IMAGE_SIZE]) / 255.0, example["label"]
 
 
-def small_cnn(num_classes: int) -> keras.Model:
-    """Three strided convolutions and a linear classifier, compiled with Adam and sparse cross-entropy."""
+def small_cnn(num_classes: int, input_size: int = IMAGE_SIZE) -> keras.Model:
+    """Three strided convolutions and a linear classifier, compiled with Adam and sparse cross-entropy. Inputs
+    larger than IMAGE_SIZE (input_size x input_size) are first averaged over input_size // IMAGE_SIZE pixels a
+    side, so the model costs about as much at any input size."""
+    pool = max(1, input_size // IMAGE_SIZE)
     model = keras.Sequential(
         [
-            keras.Input((IMAGE_SIZE, IMAGE_SIZE, 3)),
+            keras.Input((input_size, input_size, 3)),
+            *([keras.layers.AveragePooling2D(pool)] if pool > 1 else []),
             keras.layers.Conv2D(16, 3, strides=2, activation="relu"),
             keras.layers.Conv2D(32, 3, strides=2, activation="relu"),
             keras.layers.Conv2D(64, 3, strides=2, activation="relu"),
