@@ -17,8 +17,6 @@ constexpr std::array<uint8_t, 64> kZigzagToNatural = {0,  1,  8,  16, 9,  2,  3,
                                                       35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51,
                                                       58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63};
 
-uint16_t BigEndian16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-
 }  // namespace
 
 int SupportedEighths(const uint8_t* data, size_t size) {
@@ -28,7 +26,7 @@ int SupportedEighths(const uint8_t* data, size_t size) {
   bool sequential = false, malformed = false;
   const std::string error = WalkSegments(data, size, [&](const Segment& segment) {
     if (segment.code == kEoi) return false;
-    const size_t length = BigEndian16(data + segment.offset + 2);  // the walk checked it lies in the data
+    const size_t length = segment.length;
     const uint8_t* fields = data + segment.offset + 4;
     if (IsSof(segment.code)) {
       num_components = length >= 8 ? fields[5] : 0;
@@ -36,7 +34,7 @@ int SupportedEighths(const uint8_t* data, size_t size) {
       if (malformed) return false;
       luminance = fields[6];
       // A sequential JPEG codes every coefficient in its scans.
-      sequential = segment.code != 0xC2 && segment.code != 0xC6 && segment.code != 0xCA;
+      sequential = !IsProgressiveSof(segment.code);
       return !sequential;
     }
     if (segment.code == kSos) {  // components, then Ss, Se, Ah/Al
@@ -53,8 +51,7 @@ int SupportedEighths(const uint8_t* data, size_t size) {
     return true;
   });
   if (sequential) return 8;
-  if (malformed || !error.empty()) return 0;
-  if (num_components == 0) return 0;
+  if (malformed || !error.empty() || num_components == 0) return 0;
   // The luminance's (the first component's, in JFIF): the eye sees detail in it, and colour is coded coarser in
   // any case (subsampled, and given its coefficients later in a progressive script).
   int supported = 0;

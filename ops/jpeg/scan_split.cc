@@ -61,7 +61,7 @@ bool Walker::Next(Segment* segment) {
   const uint8_t code = data_[pos + 1];
   pos += 2;
   if (code == kEoi) {
-    *segment = {offset, code, pos};
+    *segment = {offset, code, 0, pos};
     done_ = true;
     return true;
   }
@@ -74,7 +74,7 @@ bool Walker::Next(Segment* segment) {
   }
   pos += length;
   if (code == kSos && !EntropyEnd(pos, &pos)) return false;
-  *segment = {offset, code, pos};
+  *segment = {offset, code, length, pos};
   pos_ = pos;
   done_ = code == kSos && pos == n;  // the scan's entropy-coded data ran to the end: EOI is missing
   return true;
@@ -149,7 +149,7 @@ bool IsProgressive(const uint8_t* data, size_t size) {
   Walker walker(data, size);
   Segment segment;
   while (walker.Next(&segment)) {
-    if (IsSof(segment.code)) return segment.code == 0xC2 || segment.code == 0xC6 || segment.code == 0xCA;
+    if (IsSof(segment.code)) return IsProgressiveSof(segment.code);
     if (segment.code == kSos || segment.code == kEoi) return false;
   }
   return false;

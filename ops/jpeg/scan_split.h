@@ -33,12 +33,16 @@ inline constexpr uint8_t kEoi = 0xD9;
 // SOFn: C0-CF except DHT (C4), JPG (C8) and DAC (CC).
 inline bool IsSof(uint8_t code) { return code >= 0xC0 && code <= 0xCF && code != 0xC4 && code != 0xC8 && code != 0xCC; }
 
-// A marker segment: the FF of its marker (after any fill bytes), its code, and its end (for SOS, the end of the
-// scan's entropy-coded data). A segment other than EOI has its length field at offset + 2 and its fields at
-// offset + 4, inside the data.
+// The SOFn of a progressive frame: SOF2, SOF6 or SOF10.
+inline bool IsProgressiveSof(uint8_t code) { return code == 0xC2 || code == 0xC6 || code == 0xCA; }
+
+// A marker segment: the FF of its marker (after any fill bytes), its code, its length field (which counts itself;
+// 0 for EOI), and its end (for SOS, the end of the scan's entropy-coded data). The fields of a segment other than
+// EOI are its length - 2 bytes at offset + 4, inside the data.
 struct Segment {
   size_t offset;
   uint8_t code;
+  size_t length;
   size_t end;
 };
 

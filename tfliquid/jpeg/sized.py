@@ -38,4 +38,5 @@ def decode_jpeg_at_size(contents, size: tuple[int, int]) -> tf.Tensor:
     resized bilinearly to `size` in the same op (pixel centres as `tf.image.resize` places them, no antialiasing;
     the aspect ratio is not kept, as `tf.image.resize` does not keep it). An image decoded at exactly `size` is not
     resized: at full scale, the pixels of `tf.io.decode_jpeg`."""
-    return tf.ensure_shape(decode_jpeg_scaled(contents, size, resize=True), [*check_size(size), 3])
+    size = check_size(size)
+    return tf.ensure_shape(decode_jpeg_scaled(contents, size, resize=True), [*size, 3])

@@ -22,7 +22,6 @@ from tfliquid._common.checks import check_int
 from tfliquid._common.errors import ArgumentError
 from tfliquid.jpeg.ops import jpeg_scan_ends
 from tfliquid.jpeg.scans import EOI
-from tfliquid.jpeg.sized import decode_jpeg_at_size
 from tfliquid.pcr import format as pcr_format
 from tfliquid.pcr.dataset import PCRDataset
 
@@ -169,14 +168,8 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
             "key": [x["key"] for x in images],
         }
 
-        size = self.dataset.decode_size
-
-        def decoded(x):  # as the dataset decodes
-            jpeg = x["image"]
-            return {
-                **x,
-                "image": tf.io.decode_jpeg(jpeg, channels=3) if size is None else decode_jpeg_at_size(jpeg, size),
-            }
+        def decoded(x):
+            return {**x, "image": self.dataset.decode_image(x["image"])}
 
         return (
             tf.data.Dataset.from_tensor_slices(cut)

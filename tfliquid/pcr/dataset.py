@@ -11,7 +11,6 @@ records opened after the assignment, without rebuilding the pipeline.
 
 from __future__ import annotations
 
-import functools
 import os
 
 import tensorflow as tf
@@ -199,11 +198,9 @@ class PCRDataset(RecordFilesDataset):
         self._epochs = self._order.epochs_dataset(epochs, first_epoch) if self._order is not None else None
         if decode_size is not None and not decode:
             raise ArgumentError("decode_size is the size images are decoded to: it needs decode=True")
-        super().__init__(
-            path, index, self._build(decode, self._decode_size, shuffle, seed, num_parallel_reads, with_keys)
-        )
+        super().__init__(path, index, self._build(decode, shuffle, seed, num_parallel_reads, with_keys))
 
-    def _build(self, decode, decode_size, shuffle, seed, num_parallel_reads, with_keys):
+    def _build(self, decode, shuffle, seed, num_parallel_reads, with_keys):
         index = self._index
         num_groups = index.num_scan_groups
         filenames = tf.constant([os.path.join(self._path, r.path) for r in index.records])
@@ -265,13 +262,10 @@ class PCRDataset(RecordFilesDataset):
         if decode:
             # As many decodes in flight as cores, not AUTOTUNE: under throttled reads tf.data's autotuner starves
             # this map now and then, and a whole epoch takes twice as long. Decoding is CPU work: one call per core
-            # is what autotuning should reach anyway. At full size, TensorFlow's own decoder: the fastest here on
-            # progressive JPEGs (docs/benchmarks.md, "PCR when the CPU is the bottleneck").
-            if decode_size is None:
-                decoded = functools.partial(tf.io.decode_jpeg, channels=3)
-            else:
-                decoded = functools.partial(decode_jpeg_at_size, size=decode_size)
-            images = images.map(lambda x: {**x, "image": decoded(x["image"])}, num_parallel_calls=os.cpu_count() or 1)
+            # is what autotuning should reach anyway.
+            images = images.map(
+                lambda x: {**x, "image": self.decode_image(x["image"])}, num_parallel_calls=os.cpu_count() or 1
+            )
         # No assert_cardinality: under tf.data service's dynamic sharding each worker sees a part of the images.
         return images
 
@@ -303,6 +297,13 @@ class PCRDataset(RecordFilesDataset):
     def decode_size(self) -> tuple[int, int] | None:
         """The (height, width) images are decoded to, or None (each at its own size)."""
         return self._decode_size
+
+    def decode_image(self, jpeg) -> tf.Tensor:
+        """uint8 [H, W, 3] of a JPEG's bytes, decoded as this dataset decodes its images: `tf.io.decode_jpeg`, or
+        at `decode_size` (`tfliquid.jpeg.sized.decode_jpeg_at_size`)."""
+        if self._decode_size is None:  # TensorFlow's own decoder: the fastest here on progressive JPEGs
+            return tf.io.decode_jpeg(jpeg, channels=3)  # (docs/benchmarks.md, "PCR when the CPU is the bottleneck")
+        return decode_jpeg_at_size(jpeg, self._decode_size)
 
     @property
     def scan_group(self):
