@@ -1,8 +1,10 @@
 """Decoding at a size with libjpeg's DCT scaling (tfliquid.jpeg.sized, the op Liquid>DecodeJpegScaled): the pixels
 of djpeg -scale M/8 -dct fast (libjpeg's own command), the scale chosen from the target and from the scans a
-progressive prefix holds, and the resize to exactly the target."""
+progressive prefix holds, and the resize to exactly the target. At full size (decode_jpeg), the pixels of
+tf.io.decode_jpeg, whichever decoder reads the scans (the spectral-selection one for the fast script)."""
 
 import io
+import re
 import subprocess
 
 import numpy as np
@@ -12,7 +14,7 @@ from PIL import Image
 
 import tfliquid
 from tfliquid.jpeg.ops import jpeg_to_progressive
-from tfliquid.jpeg.sized import decode_jpeg_at_size, decode_jpeg_scaled
+from tfliquid.jpeg.sized import decode_jpeg, decode_jpeg_at_size, decode_jpeg_scaled
 from tfliquid.samples.photos import photo_path
 
 
@@ -36,6 +38,58 @@ def test_full_size_is_tf_decode_jpeg_bit_for_bit(photo_jpeg):
     progressive = jpeg_to_progressive(photo_jpeg)[0].numpy()
     for jpeg in (photo_jpeg, progressive):
         assert np.array_equal(decode_jpeg_scaled(jpeg, (375, 500)).numpy(), tf.io.decode_jpeg(jpeg).numpy())
+
+
+def _pillow_jpeg(mode: str, progressive: bool) -> bytes:
+    out = io.BytesIO()
+    image = Image.open(photo_path("skimage", "coffee.png")).convert(mode)
+    image.save(out, format="JPEG", quality=90, progressive=progressive)
+    return out.getvalue()
+
+
+def _jpegs_of_every_kind(photo_jpeg) -> dict[str, bytes]:
+    fast, ends = (t.numpy() for t in jpeg_to_progressive(photo_jpeg, scan_script="fast"))
+    kinds = {f"fast script, scan group {g}": fast[:end] + b"\xff\xd9" for g, end in enumerate(ends[:-1], start=1)}
+    kinds["fast script, full fidelity"] = fast
+    kinds["standard script"] = jpeg_to_progressive(photo_jpeg)[0].numpy()
+    kinds["baseline"] = photo_jpeg
+    for mode in ("L", "CMYK"):  # Pillow writes CMYK with an Adobe marker, inverted, as Photoshop does
+        for progressive in (False, True):
+            kinds[f"{mode}, {'progressive' if progressive else 'baseline'}"] = _pillow_jpeg(mode, progressive)
+    kinds["4:4:4, fast script"] = jpeg_to_progressive(
+        tf.io.encode_jpeg(tf.io.decode_jpeg(photo_jpeg), quality=95, chroma_downsampling=False), scan_script="fast"
+    )[0].numpy()
+    return kinds
+
+
+def test_decode_jpeg_is_tf_decode_jpeg_bit_for_bit(photo_jpeg):
+    for kind, jpeg in _jpegs_of_every_kind(photo_jpeg).items():
+        expected = tf.io.decode_jpeg(jpeg, channels=3).numpy()
+        assert np.array_equal(decode_jpeg(jpeg).numpy(), expected), kind
+        if "scan group" not in kind:  # whole JPEGs at a size that only the full scale reaches: the same pixels
+            assert np.array_equal(decode_jpeg_scaled(jpeg, expected.shape[:2]).numpy(), expected), kind
+
+
+def test_decode_jpeg_fails_on_damaged_scans_where_libjpeg_does(photo_jpeg):
+    """Bytes changed in the entropy-coded data of a fast-script JPEG: the spectral-selection decoder hands what it
+    cannot read to libjpeg, which is strict. What decodes is what tf.io.decode_jpeg decodes; the rest fails."""
+    fast = jpeg_to_progressive(photo_jpeg, scan_script="fast")[0].numpy()
+    rng = np.random.default_rng(45)
+    failures = decoded = 0
+    for at in rng.integers(1000, len(fast) - 2, size=40):
+        damaged = bytearray(fast)
+        damaged[at] = (damaged[at] + 1 + rng.integers(254)) % 256
+        if damaged[at] == 0xFF or damaged[at - 1] == 0xFF:  # a marker, not damaged data
+            continue
+        try:
+            image = decode_jpeg(bytes(damaged)).numpy()
+        except tf.errors.InvalidArgumentError as error:
+            assert re.search(r"corrupt JPEG: .*\(at byte \d+\)", error.message), error.message
+            failures += 1
+            continue
+        assert np.array_equal(image, tf.io.decode_jpeg(bytes(damaged), channels=3).numpy()), at
+        decoded += 1
+    assert failures > 0 and decoded > 0  # both outcomes were met
 
 
 @pytest.mark.parametrize("eighths", [1, 2, 4, 8])
@@ -104,7 +158,8 @@ def test_a_pcr_dataset_decodes_each_scan_group_at_the_size_asked(photo_folder, t
 
 
 def test_pcr_decodes_every_scan_group_to_the_pixels_of_decode_jpeg(photo_folder, tmp_path):
-    """PCRDataset(decode=True) at full size: tf.io.decode_jpeg's pixels of each group's progressive JPEG, exactly."""
+    """PCRDataset(decode=True) at full size: tf.io.decode_jpeg's pixels of each group's progressive JPEG, exactly
+    (the fast script's: decoded by the spectral-selection decoder)."""
     dst = tmp_path / "pcr"
     tfliquid.pcr.convert(str(photo_folder), str(dst), images_per_record=8, progress=False)
     for group in (1, 2, None):

@@ -1,4 +1,5 @@
 // Kernels of the JPEG ops (jpeg_ops.cc) over the pure C++ layers scan_split and transcode.
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -108,13 +109,19 @@ class DecodeJpegScaledOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "contents", &contents));
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "target_height", &height));
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "target_width", &width));
-    OP_REQUIRES(ctx, height >= 1 && width >= 1,
-                tensorflow::errors::InvalidArgument("the target size must be at least 1x1, got ", height, "x", width));
+    const bool full_size = height == 0 && width == 0;
+    OP_REQUIRES(ctx, full_size || (height >= 1 && width >= 1),
+                tensorflow::errors::InvalidArgument(
+                    "the target size must be at least 1x1 (or 0x0: the full size), got ", height, "x", width));
     jpeg::ScaledDecoder decoder;
     std::string error;
-    OP_REQUIRES(ctx, decoder.Start(Bytes(*contents), contents->size(), height, width, &error),
+    constexpr int64_t kLargest = std::numeric_limits<int64_t>::max();  // a target no scale reaches: 8/8
+    OP_REQUIRES(ctx,
+                full_size ? decoder.Start(Bytes(*contents), contents->size(), kLargest, kLargest, &error,
+                                          /*no_finer_than_coded=*/false)
+                          : decoder.Start(Bytes(*contents), contents->size(), height, width, &error),
                 tensorflow::errors::InvalidArgument("corrupt JPEG: ", error));
-    const bool resized = resize_ && (decoder.height() != height || decoder.width() != width);
+    const bool resized = resize_ && !full_size && (decoder.height() != height || decoder.width() != width);
     Tensor* image;
     OP_REQUIRES_OK(
         ctx, ctx->allocate_output(

@@ -71,8 +71,9 @@ REGISTER_OP(kDecodeJpegScaledOp)
     .Doc(R"doc(
 Decodes a JPEG to RGB at libjpeg's DCT scale M/8, M the smallest of 1, 2, 4 and 8 whose image is at least
 target_height x target_width (8 when none is), and no finer than the scans present code (a progressive prefix of
-DC scans: 1/8); with `resize`, then resized bilinearly to exactly the target. Read strictly: data lost to damage
-is an error with its byte offset.
+DC scans: 1/8); with `resize`, then resized bilinearly to exactly the target. A target of 0x0 is the full size:
+the pixels of tf.io.decode_jpeg (smoothed where a progressive prefix lacks coefficients). Read strictly: data lost
+to damage is an error with its byte offset.
 )doc");
 
 REGISTER_OP(kCheckScanScriptOp)

@@ -2,22 +2,20 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <utility>
 #include <vector>
 
 #include "jpeg/scan_split.h"
+#include "jpeg/spectral_decode.h"
 #include "jpeg/strict_libjpeg.h"
 
+// The coefficient and input controllers of a buffered-image decode (their structs are libjpeg's internals, the
+// same since libjpeg 6b).
+#include <jerror.h>
+#include <jpegint.h>
+
 namespace tfliquid::jpeg {
-namespace {
-
-// Zig-zag index -> the coefficient's index in row-major order in its 8x8 block (ITU T.81, figure A.6).
-constexpr std::array<uint8_t, 64> kZigzagToNatural = {0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,
-                                                      12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28,
-                                                      35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51,
-                                                      58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63};
-
-}  // namespace
 
 int SupportedEighths(const uint8_t* data, size_t size) {
   int num_components = 0;
@@ -75,8 +73,18 @@ struct ScaledDecoder::State {
 
   ErrorManager err{};
   jpeg_decompress_struct src{};
+  // Start's arguments, for a second start when the fast entropy decoder meets damaged data.
+  const uint8_t* data = nullptr;
   size_t size = 0;
+  int64_t target_height = 0, target_width = 0;
+  bool no_finer_than_coded = true;
   int eighths = 8;
+  // Set when the scans are spectral selection only: DecodeSpectralScans reads them into libjpeg's coefficient
+  // arrays (block_rows), and libjpeg does the rest.
+  bool spectral = false;
+  SpectralPlan plan;
+  std::vector<BlockRows> block_rows;
+  std::vector<uint8_t> cmyk_row;  // a row of a CMYK JPEG's output, before its conversion to RGB
 };
 
 ScaledDecoder::ScaledDecoder() : state_(std::make_unique<State>()) {}
@@ -88,43 +96,119 @@ int ScaledDecoder::eighths() const { return state_->eighths; }
 
 namespace {
 
+static_assert(sizeof(JCOEF) == sizeof(int16_t));
+
 std::string Message(const ErrorManager& err, const jpeg_decompress_struct& src, size_t size) {
   const size_t offset = src.src == nullptr ? 0 : size - src.src->bytes_in_buffer;
   return std::string(err.message) + " (at byte " + std::to_string(offset) + ")";
 }
 
-// The libjpeg halves of Start and Decode. libjpeg longjmps back into their setjmp on errors, so they create no
+// The libjpeg parts of Start and Decode. libjpeg longjmps back into their setjmp on errors, so they create no
 // object whose destructor the jump would skip: messages are made by the callers.
 enum class Outcome { kDone, kLibjpegError, kImpossibleHeader };
 
-Outcome StartWithLibjpeg(ScaledDecoder::State* s, const uint8_t* data, size_t size, int64_t target_height,
-                         int64_t target_width, bool no_finer_than_coded) {
+Outcome StartWithLibjpeg(ScaledDecoder::State* s) {
   if (setjmp(s->err.jump)) return Outcome::kLibjpegError;
   jpeg_create_decompress(&s->src);
   s->src.mem->max_memory_to_use = kMaxMemoryBytes;
-  jpeg_mem_src(&s->src, data, size);
+  jpeg_mem_src(&s->src, s->data, s->size);
   jpeg_read_header(&s->src, TRUE);
-  if (!FitsInData(s->src, size)) return Outcome::kImpossibleHeader;
+  if (!FitsInData(s->src, s->size)) return Outcome::kImpossibleHeader;
   // 1/8, 1/4, 1/2 and 1: the scales libjpeg-turbo transforms with SIMD code (the others, in plain C, cost more
   // than the full size).
   int eighths = 1;
-  while (eighths < 8 && (ScaledSize(s->src.image_height, eighths) < target_height ||
-                         ScaledSize(s->src.image_width, eighths) < target_width)) {
+  while (eighths < 8 && (ScaledSize(s->src.image_height, eighths) < s->target_height ||
+                         ScaledSize(s->src.image_width, eighths) < s->target_width)) {
     eighths *= 2;
   }
-  int supported = no_finer_than_coded ? SupportedEighths(data, size) : 8;
+  int supported = s->no_finer_than_coded ? SupportedEighths(s->data, s->size) : 8;
   while (supported & (supported - 1)) supported &= supported - 1;  // down to a power of two
   s->eighths = supported > 0 ? std::min(eighths, supported) : eighths;
   s->src.scale_num = s->eighths;
   s->src.scale_denom = 8;
-  s->src.out_color_space = JCS_RGB;
+  // libjpeg converts no CMYK to RGB: ReadRows does, as TensorFlow does.
+  const bool cmyk = s->src.jpeg_color_space == JCS_CMYK || s->src.jpeg_color_space == JCS_YCCK;
+  s->src.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
   s->src.dct_method = JDCT_IFAST;  // tf.io.decode_jpeg's default: at 8/8 the same pixels
   // libjpeg smooths the blocks of a progressive prefix whose AC coefficients are missing by estimating them from
   // the neighbours' DC values (T.81 K.8), at every scale: most of a low scan group's decoding time. A decode at a
   // size is for the model's input (resized, often smaller than a block's 8 pixels): it goes without. A decode at
   // the full size keeps it, as tf.io.decode_jpeg does.
-  s->src.do_block_smoothing = no_finer_than_coded ? FALSE : TRUE;
+  s->src.do_block_smoothing = s->no_finer_than_coded ? FALSE : TRUE;
   jpeg_calc_output_dimensions(&s->src);
+  return Outcome::kDone;
+}
+
+// tf.io.decode_jpeg's RGB of libjpeg's CMYK (tensorflow/core/lib/jpeg/jpeg_mem.cc): Adobe's inverted CMYK when
+// the file has an Adobe marker (Photoshop writes it so), plain CMYK otherwise.
+void CmykToRgb(const uint8_t* cmyk, size_t width, bool adobe, uint8_t* rgb) {
+  for (size_t i = 0; i < width; ++i, cmyk += 4, rgb += 3) {
+    const int k = cmyk[3];
+    for (int c = 0; c < 3; ++c)
+      rgb[c] = static_cast<uint8_t>(adobe ? k * cmyk[c] / 255 : (255 - k) * (255 - cmyk[c]) / 255);
+  }
+}
+
+// Reads libjpeg's output rows into `pixels` as RGB.
+void ReadRows(ScaledDecoder::State* s, uint8_t* pixels) {
+  const size_t width = s->src.output_width;
+  const bool cmyk = s->src.out_color_space == JCS_CMYK;
+  if (cmyk) s->cmyk_row.resize(width * 4);
+  while (s->src.output_scanline < s->src.output_height) {
+    uint8_t* line = pixels + static_cast<size_t>(s->src.output_scanline) * width * 3;
+    JSAMPROW row = cmyk ? s->cmyk_row.data() : line;
+    jpeg_read_scanlines(&s->src, &row, 1);
+    if (cmyk) CmykToRgb(row, width, s->src.saw_Adobe_marker, line);
+  }
+}
+
+// libjpeg in buffered-image mode (libjpeg.txt, "Buffered-image mode") allocates the coefficient arrays of the
+// whole image and reads no scan until asked: block_rows gets their rows, for DecodeSpectralScans to fill.
+Outcome StartBufferedWithLibjpeg(ScaledDecoder::State* s) {
+  if (setjmp(s->err.jump)) return Outcome::kLibjpegError;
+  s->err.reading_scans = true;
+  s->src.buffered_image = TRUE;
+  // Either every coefficient will be there, and libjpeg would not smooth, or smoothing is off: its bookkeeping
+  // of what has been read, which decides it, stays at the first scan.
+  s->src.do_block_smoothing = FALSE;
+  jpeg_start_decompress(&s->src);
+  jvirt_barray_ptr* arrays = s->src.coef->coef_arrays;
+  s->block_rows.resize(s->plan.components.size());
+  for (size_t c = 0; c < s->plan.components.size(); ++c) {
+    const int64_t rows = s->plan.mcu_rows * s->plan.components[c].v;
+    s->block_rows[c].resize(static_cast<size_t>(rows));
+    for (int64_t row = 0; row < rows; ++row) {  // the arrays are in memory: each row's blocks are contiguous
+      JBLOCKARRAY block_row = (*s->src.mem->access_virt_barray)(reinterpret_cast<j_common_ptr>(&s->src), arrays[c],
+                                                                static_cast<JDIMENSION>(row), 1, TRUE);
+      s->block_rows[c][static_cast<size_t>(row)] = reinterpret_cast<int16_t*>(block_row[0]);
+    }
+  }
+  return Outcome::kDone;
+}
+
+// After DecodeSpectralScans: libjpeg is told that the input is read to its end, and outputs from the arrays.
+Outcome OutputBufferedWithLibjpeg(ScaledDecoder::State* s, uint8_t* pixels) {
+  if (setjmp(s->err.jump)) return Outcome::kLibjpegError;
+  // libjpeg copies a component's quantisation table when the component's first scan starts (jdinput.c,
+  // latch_quant_tables), and it has started only the first scan: the others' are copied here. The plan has no DQT
+  // after the first scan, so they are the tables libjpeg would have copied.
+  for (int c = 0; c < s->src.num_components; ++c) {
+    jpeg_component_info* component = &s->src.comp_info[c];
+    if (component->quant_table != nullptr) continue;
+    const int number = component->quant_tbl_no;
+    if (number < 0 || number >= NUM_QUANT_TBLS || s->src.quant_tbl_ptrs[number] == nullptr) {
+      ERREXIT1(&s->src, JERR_NO_QUANT_TABLE, number);
+    }
+    auto* table = static_cast<JQUANT_TBL*>(
+        (*s->src.mem->alloc_small)(reinterpret_cast<j_common_ptr>(&s->src), JPOOL_IMAGE, sizeof(JQUANT_TBL)));
+    std::memcpy(table, s->src.quant_tbl_ptrs[number], sizeof(JQUANT_TBL));
+    component->quant_table = table;
+  }
+  s->src.inputctl->eoi_reached = TRUE;
+  s->src.input_iMCU_row = s->src.total_iMCU_rows;  // so the output never waits for input
+  jpeg_start_output(&s->src, s->src.input_scan_number);
+  ReadRows(s, pixels);
+  jpeg_finish_output(&s->src);
   return Outcome::kDone;
 }
 
@@ -132,11 +216,7 @@ Outcome DecodeWithLibjpeg(ScaledDecoder::State* s, uint8_t* pixels) {
   if (setjmp(s->err.jump)) return Outcome::kLibjpegError;
   s->err.reading_scans = true;
   jpeg_start_decompress(&s->src);
-  const size_t stride = static_cast<size_t>(s->src.output_width) * 3;
-  while (s->src.output_scanline < s->src.output_height) {
-    JSAMPROW row = pixels + static_cast<size_t>(s->src.output_scanline) * stride;
-    jpeg_read_scanlines(&s->src, &row, 1);
-  }
+  ReadRows(s, pixels);
   jpeg_finish_decompress(&s->src);
   return Outcome::kDone;
 }
@@ -146,10 +226,17 @@ Outcome DecodeWithLibjpeg(ScaledDecoder::State* s, uint8_t* pixels) {
 bool ScaledDecoder::Start(const uint8_t* data, size_t size, int64_t target_height, int64_t target_width,
                           std::string* error, bool no_finer_than_coded) {
   State* s = state_.get();
+  s->data = data;
   s->size = size;
+  s->target_height = target_height;
+  s->target_width = target_width;
+  s->no_finer_than_coded = no_finer_than_coded;
   s->src.err = StrictErrors(&s->err);
-  switch (StartWithLibjpeg(s, data, size, target_height, target_width, no_finer_than_coded)) {
-    case Outcome::kDone: return true;
+  switch (StartWithLibjpeg(s)) {
+    case Outcome::kDone:
+      // Where coefficients are missing, libjpeg's smoothing needs its own bookkeeping of the scans read.
+      s->spectral = PlanSpectralScans(data, size, &s->plan) && (s->plan.complete || !s->src.do_block_smoothing);
+      return true;
     case Outcome::kLibjpegError: *error = Message(s->err, s->src, size); return false;
     case Outcome::kImpossibleHeader:
       *error = "the frame header claims " + std::to_string(s->src.image_width) + "x" +
@@ -161,6 +248,24 @@ bool ScaledDecoder::Start(const uint8_t* data, size_t size, int64_t target_heigh
 
 bool ScaledDecoder::Decode(uint8_t* pixels, std::string* error) {
   State* s = state_.get();
+  if (s->spectral) {
+    if (StartBufferedWithLibjpeg(s) != Outcome::kDone) {
+      *error = Message(s->err, s->src, s->size);
+      return false;
+    }
+    if (DecodeSpectralScans(s->data, s->plan, s->block_rows)) {
+      if (OutputBufferedWithLibjpeg(s, pixels) == Outcome::kDone) return true;
+      *error = Message(s->err, s->src, s->size);
+      return false;
+    }
+    // Damaged data: libjpeg reads it from the start, and says what is wrong.
+    s->spectral = false;
+    jpeg_destroy_decompress(&s->src);
+    if (StartWithLibjpeg(s) != Outcome::kDone) {
+      *error = Message(s->err, s->src, s->size);
+      return false;
+    }
+  }
   if (DecodeWithLibjpeg(s, pixels) == Outcome::kDone) return true;
   *error = Message(s->err, s->src, s->size);
   return false;

@@ -28,7 +28,9 @@ int64_t ScaledSize(int64_t size, int eighths);
 // target_width (8 when none is), and, if no_finer_than_coded, at most SupportedEighths rounded down to one of
 // them (the scans hold nothing finer). Read
 // strictly (libjpeg's warnings that lose data are errors); never exits or prints; thread-safe. At 8/8, the pixels
-// of tf.io.decode_jpeg (libjpeg's fast integer transform, TensorFlow's default).
+// of tf.io.decode_jpeg (libjpeg's fast integer transform, TensorFlow's default; CMYK converted as TensorFlow
+// converts it). Progressive scans of spectral selection only (PCR's fast script) are entropy-decoded by
+// DecodeSpectralScans (spectral_decode.h) and the rest by libjpeg, into the same pixels.
 //
 //   ScaledDecoder decoder;
 //   if (!decoder.Start(data, size, 224, 224, &error)) ...;

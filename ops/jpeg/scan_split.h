@@ -5,6 +5,7 @@
 #ifndef TFLIQUID_OPS_JPEG_SCAN_SPLIT_H_
 #define TFLIQUID_OPS_JPEG_SCAN_SPLIT_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -28,7 +29,16 @@ struct ScanSplitResult {
 ScanSplitResult ScanEnds(const uint8_t* data, size_t size);
 
 inline constexpr uint8_t kSos = 0xDA;
+inline constexpr uint8_t kDht = 0xC4;
+inline constexpr uint8_t kDqt = 0xDB;
+inline constexpr uint8_t kDri = 0xDD;
 inline constexpr uint8_t kEoi = 0xD9;
+
+// Zig-zag index -> the coefficient's index in row-major order in its 8x8 block (ITU T.81, figure A.6).
+inline constexpr std::array<uint8_t, 64> kZigzagToNatural = {
+    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48,
+    41, 34, 27, 20, 13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23,
+    30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63};
 
 // SOFn: C0-CF except DHT (C4), JPG (C8) and DAC (CC).
 inline bool IsSof(uint8_t code) { return code >= 0xC0 && code <= 0xCF && code != 0xC4 && code != 0xC8 && code != 0xCC; }

@@ -8,15 +8,19 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <jpeglib.h>
 
 #include "jpeg/scaled_decode.h"
 #include "jpeg/scan_split.h"
+#include "jpeg/spectral_decode.h"
+#include "jpeg/strict_libjpeg.h"
 #include "jpeg/transcode.h"
 
 namespace {
@@ -27,10 +31,12 @@ using tfliquid::jpeg::IsJpeg;
 using tfliquid::jpeg::IsProgressive;
 using tfliquid::jpeg::kMaxScans;
 using tfliquid::jpeg::ParseScanScript;
+using tfliquid::jpeg::PlanSpectralScans;
 using tfliquid::jpeg::ScaledDecoder;
 using tfliquid::jpeg::ScanEnds;
 using tfliquid::jpeg::ScanScript;
 using tfliquid::jpeg::ScanSplitResult;
+using tfliquid::jpeg::SpectralPlan;
 using tfliquid::jpeg::SupportedEighths;
 using tfliquid::jpeg::TranscodeToProgressive;
 
@@ -178,6 +184,85 @@ void TestErrors() {
   CHECK(!IsJpeg(nullptr, 0) && !IsProgressive(nullptr, 0), "empty input");
 }
 
+// libjpeg's own decode of `jpeg` to RGB at scale eighths / 8, read strictly, with its fast integer transform and
+// block smoothing as chosen: the oracle of ScaledDecoder's spectral-selection path. False on an error.
+bool LibjpegDecode(const std::string& jpeg, int eighths, bool smoothing, std::vector<uint8_t>* pixels) {
+  tfliquid::jpeg::ErrorManager err{};
+  jpeg_decompress_struct info{};
+  info.err = tfliquid::jpeg::StrictErrors(&err);
+  if (setjmp(err.jump)) {
+    jpeg_destroy_decompress(&info);
+    return false;
+  }
+  jpeg_create_decompress(&info);
+  jpeg_mem_src(&info, Bytes(jpeg), jpeg.size());
+  jpeg_read_header(&info, TRUE);
+  err.reading_scans = true;
+  info.out_color_space = JCS_RGB;
+  info.dct_method = JDCT_IFAST;
+  info.scale_num = eighths;
+  info.scale_denom = 8;
+  info.do_block_smoothing = smoothing ? TRUE : FALSE;
+  jpeg_start_decompress(&info);
+  pixels->resize(static_cast<size_t>(info.output_width) * info.output_height * 3);
+  while (info.output_scanline < info.output_height) {
+    JSAMPROW row = pixels->data() + static_cast<size_t>(info.output_scanline) * info.output_width * 3;
+    jpeg_read_scanlines(&info, &row, 1);
+  }
+  jpeg_finish_decompress(&info);
+  jpeg_destroy_decompress(&info);
+  return true;
+}
+
+// ScaledDecoder's pixels of `jpeg`: at full size as tf.io.decode_jpeg decodes (target_side 0), or at a side's
+// scale; *eighths gets the scale it chose. False on an error.
+bool ScaledDecode(const std::string& jpeg, int64_t target_side, std::vector<uint8_t>* pixels, int* eighths) {
+  ScaledDecoder decoder;
+  std::string error;
+  const bool full_size = target_side == 0;
+  const int64_t side = full_size ? std::numeric_limits<int64_t>::max() : target_side;
+  if (!decoder.Start(Bytes(jpeg), jpeg.size(), side, side, &error, !full_size)) return false;
+  *eighths = decoder.eighths();
+  pixels->resize(static_cast<size_t>(decoder.height() * decoder.width() * 3));
+  return decoder.Decode(pixels->data(), &error);
+}
+
+// The fast script's transcodes are decoded by the spectral-selection entropy decoder; every JPEG, whichever
+// decoder reads its scans, gets the pixels libjpeg gives, at every scale.
+void TestSpectralSelection(const std::string& path) {
+  const std::string input = ReadFile(path), standard = ReadFile(path + ".none");
+  std::string fast, error;
+  CHECK(TranscodeToProgressive(Bytes(input), input.size(), false, kFast, &fast, &error), path + ": " + error);
+  SpectralPlan plan;
+  CHECK(PlanSpectralScans(Bytes(fast), fast.size(), &plan), path + ": the fast script is not planned");
+  CHECK(IsProgressive(Bytes(input), input.size()) || !PlanSpectralScans(Bytes(input), input.size(), &plan),
+        path + ": a baseline JPEG is planned");
+  CHECK(!PlanSpectralScans(Bytes(standard), standard.size(), &plan), path + ": the standard script is planned");
+  const ScanSplitResult split = Split(fast);  // a prefix: its scans do not code every coefficient
+  const std::string prefix = fast.substr(0, split.scan_ends.at(1)) + "\xff\xd9";
+  CHECK(PlanSpectralScans(Bytes(prefix), prefix.size(), &plan) && !plan.complete, path + ": a prefix");
+  // A Huffman table with more codes of a length than the length has: refused, as libjpeg refuses it.
+  std::string bad_table = fast;
+  const size_t dht = bad_table.find("\xff\xc4");
+  CHECK(dht != std::string::npos, path);
+  int codes = 0;  // the first table's codes, all made 1 bit long
+  for (size_t length = 1; length <= 16; ++length)
+    codes += static_cast<uint8_t>(std::exchange(bad_table[dht + 4 + length], 0));
+  bad_table[dht + 5] = static_cast<char>(codes);
+  std::vector<uint8_t> pixels;
+  int eighths = 8;
+  CHECK(!ScaledDecode(bad_table, 0, &pixels, &eighths) && !LibjpegDecode(bad_table, 8, true, &pixels), path);
+  for (const std::string& jpeg : {input, standard, fast, prefix}) {
+    for (const int64_t side : {0, 8, 64, 100000}) {
+      std::vector<uint8_t> ours, expected;
+      int eighths = 0;
+      CHECK(ScaledDecode(jpeg, side, &ours, &eighths), path);
+      CHECK(LibjpegDecode(jpeg, eighths, side == 0, &expected), path);
+      CHECK(ours == expected, path + ": pixels differ from libjpeg's at " + std::to_string(eighths) + "/8");
+    }
+  }
+}
+
 // Data that libjpeg would recover from by filling blocks with grey is an error naming the byte offset, and a
 // frame header claiming more blocks than the data can code is refused before anything is allocated.
 void TestCorruption(const std::string& path) {
@@ -280,6 +365,14 @@ void Fuzz(const std::vector<std::string>& seeds, int iterations) {
     } else {
       CHECK(!error.empty(), context);
     }
+    // At full size, the spectral-selection decoder (on the mutants of fast-script seeds whose headers survive)
+    // decodes what libjpeg decodes, into the same pixels, and fails where libjpeg fails.
+    const std::string mutant(m);
+    std::vector<uint8_t> ours, expected;
+    int eighths = 8;
+    const bool decoded = ScaledDecode(mutant, 0, &ours, &eighths);
+    CHECK(decoded == LibjpegDecode(mutant, eighths, true, &expected), context + ": one decoder failed, not the other");
+    CHECK(!decoded || ours == expected, context + ": pixels differ from libjpeg's");
   }
 }
 
@@ -297,8 +390,14 @@ int main(int argc, char** argv) {
     TestTranscode(path);
     TestCorruption(path);
     TestScripts(path, work);
+    TestSpectralSelection(path);
     seeds.push_back(ReadFile(path));
     seeds.push_back(ReadFile(path + ".none"));
+    std::string fast, error;
+    if (TranscodeToProgressive(Bytes(seeds[seeds.size() - 2]), seeds[seeds.size() - 2].size(), false, kFast, &fast,
+                               &error)) {
+      seeds.push_back(fast);
+    }
   }
   TestErrors();
   TestScriptErrors();

@@ -7,6 +7,10 @@ CPU cost falls with the scale. `decode_jpeg_at_size` decodes at the smallest sca
 the target size in both dimensions, and no finer than the scans present code (a PCR scan group of DC scans holds
 nothing finer than 1/8), then resizes to the target: nearly what decode-then-resize gives (docs/formats/pcr.md
 states the difference) for a fraction of the work.
+
+`decode_jpeg` is the same op at the full size: the pixels of `tf.io.decode_jpeg(contents, channels=3)`, faster on
+the progressive JPEGs of spectral selection that PCR's `fast` scan script writes (their scans are entropy-decoded
+by tfliquid's own loop, the rest by libjpeg; docs/formats/pcr.md, "Decoding full fidelity").
 """
 
 from __future__ import annotations
@@ -23,6 +27,14 @@ def check_size(size) -> tuple[int, int]:
     if not isinstance(size, tuple | list) or len(size) != 2:
         raise ArgumentError(f"decode_size must be (height, width), got {size!r}")
     return tuple(check_int(f"decode_size's {name}", n, 1, 65535) for name, n in zip(("height", "width"), size))
+
+
+def decode_jpeg(contents) -> tf.Tensor:
+    """uint8 [H, W, 3] of a JPEG's bytes at full size, the pixels of `tf.io.decode_jpeg(contents, channels=3)`
+    (grey made RGB, CMYK converted as TensorFlow converts it, a progressive prefix smoothed where it lacks
+    coefficients). Read strictly: data lost to damage is an error with its byte offset."""
+    full_size = tf.constant(0, tf.int64)
+    return tf.ensure_shape(load_ops().liquid_decode_jpeg_scaled(contents, full_size, full_size), [None, None, 3])
 
 
 def decode_jpeg_scaled(contents, size: tuple[int, int], resize: bool = False) -> tf.Tensor:

@@ -20,7 +20,7 @@ from tfliquid._common.errors import ArgumentError
 from tfliquid._lib import crc32c_fast, load_ops
 from tfliquid.cache.minio_cache import MinIOCache
 from tfliquid.cache.transform import cached, each_pass
-from tfliquid.jpeg.sized import check_size, decode_jpeg_at_size
+from tfliquid.jpeg.sized import check_size, decode_jpeg, decode_jpeg_at_size
 from tfliquid.order.seeded_order import SeededOrder, checked_order, derived_seed
 from tfliquid.pcr import format as pcr_format
 from tfliquid.records.dataset import RecordDataset, RecordFilesDataset, prefix_name, record_bytes
@@ -299,10 +299,11 @@ class PCRDataset(RecordFilesDataset):
         return self._decode_size
 
     def decode_image(self, jpeg) -> tf.Tensor:
-        """uint8 [H, W, 3] of a JPEG's bytes, decoded as this dataset decodes its images: `tf.io.decode_jpeg`, or
-        at `decode_size` (`tfliquid.jpeg.sized.decode_jpeg_at_size`)."""
-        if self._decode_size is None:  # TensorFlow's own decoder: the fastest here on progressive JPEGs
-            return tf.io.decode_jpeg(jpeg, channels=3)  # (docs/benchmarks.md, "PCR when the CPU is the bottleneck")
+        """uint8 [H, W, 3] of a JPEG's bytes, decoded as this dataset decodes its images: at full size, the pixels
+        of `tf.io.decode_jpeg` (`tfliquid.jpeg.sized.decode_jpeg`), or at `decode_size`
+        (`tfliquid.jpeg.sized.decode_jpeg_at_size`)."""
+        if self._decode_size is None:
+            return decode_jpeg(jpeg)
         return decode_jpeg_at_size(jpeg, self._decode_size)
 
     @property
