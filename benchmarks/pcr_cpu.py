@@ -11,15 +11,15 @@ round, taking turns:
   - TFRecordDataset + tf.io.decode_jpeg of the baseline JPEGs (with a target: + tf.image.resize);
   - NVIDIA DALI's CPU pipeline on the same JPEG files (with a target: + fn.resize), when `nvidia.dali` imports;
   - PCRDataset at scan groups 1, 2, 4 and full (with a target: decode_size=(target, target): libjpeg's DCT scale,
-    then a resize; without: tf.io.decode_jpeg).
+    then a resize; without: tfliquid.jpeg.sized.decode_jpeg, tf.io.decode_jpeg's pixels).
 Ratios are taken within a round; the median and range over rounds are reported.
 
 --profile instead splits a PCR element's CPU time on one thread, per scan group: reading the record and splitting
 its prefixes (PCRDataset(decode=False)); decoding the prefixes in memory at full size with tf.io.decode_jpeg
-(TensorFlow's bundled libjpeg-turbo) and with this package's decoder (the system's libjpeg-turbo), at 1/8 scale
-(entropy decoding with next to no inverse transform, colour conversion or upsampling: what is left is mostly
-entropy decoding) and at the target size (the scaled decode and the resize); the same for the baseline JPEGs;
-and tf.data's cost per element (an identity map).
+(TensorFlow's bundled libjpeg-turbo) and with this package's decoder (its spectral-selection entropy decoder and
+the system's libjpeg-turbo), at 1/8 scale (next to no inverse transform, colour conversion or upsampling: what is
+left is mostly entropy decoding) and at the target size (the scaled decode and the resize); the same for the
+baseline JPEGs; and tf.data's cost per element (an identity map).
 
 Targets (issue 45), on medians:
   - full fidelity, no target: PCR >= 1.0 x TFRecordDataset + decode_jpeg, and >= 0.85 x DALI;
