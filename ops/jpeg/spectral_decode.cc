@@ -161,12 +161,8 @@ bool Unstuff(const uint8_t* begin, const uint8_t* end, std::vector<uint8_t>* out
   return true;
 }
 
-struct Scan {
-  int count;                              // components in the scan
-  std::array<int, kMaxComponents> index;  // the frame's index of each
-  std::array<int, kMaxComponents> dc_table, ac_table;
-  int first, last;  // the band: zig-zag indexes
-};
+using Scan = SpectralPlan::Scan;
+static_assert(std::tuple_size_v<decltype(Scan::index)> == kMaxComponents);
 
 // A DC coefficient's difference: adds it to *prediction and stores that in block[0]. False on a bad code or a
 // prediction out of int range (libjpeg's error).
@@ -311,7 +307,7 @@ bool PlanSpectralScans(const uint8_t* data, size_t size, SpectralPlan* plan) {
     } else if (segment.code == kDri) {
       if (length != 4 || (fields[0] | fields[1]) != 0) return supported = false;
     } else if (segment.code == kDht) {
-      plan->tables_and_scans.push_back(segment);
+      plan->steps.push_back({segment, {}});
     } else if (segment.code == kSos) {  // count, then id and tables of each, then Ss, Se, Ah/Al
       const int count = length >= 3 ? fields[0] : 0;
       if (!framed || count < 1 || count > kMaxComponents || length != 6 + 2u * count) return supported = false;
@@ -321,19 +317,24 @@ bool PlanSpectralScans(const uint8_t* data, size_t size, SpectralPlan* plan) {
         return supported = false;
       }
       const uint64_t band = (~uint64_t{0} >> (63 - last)) & (~uint64_t{0} << first);
+      Scan scan{count, {}, {}, {}, first, last};
       int blocks_in_mcu = 0;
       for (int i = 0; i < count; ++i) {
         const auto component =
             std::find_if(plan->components.begin(), plan->components.end(),
                          [&](const SpectralPlan::Component& c) { return c.id == fields[1 + 2 * i]; });
         if (component == plan->components.end()) return supported = false;
-        uint64_t& scanned = coded[component - plan->components.begin()];
+        scan.index[i] = static_cast<int>(component - plan->components.begin());
+        scan.dc_table[i] = fields[2 + 2 * i] >> 4;
+        scan.ac_table[i] = fields[2 + 2 * i] & 15;
+        if ((dc ? scan.dc_table[i] : scan.ac_table[i]) >= 4) return supported = false;
+        uint64_t& scanned = coded[scan.index[i]];
         if ((scanned & band) != 0 || (!dc && (scanned & 1) == 0)) return supported = false;
         scanned |= band;
         blocks_in_mcu += component->h * component->v;
       }
       if (count > 1 && blocks_in_mcu > kMaxBlocksInMcu) return supported = false;
-      plan->tables_and_scans.push_back(segment);
+      plan->steps.push_back({segment, scan});
       scanning = true;
     } else if (segment.code == 0xDC || segment.code == 0xCC) {  // DNL, DAC
       return supported = false;
@@ -352,28 +353,17 @@ bool PlanSpectralScans(const uint8_t* data, size_t size, SpectralPlan* plan) {
 bool DecodeSpectralScans(const uint8_t* data, const SpectralPlan& plan, const std::vector<BlockRows>& blocks) {
   std::array<HuffmanTable, 4> dc_tables, ac_tables;
   std::vector<uint8_t> unstuffed;
-  for (const Segment& segment : plan.tables_and_scans) {
-    const uint8_t* fields = data + segment.offset + 4;
+  for (const SpectralPlan::Step& step : plan.steps) {
+    const Segment& segment = step.segment;
     if (segment.code == kDht) {
-      if (!ReadTables(fields, segment.length - 2, &dc_tables, &ac_tables)) return false;
+      if (!ReadTables(data + segment.offset + 4, segment.length - 2, &dc_tables, &ac_tables)) return false;
       continue;
     }
-    Scan scan{};
-    scan.count = fields[0];
-    for (int i = 0; i < scan.count; ++i) {
-      for (size_t c = 0; c < plan.components.size(); ++c) {
-        if (plan.components[c].id == fields[1 + 2 * i]) scan.index[i] = static_cast<int>(c);
-      }
-      scan.dc_table[i] = fields[2 + 2 * i] >> 4;
-      scan.ac_table[i] = fields[2 + 2 * i] & 15;
-    }
-    scan.first = fields[1 + 2 * scan.count];
-    scan.last = fields[2 + 2 * scan.count];
+    const Scan& scan = step.scan;
     const bool dc = scan.first == 0;
     for (int i = 0; i < scan.count; ++i) {
-      const int table = dc ? scan.dc_table[i] : scan.ac_table[i];
       // A table never defined: libjpeg-turbo substitutes T.81's typical tables (K.3).
-      if (table >= 4 || !(dc ? dc_tables : ac_tables)[table].defined) return false;
+      if (!(dc ? dc_tables[scan.dc_table[i]] : ac_tables[scan.ac_table[i]]).defined) return false;
     }
     if (!Unstuff(data + segment.offset + 2 + segment.length, data + segment.end, &unstuffed)) return false;
     BitReader bits(unstuffed.data(), unstuffed.size() - kPadding);

@@ -8,6 +8,7 @@
 #ifndef TFLIQUID_OPS_JPEG_SPECTRAL_DECODE_H_
 #define TFLIQUID_OPS_JPEG_SPECTRAL_DECODE_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -16,16 +17,27 @@
 
 namespace tfliquid::jpeg {
 
-// What the headers of such a JPEG say: its frame and, in file order, its DHT and SOS segments.
+// What the headers of such a JPEG say: its frame and, in file order, its DHT segments and its scans.
 struct SpectralPlan {
   struct Component {
     uint8_t id;
     int h, v;  // sampling factors
     int64_t width_in_blocks, height_in_blocks;
   };
+  // A scan's header, its components by their index in `components`.
+  struct Scan {
+    int count;  // components in the scan
+    std::array<int, 4> index, dc_table, ac_table;
+    int first, last;  // the band: zig-zag indexes
+  };
+  // A DHT segment, or an SOS segment and its scan.
+  struct Step {
+    Segment segment;
+    Scan scan;  // for an SOS segment
+  };
   std::vector<Component> components;  // in the frame's order
   int64_t mcus_per_row = 0, mcu_rows = 0;
-  std::vector<Segment> tables_and_scans;
+  std::vector<Step> steps;
   bool complete = false;  // the scans code every coefficient of every component
 };
 
