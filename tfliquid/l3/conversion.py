@@ -131,7 +131,7 @@ def convert(
             profile=profile, verify=verify, overwrite=overwrite, reduce_16bit=reduce_16bit, on_error=run.on_error
         )
         if run.runner == "beam":
-            _convert_jobs_beam(jobs, folder, report, settings, run.beam_options)
+            _convert_jobs_beam(jobs, folder, report, settings, run)
         else:
             _convert_jobs(jobs, report, settings, workers, run.progress)
     report.failures.sort()
@@ -151,7 +151,7 @@ def _convert_jobs(jobs, report, settings: dict, workers, progress) -> None:
         _run_on_threads(convert_file, jobs, workers, collect)
 
 
-def _convert_jobs_beam(jobs, folder, report, settings: dict, beam_options) -> None:
+def _convert_jobs_beam(jobs, folder, report, settings: dict, run) -> None:
     """_convert_jobs as an Apache Beam pipeline: the same per-file conversion on the runner's workers."""
     import apache_beam as beam
 
@@ -167,7 +167,7 @@ def _convert_jobs_beam(jobs, folder, report, settings: dict, beam_options) -> No
             | "Convert images" >> beam.Map(convert_file)
         )
 
-    by_source = {o["source"]: o for o in beam_runner.run(build, folder, beam_options)}
+    by_source = {o["source"]: o for o in beam_runner.run(build, folder, run.beam_options, run.beam_log)}
     for job in jobs:
         outcome = by_source[job.source]
         result = outcome["result"] and _Converted(**outcome["result"])
