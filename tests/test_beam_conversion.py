@@ -96,6 +96,30 @@ def test_beam_reports_rejections_as_local_does(generated_folder, tmp_path):
         tfliquid.pcr.convert(str(source), str(tmp_path / "raise"), progress=False, runner="beam", on_error="raise")
 
 
+def test_beam_and_tensorflow_log_on_stderr_only_with_verbose(generated_folder, tmp_path):
+    """The CLI on Beam: what Beam and its worker processes log (TensorFlow's start-up lines in each worker among
+    it) reaches stderr with --verbose only; without it, a run that succeeds writes nothing there."""
+    src = tmp_path / "src"
+    for name in ("astronaut", "chelsea"):
+        (src / name).mkdir(parents=True)
+        shutil.copy(generated_folder / name / "0000.jpg", src / name)
+
+    # As a user runs it: the log level conftest.py sets for the tests' TensorFlow is the user's to choose.
+    environment = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
+
+    def convert(dst, *options):
+        command = [sys.executable, "-m", "tfliquid", "convert", "pcr", str(src), str(tmp_path / dst), "--quiet"]
+        beam = ["--runner", "beam", "--beam-options", "--direct_num_workers=1"]
+        return subprocess.run([*command, *beam, *options], capture_output=True, text=True, env=environment)
+
+    quiet = convert("quiet")
+    assert quiet.returncode == 0 and "2 converted" in quiet.stdout
+    assert quiet.stderr == ""
+    verbose = convert("verbose", "--verbose")
+    assert verbose.returncode == 0 and "2 converted" in verbose.stdout
+    assert "apache_beam" in verbose.stderr, verbose.stderr
+
+
 def test_beam_run_killed_midway_is_completed_by_a_rerun(tmp_path):
     """The CLI on Beam, killed with SIGKILL (every worker process with it) once records are being written: a rerun,
     with either runner, keeps what was complete and writes the dataset the local runner writes. The source is

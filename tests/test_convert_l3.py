@@ -19,19 +19,28 @@ from tfliquid.l3 import conversion as l3_convert
 from tfliquid.samples.photos import load_photos
 
 
-def _png16(path, samples):
-    """A 16-bit PNG (grey [H, W] or RGB [H, W, 3]); Pillow writes 16-bit grey only."""
+def _png(path, samples, depth=16, transparent=None):
+    """A grey [H, W] or RGB [H, W, 3] PNG of `depth`-bit samples (1, 2, 4 or 16), with a tRNS chunk marking the
+    colour `transparent` (a sample value, or one per channel). Pillow writes neither 16-bit colour nor 1-, 2- and
+    4-bit greys with a transparent colour."""
     height, width = samples.shape[:2]
     colour_type = 2 if samples.ndim == 3 else 0
-    rows = b"".join(b"\x00" + samples[y].astype(">u2").tobytes() for y in range(height))
+    if depth == 16:
+        rows = [samples[y].astype(">u2").tobytes() for y in range(height)]
+    else:  # the low `depth` bits of each sample, packed from the high bit of each byte
+        bits = np.unpackbits(samples.astype(np.uint8)[..., None], axis=-1)[..., 8 - depth :]
+        rows = [np.packbits(bits[y].reshape(-1)).tobytes() for y in range(height)]
 
     def chunk(kind, data):
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
+    header = chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, depth, colour_type, 0, 0, 0))
+    if transparent is not None:
+        header += chunk(b"tRNS", np.asarray(transparent, ">u2").tobytes())
     path.write_bytes(
         b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 16, colour_type, 0, 0, 0))
-        + chunk(b"IDAT", zlib.compress(rows))
+        + header
+        + chunk(b"IDAT", zlib.compress(b"".join(b"\x00" + row for row in rows)))
         + chunk(b"IEND", b"")
     )
 
@@ -134,8 +143,8 @@ def test_16_bit_images_are_refused_unless_reduced(photos, tmp_path):
     src = tmp_path / "src"
     src.mkdir()
     rgb16 = photos["astronaut"].astype(np.uint16) * 257 + 3  # distinct low bytes: a reduction shows
-    _png16(src / "colour16.png", rgb16)
-    _png16(src / "grey16.png", rgb16[..., 1])
+    _png(src / "colour16.png", rgb16)
+    _png(src / "grey16.png", rgb16[..., 1])
     Image.fromarray(photos["chelsea"]).save(src / "fine.png")
     report = _convert(src, tmp_path / "refused")
     assert report.converted == 1
@@ -149,6 +158,41 @@ def test_16_bit_images_are_refused_unless_reduced(photos, tmp_path):
     high_bytes = (rgb16 >> 8).astype(np.uint8)
     np.testing.assert_array_equal(_decoded(tmp_path / "reduced/colour16.l3"), high_bytes)
     np.testing.assert_array_equal(_decoded(tmp_path / "reduced/grey16.l3"), high_bytes[..., 1:2])
+
+
+def _transparent_where(pixels, equal_to, colour):
+    """`colour` (RGB or grey, [H, W, C]) with an alpha channel: 0 where `pixels` equal `equal_to`, 255 elsewhere."""
+    opaque = np.any(pixels.reshape(*pixels.shape[:2], -1) != equal_to, axis=-1)
+    rgb = np.broadcast_to(colour.reshape(*colour.shape[:2], -1), (*colour.shape[:2], 3))
+    return np.dstack([rgb, np.where(opaque, 255, 0).astype(np.uint8)])
+
+
+def test_a_transparent_colour_becomes_alpha(photos, tmp_path):
+    """A grey or RGB PNG whose tRNS chunk marks one colour transparent is stored as RGBA, without loss: the alpha
+    Pillow makes of it at 8 bits; at 2 and 16 bits the colour is compared with the samples at that depth."""
+    src = tmp_path / "src"
+    src.mkdir()
+    rgb = photos["astronaut"][:40, :48]
+    grey = rgb[..., 1]
+    Image.fromarray(grey).save(src / "grey.png", transparency=int(grey[0, 0]))
+    Image.fromarray(rgb).save(src / "rgb.png", transparency=tuple(int(v) for v in rgb[0, 0]))
+    grey2 = grey >> 6
+    _png(src / "grey2.png", grey2, depth=2, transparent=2)
+    grey16 = grey.astype(np.uint16) * 257
+    grey16[0, 1] = grey16[0, 0] ^ 1  # transparent at 8 bits, not at 16
+    _png(src / "grey16.png", grey16, transparent=int(grey16[0, 0]))
+
+    report = _convert(src, tmp_path / "l3", reduce_16bit=True, verify=True)
+    assert (report.converted, report.failures, report.lossy_images) == (4, [], 1)  # the 16-bit one, reduced
+    for name in ("grey", "rgb"):
+        with Image.open(src / f"{name}.png") as image:
+            np.testing.assert_array_equal(_decoded(tmp_path / f"l3/{name}.l3"), np.asarray(image.convert("RGBA")))
+    assert 0 < np.count_nonzero(_decoded(tmp_path / "l3/grey.l3")[..., 3] == 0) < grey.size
+    expected = _transparent_where(grey2, 2, grey2 * 85)
+    np.testing.assert_array_equal(_decoded(tmp_path / "l3/grey2.l3"), expected)
+    expected = _transparent_where(grey16, grey16[0, 0], (grey16 >> 8).astype(np.uint8))
+    np.testing.assert_array_equal(_decoded(tmp_path / "l3/grey16.l3"), expected)
+    assert expected[0, 0, 3] == 0 and expected[0, 1, 3] == 255
 
 
 def test_corrupt_files_are_reported_while_the_others_convert(photo_tree, tmp_path, capsys):

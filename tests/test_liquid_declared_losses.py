@@ -2,11 +2,13 @@
 byte (then counted lossy), --verify checks what a declared loss keeps, and the size prediction leaves out the
 images whose headers the conversion rejects."""
 
+import io
 import pathlib
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from PIL import Image
 
 import tfliquid
 from tfliquid import cli
@@ -116,6 +118,38 @@ def test_verify_accepts_what_a_declared_loss_keeps(tmp_path, photo, formats):
         assert report.converted == 2 and report.verified_images == 2 and not report.failures
         expected_lossy = 2 if channels == 1 or formats == "jpeg" else 1
         assert report.lossy_images == expected_lossy
+
+
+def _png_with_transparent_colour(pixels: np.ndarray, colour) -> bytes:
+    """A grey [H, W] or RGB [H, W, 3] PNG whose tRNS chunk marks `colour` transparent."""
+    written = io.BytesIO()
+    Image.fromarray(pixels).save(written, format="PNG", transparency=colour)
+    return written.getvalue()
+
+
+def test_a_dropped_transparent_colour_is_a_declared_loss(tmp_path, photo):
+    """Liquid holds no alpha: a grey or RGB PNG with a transparent colour (tRNS) keeps its colours, counted lossy
+    at either channel count; --verify checks the colours. 7 images in 3 formats: each format holds 2 or 3 of
+    them, so at least one with a transparent colour."""
+    grey = photo[..., 1]
+    images = {"grey.png": tf.io.encode_png(grey[..., None]).numpy()}
+    for i in range(3):
+        images[f"grey_transparent{i}.png"] = _png_with_transparent_colour(grey, int(grey[i, 0]))
+        images[f"rgb_transparent{i}.png"] = _png_with_transparent_colour(photo, tuple(int(v) for v in photo[i, 0]))
+    src = _folder(tmp_path / "src", images)
+    for channels in (1, 3):
+        dst = tmp_path / f"out{channels}"
+        report = tfliquid.liquid.convert(
+            str(src), str(dst), formats="raw,png,l3", ratio="1:1:1", channels=channels, verify=True, progress=False
+        )
+        assert report.converted == 7 and report.verified_images == 7 and not report.failures
+        assert report.lossy_images == 6 and "6 stored with a loss (alpha or a transparent colour" in str(report)
+        stored = _stored_pixels(dst)
+        for i in range(3):
+            np.testing.assert_array_equal(stored[f"a/grey_transparent{i}.png"], np.dstack([grey] * channels))
+    for name in images:  # in the 3-channel dataset: what Pillow's RGBA conversion holds, less the alpha
+        with Image.open(src / "a" / name) as image:
+            np.testing.assert_array_equal(stored[f"a/{name}"], np.asarray(image.convert("RGBA"))[..., :3])
 
 
 def test_pcr_verify_checks_the_jpeg_a_png_became(tmp_path, photo):

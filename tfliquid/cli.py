@@ -5,8 +5,9 @@
 The verb comes first; a kind follows when the verb applies to several (`convert pcr|l3|liquid`, `profile liquid`,
 `simulate cache`);
 operands are in data-flow order (source, then destination). Options have one spelling across commands (`--seed`,
-`--workers`, `--verify`, `--overwrite`, `--quiet` for no progress, `--verbose` for TensorFlow's own log). Exit
-status: 0 done, 1 failed (or some images were rejected, listed in the report), 2 usage error, 130 interrupted.
+`--workers`, `--verify`, `--overwrite`, `--quiet` for no progress, `--verbose` for TensorFlow's own log, and
+Beam's with `--runner beam`). Exit status: 0 done, 1 failed (or some images were rejected, listed in the report),
+2 usage error, 130 interrupted.
 
     tfliquid convert pcr SRC DST [--images-per-record N] [--seed S] [--quality Q] [--verify] [--runner beam] ...
     tfliquid convert l3 SRC DST [--profile {default,paper}] [--workers N] [--verify] [--overwrite] ...
@@ -22,14 +23,13 @@ status: 0 done, 1 failed (or some images were rejected, listed in the report), 2
 from __future__ import annotations
 
 import argparse
-import contextlib
 import inspect
 import math
 import os
 import sys
-import tempfile
 import typing
 
+from tfliquid._common import stderr
 from tfliquid._common.errors import ArgumentError
 
 EXIT_FAILED = 1
@@ -40,7 +40,9 @@ EXIT_INTERRUPTED = 130
 def _common_options(progress: bool, conversion: bool = False) -> argparse.ArgumentParser:
     """The options every command takes; --quiet for long jobs, --fail-fast for conversions."""
     options = argparse.ArgumentParser(add_help=False)
-    options.add_argument("--verbose", action="store_true", help="show TensorFlow's own log on stderr")
+    options.add_argument(
+        "--verbose", action="store_true", help="show TensorFlow's own log on stderr (and Beam's, with --runner beam)"
+    )
     if progress:
         options.add_argument("--quiet", action="store_true", help="no progress on stderr")
     if conversion:
@@ -108,7 +110,7 @@ def _call(function, args, **given):
     """function(**given, and each option parsed into `args` whose name is one of the function's parameters, or of
     the TypedDict its **options unpack): every option's dest is its parameter's name (--images-per-record is
     images_per_record=), so no command lists the API's keywords again. --quiet and --fail-fast become progress=
-    and on_error= where the function takes them."""
+    and on_error= where the function takes them, --verbose becomes beam_log=."""
     names = set(inspect.signature(function).parameters)
     for hint in typing.get_type_hints(function, include_extras=True).values():
         if typing.get_origin(hint) is typing.Unpack:  # **options: Unpack[SomeOptions]
@@ -116,6 +118,8 @@ def _call(function, args, **given):
     parsed = vars(args)
     if "quiet" in parsed:
         parsed = {**parsed, "progress": not args.quiet}
+    if "verbose" in parsed:
+        parsed = {**parsed, "beam_log": args.verbose}
     if "fail_fast" in parsed:
         parsed = {**parsed, "on_error": "raise" if args.fail_fast else "reject"}
     return function(**given, **{name: value for name, value in parsed.items() if name in names and name not in given})
@@ -627,33 +631,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-@contextlib.contextmanager
-def _stderr_held_back():
-    """Holds back what is written to file descriptor 2 (C++ included) while it runs, and shows it only if the
-    block raises: TensorFlow's start-up log lines come before its log level applies."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as held:
-        os.dup2(held.fileno(), 2)
-        try:
-            yield
-        except BaseException:
-            os.dup2(saved, 2)
-            held.seek(0)
-            sys.stderr.write(held.read().decode(errors="replace"))
-            raise
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-
-
 def _import_tensorflow(verbose: bool) -> None:
     if verbose:
         import tensorflow  # noqa: F401
 
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # later C++ log lines, e.g. "failed call to cuInit"
-    with _stderr_held_back():
+    with stderr.held_back():
         import tensorflow  # noqa: F401
 
 

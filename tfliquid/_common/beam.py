@@ -12,6 +12,7 @@ apache-beam is optional (`pip install tfliquid[beam]`) and imported only when a 
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import logging
@@ -21,6 +22,7 @@ import shlex
 import shutil
 from collections.abc import Callable
 
+from tfliquid._common import stderr
 from tfliquid._common.errors import ArgumentError, ConversionError
 
 RUNNERS = ("local", "beam")
@@ -35,7 +37,13 @@ def import_beam():
     return apache_beam
 
 
-def check_runner(runner: str, beam_options) -> None:
+def log_shown(beam_log: bool):
+    """A context in which Beam runs: its log and its worker processes' shown on stderr (beam_log=True) or held
+    back, shown only if the block raises (RunOptions.beam_log)."""
+    return contextlib.nullcontext() if beam_log else stderr.held_back()
+
+
+def check_runner(runner: str, beam_options, beam_log: bool = True) -> None:
     """Refuses, before anything is written, a runner that is not one of RUNNERS, and Beam options that Beam would
     discard (a misspelt flag) or a Beam runner it does not know."""
     if runner not in RUNNERS:
@@ -43,7 +51,8 @@ def check_runner(runner: str, beam_options) -> None:
     if beam_options is not None and runner != "beam":
         raise ArgumentError("beam_options are for runner='beam'")
     if runner == "beam":
-        import_beam()
+        with log_shown(beam_log):  # importing Beam logs warnings about its optional dependencies
+            import_beam()
         from apache_beam.runners.runner import create_runner
 
         options = pipeline_options(beam_options)
@@ -91,15 +100,16 @@ def pipeline_options(beam_options: str | list[str] | None):
     return PipelineOptions(flags)
 
 
-def run(build: Callable, dst: str, beam_options) -> list[dict]:
+def run(build: Callable, dst: str, beam_options, beam_log: bool = True) -> list[dict]:
     """Runs the pipeline `build(root)` makes (its result: a PCollection of JSON-able outcomes) and returns the
-    outcomes. An error inside the pipeline (a rejected image with on_error="raise", a full disk) is raised here as
-    a ConversionError with the message of the error that stopped it."""
+    outcomes; Beam's log shown or held back as `beam_log` says (RunOptions). An error inside the pipeline (a
+    rejected image with on_error="raise", a full disk) is raised here as a ConversionError with the message of the
+    error that stopped it."""
     beam = import_beam()
     outcomes_dir = os.path.join(dst, OUTCOMES_DIR)
     shutil.rmtree(outcomes_dir, ignore_errors=True)  # a killed run's: its records are found on disk instead
     try:
-        with beam.Pipeline(options=pipeline_options(beam_options)) as pipeline:
+        with log_shown(beam_log), beam.Pipeline(options=pipeline_options(beam_options)) as pipeline:
             (
                 build(pipeline)
                 | "Outcomes as JSON" >> beam.Map(json.dumps)

@@ -1,5 +1,6 @@
 """How a conversion runs: the keyword arguments every converter takes (`tfliquid.pcr.convert`,
-`tfliquid.liquid.convert`, `tfliquid.l3.convert`; the CLI's --fail-fast, --quiet, --runner, --beam-options),
+`tfliquid.liquid.convert`, `tfliquid.l3.convert`; the CLI's --fail-fast, --quiet, --runner, --beam-options,
+--verbose),
 declared once."""
 
 from __future__ import annotations
@@ -24,12 +25,17 @@ class RunOptions(TypedDict, total=False):
       system every Beam worker mounts.
     beam_options: Beam's pipeline options, e.g. "--runner=FlinkRunner --flink_master=HOST:8081"; default: the
       DirectRunner with one worker process per core.
+    beam_log: with runner="beam", show on stderr what Beam and its worker processes (TensorFlow in them
+      included) log, as they log it (the default). False holds it back while Beam runs and shows it only if the
+      run fails: the CLI without --verbose. Holding back redirects this process's stderr (file descriptor 2),
+      what its other threads write included.
     """
 
     on_error: str
     progress: bool
     runner: str
     beam_options: str | list[str] | None
+    beam_log: bool
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +46,7 @@ class Run:
     progress: bool = True
     runner: str = "local"
     beam_options: str | list[str] | None = None
+    beam_log: bool = True
 
 
 def take_run_options(options: dict) -> tuple[Run, dict]:
@@ -48,5 +55,5 @@ def take_run_options(options: dict) -> tuple[Run, dict]:
     run = Run(**{name: value for name, value in options.items() if name in names})
     if run.on_error not in ON_ERROR:
         raise ArgumentError(f"on_error must be one of {ON_ERROR}, got {run.on_error!r}")
-    check_runner(run.runner, run.beam_options)
+    check_runner(run.runner, run.beam_options, run.beam_log)
     return run, {name: value for name, value in options.items() if name not in names}

@@ -3,6 +3,8 @@ pixels than they may decode, before the decoder allocates them."""
 
 from __future__ import annotations
 
+import functools
+
 import tensorflow as tf
 
 # Images that are decoded to be re-encoded (about 4 bytes a pixel) and claim more pixels than this are rejected
@@ -10,15 +12,18 @@ import tensorflow as tf
 MAX_PIXELS = 178_956_970
 
 
+def _unsigned(data: tf.Tensor, offset, size: int, big_endian: bool) -> tf.Tensor:
+    """The unsigned integer (int64) in the `size` bytes of `data` at `offset`."""
+    raw = tf.cast(tf.io.decode_raw(tf.strings.substr(data, offset, size), tf.uint8), tf.int64)
+    weights = [256 ** (size - 1 - i) if big_endian else 256**i for i in range(size)]
+    return tf.reduce_sum(raw * tf.constant(weights, tf.int64))
+
+
 def claimed_pixels(contents: tf.Tensor) -> tf.Tensor:
     """Width x height from the header of a PNG, GIF or BMP (what tf.io.decode_image reads besides JPEG), read
     before decoding; 0 for anything else (decode_image refuses it)."""
     data = contents + b"\0" * 26  # every field below lies in the first 26 bytes: short data reads zeros
-
-    def number(offset: int, size: int, big_endian: bool) -> tf.Tensor:
-        raw = tf.cast(tf.io.decode_raw(tf.strings.substr(data, offset, size), tf.uint8), tf.int64)
-        weights = [256 ** (size - 1 - i) if big_endian else 256**i for i in range(size)]
-        return tf.reduce_sum(raw * tf.constant(weights, tf.int64))
+    number = functools.partial(_unsigned, data)
 
     def bmp_side(offset: int) -> tf.Tensor:  # an int32: BMP heights are negative for top-down images
         side = number(offset, 4, big_endian=False)
@@ -56,6 +61,27 @@ def bits_per_sample(contents: tf.Tensor) -> tf.Tensor:
     is_png = tf.equal(tf.strings.substr(contents, 0, 8), b"\x89PNG\r\n\x1a\n")
     depth = tf.io.decode_raw(tf.strings.substr(contents + b"\0" * 25, 24, 1), tf.uint8)[0]
     return tf.where(is_png, tf.cast(depth, tf.int32), 8)
+
+
+def png_has_transparency_chunk(contents: tf.Tensor) -> tf.Tensor:
+    """True when `contents` is a PNG with a tRNS chunk: a palette's alphas, or one grey or RGB colour marked
+    transparent. tf.io.decode_image turns the first into an alpha channel and drops the second, so that only the
+    chunk tells that the image has transparency. Walks the chunks before the image data, where tRNS must be."""
+    is_png = tf.equal(tf.strings.substr(contents, 0, 8), b"\x89PNG\r\n\x1a\n")
+    size = tf.cast(tf.strings.length(contents), tf.int64)
+
+    def next_chunk(offset, found, done):
+        kind = tf.strings.substr(contents, offset + 4, 4)
+        found = tf.equal(kind, b"tRNS")
+        done = found | tf.equal(kind, b"IDAT") | tf.equal(kind, b"IEND")
+        return offset + 12 + _unsigned(contents, offset, 4, big_endian=True), found, done
+
+    _, found, _ = tf.while_loop(
+        lambda offset, found, done: tf.logical_and(tf.logical_not(done), offset + 8 <= size),
+        next_chunk,
+        (tf.constant(8, tf.int64), tf.constant(False), tf.logical_not(is_png)),
+    )
+    return found
 
 
 def decode_bounded(contents: tf.Tensor) -> tf.Tensor:

@@ -2,10 +2,10 @@
 
 The plan is one job per source file (where to read it, where to write it); the per-file conversion is pure and
 runs on a pool of threads here (the local runner) or on Apache Beam's workers (runner="beam"). Per file: decode
-with Pillow -> 8-bit grey, RGB or RGBA pixels -> `tfliquid.l3.encode_l3` (the C++ op) -> written to a temporary
-file, optionally decoded back and compared, renamed into place. Locally threads, not processes: Pillow's decoders
-and the op both release the GIL, so threads scale, while worker processes must each import TensorFlow first, which
-costs seconds before any work.
+with Pillow (libpng for a PNG with a transparent colour) -> 8-bit grey, RGB or RGBA pixels ->
+`tfliquid.l3.encode_l3` (the C++ op) -> written to a temporary file, optionally decoded back and compared, renamed
+into place. Locally threads, not processes: Pillow's decoders and the op both release the GIL, so threads scale,
+while worker processes must each import TensorFlow first, which costs seconds before any work.
 
 A file is only ever complete or absent, so an interrupted run resumes by rerunning it: a `.l3` at least as new as
 its source and written with the same profile is skipped.
@@ -41,7 +41,8 @@ from tfliquid.l3.ops import decode_l3, encode_l3
 SOURCE_EXTENSIONS = (".png", ".bmp", ".gif", ".tif", ".tiff", ".ppm", ".pgm", ".pbm", ".pnm", ".webp", ".jpg", ".jpeg")
 
 # Pillow mode -> the mode stored, for modes converted without loss. "1" becomes greys 0 and 255; LA becomes
-# RGBA (L3 has no grey + alpha); a palette image becomes RGB, or RGBA if it has transparency.
+# RGBA (L3 has no grey + alpha); a palette image becomes RGB, or RGBA if it has transparency (and so does a grey or
+# RGB image with a transparent colour, see _pixels).
 _LOSSLESS_MODES = {
     "1": "L",
     "L": "L",
@@ -89,7 +90,8 @@ def convert(
     Inputs are what Pillow reads (SOURCE_EXTENSIONS): PNG, BMP, GIF, TIFF, PPM/PGM/PBM and WebP are stored
     without loss. JPEG (and lossy WebP) are allowed too: L3 keeps their decoded pixels exactly (as Pillow decodes
     them), not their file size, which grows several times. Greys are stored as 1 channel, RGB as 3, RGBA as 4;
-    1-bit, grey + alpha and palette images are widened without loss (palette with transparency -> RGBA);
+    1-bit, grey + alpha and palette images are widened without loss (palette with transparency -> RGBA, and
+    so is a grey or RGB PNG whose tRNS chunk marks one colour transparent: alpha 0 where a pixel has it);
     CMYK, YCbCr, LAB and HSV are converted to RGB (not reversible; counted in `lossy_images`). EXIF orientation
     is not applied and metadata (EXIF, ICC profiles) is dropped.
 
@@ -129,7 +131,7 @@ def convert(
             profile=profile, verify=verify, overwrite=overwrite, reduce_16bit=reduce_16bit, on_error=run.on_error
         )
         if run.runner == "beam":
-            _convert_jobs_beam(jobs, folder, report, settings, run.beam_options)
+            _convert_jobs_beam(jobs, folder, report, settings, run)
         else:
             _convert_jobs(jobs, report, settings, workers, run.progress)
     report.failures.sort()
@@ -149,7 +151,7 @@ def _convert_jobs(jobs, report, settings: dict, workers, progress) -> None:
         _run_on_threads(convert_file, jobs, workers, collect)
 
 
-def _convert_jobs_beam(jobs, folder, report, settings: dict, beam_options) -> None:
+def _convert_jobs_beam(jobs, folder, report, settings: dict, run) -> None:
     """_convert_jobs as an Apache Beam pipeline: the same per-file conversion on the runner's workers."""
     import apache_beam as beam
 
@@ -165,7 +167,7 @@ def _convert_jobs_beam(jobs, folder, report, settings: dict, beam_options) -> No
             | "Convert images" >> beam.Map(convert_file)
         )
 
-    by_source = {o["source"]: o for o in beam_runner.run(build, folder, beam_options)}
+    by_source = {o["source"]: o for o in beam_runner.run(build, folder, run.beam_options, run.beam_log)}
     for job in jobs:
         outcome = by_source[job.source]
         result = outcome["result"] and _Converted(**outcome["result"])
@@ -293,7 +295,7 @@ def _convert_file(job: _Job, profile: str, verify: bool, overwrite: bool, reduce
     if contents.startswith(b"\xff\xd8\xff"):  # Pillow, like libjpeg, would pad damaged JPEG data with grey
         check_jpeg(contents)
     with Image.open(io.BytesIO(contents)) as image:
-        pixels, lossy = _pixels(image, reduce_16bit)
+        pixels, lossy = _pixels(image, contents, reduce_16bit)
     encoded = encode_l3(pixels, profile=profile).numpy()
     os.makedirs(os.path.dirname(job.target) or ".", exist_ok=True)
     check = functools.partial(_check_decodes_to, pixels) if verify else None
@@ -313,23 +315,24 @@ def _is_up_to_date(job: _Job, profile: str) -> bool:
     return written == l3_format.profile_params(profile, height, width, written.channels)
 
 
-def _pixels(image: Image.Image, reduce_16bit: bool) -> tuple[np.ndarray, bool]:
-    """The uint8 [H, W, C] (C = 1, 3, 4) pixels to store, and whether they lost information."""
+def _pixels(image: Image.Image, contents: bytes, reduce_16bit: bool) -> tuple[np.ndarray, bool]:
+    """The uint8 [H, W, C] (C = 1, 3, 4) pixels to store of `image` (opened from `contents`), and whether they lost
+    information."""
     frames = getattr(image, "n_frames", 1)
     if frames > 1:
         raise RejectedImageError(f"{frames} frames (an animation or pages); L3 stores one image")
-    lossy = False
     bits = _bits_per_sample(image)
-    if bits == 16 and reduce_16bit:
-        lossy = True
-        if image.mode.startswith("I"):  # grey; Pillow already keeps the high byte of 16-bit colour on load
-            image = Image.fromarray((np.asarray(image) >> 8).astype(np.uint8))
-    elif bits == 16:
+    if bits == 16 and not reduce_16bit:
         raise RejectedImageError(
             "16-bit samples; L3 stores 8 bits per sample (reduce_16bit=True, --reduce-16bit, keeps the high byte)"
         )
-    elif bits != 8:
+    if bits not in (8, 16):
         raise RejectedImageError(f"{bits}-bit samples (mode {image.mode}); L3 stores 8 bits per sample")
+    lossy = bits == 16
+    if image.mode != "P" and "transparency" in image.info:  # a grey or RGB PNG with one colour transparent (tRNS)
+        return _with_transparent_colour_as_alpha(contents), lossy
+    if lossy and image.mode.startswith("I"):  # grey; Pillow already keeps the high byte of 16-bit colour on load
+        image = Image.fromarray((np.asarray(image) >> 8).astype(np.uint8))
     if image.mode == "P" and image.has_transparency_data:
         stored_mode = "RGBA"
     elif image.mode in _LOSSLESS_MODES:
@@ -340,6 +343,15 @@ def _pixels(image: Image.Image, reduce_16bit: bool) -> tuple[np.ndarray, bool]:
         raise RejectedImageError(f"unsupported pixel mode {image.mode}")
     pixels = np.asarray(image.convert(stored_mode))
     return pixels.reshape(pixels.shape[0], pixels.shape[1], -1), lossy
+
+
+def _with_transparent_colour_as_alpha(png: bytes) -> np.ndarray:
+    """The RGBA pixels of a grey or RGB PNG with a tRNS chunk: alpha 0 where a pixel has the transparent colour.
+
+    Decoded by libpng, which compares the colour with the samples at the file's bit depth; Pillow compares it with
+    1-, 2- and 4-bit greys already widened to 8 bits and with 16-bit samples already reduced to 8, so that it
+    misses them (the same at 8 bits). 16-bit samples keep their high byte, as elsewhere."""
+    return tf.io.decode_png(png, channels=4).numpy()
 
 
 def _bits_per_sample(image: Image.Image) -> int:

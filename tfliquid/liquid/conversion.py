@@ -29,7 +29,13 @@ from tfliquid._common.report import ConversionReport
 from tfliquid._common.run_options import take_run_options
 from tfliquid._proto import liquid_pb2
 from tfliquid._version import __version__
-from tfliquid.io.image_headers import bits_per_sample, claim_refused, claimed_pixels, decode_bounded
+from tfliquid.io.image_headers import (
+    bits_per_sample,
+    claim_refused,
+    claimed_pixels,
+    decode_bounded,
+    png_has_transparency_chunk,
+)
 from tfliquid.io.sources import check_source_options, open_source
 from tfliquid.jpeg.ops import check_jpeg
 from tfliquid.liquid import format as liquid_format
@@ -39,6 +45,10 @@ from tfliquid.records import job as record_job
 from tfliquid.records.job import RECORDS_DIR, SPOOL_FILENAME, ConversionOptions
 
 L3_PROFILES = ("default", "paper")
+_LOSSY_REASON = (
+    "stored with a loss (alpha or a transparent colour dropped, colour dropped, 16-bit samples reduced to 8, "
+    "or re-encoded as JPEG)"
+)
 # Images encoded per compressed format to predict its bytes per pixel (all of them when there are fewer).
 SIZE_SAMPLE = 256
 
@@ -111,8 +121,8 @@ def convert(
       formats: the formats to mix, e.g. ("l3", "raw") or "l3,raw": raw, png, jpeg, l3 (each at most once).
       ratio: one integer weight per format, e.g. "3:7" or (3, 7): each format holds exactly its share of the
         images (largest remainder). Needed for two formats or more; `tfliquid.liquid.profile` finds the best.
-      channels: 3 (RGB) or 1 (grey): every image is stored and decodes with this many channels; dropping alpha or
-        colour is counted lossy.
+      channels: 3 (RGB) or 1 (grey): every image is stored and decodes with this many channels; dropping alpha
+        (an alpha channel, or the colour a PNG's tRNS chunk marks transparent) or colour is counted lossy.
       images_per_record: images per record file (one read each). Small records keep reads steady: a stream
         that must read a whole large record before it yields anything stalls the mix (docs/liquid.md).
       seed: which image gets which format, and the order of records; same seed and source = same bytes out.
@@ -159,7 +169,7 @@ def convert(
         source = open_source(src, os.path.join(dst, SPOOL_FILENAME), **source_options)
         assigned = liquid_format.assignment(source.num_items, weights, seed)
         prediction = predict_size(source, names, assigned, encoding, images_per_record, seed)
-        report = LiquidReport(dst, file_kind="record", lossy_reason="stored with a loss", prediction=prediction)
+        report = LiquidReport(dst, file_kind="record", lossy_reason=_LOSSY_REASON, prediction=prediction)
         os.makedirs(os.path.join(dst, RECORDS_DIR), exist_ok=True)
         plans = [record_job.chunked_plan(items, images_per_record, name, "lqr") for name, items in zip(names, assigned)]
         plan = record_job.Plan(
@@ -233,7 +243,9 @@ def _decoded(contents: tf.Tensor, channels: int, reduce_16bit: bool):
 
     image = tf.cond(is_jpeg, lambda: tf.io.decode_jpeg(check_jpeg(contents)), lambda: decode_bounded(contents))
     pixels, lossy_channels = liquid_items.to_channels(image, channels)
-    return pixels, is_jpeg, tf.logical_or(lossy_channels, sixteen_bit)
+    # Liquid holds no alpha: a PNG's transparent colour is dropped as its alpha channel would be
+    transparency_dropped = png_has_transparency_chunk(contents)
+    return pixels, is_jpeg, lossy_channels | sixteen_bit | transparency_dropped
 
 
 def _refused_if(refused: tf.Tensor, contents: tf.Tensor, reason: str) -> tf.Tensor:

@@ -52,7 +52,8 @@ class _Settings:
 
 def convert_records(source, plan, dst, state, report, spec, verify, overwrite, run):
     """record_job.convert_records on Beam: returns every record's WrittenRecord (None for a record none of whose
-    images could be converted) and fills in `report` and `state`. Progress is Beam's own log."""
+    images could be converted) and fills in `report` and `state`. No progress is shown: Beam's own log is shown
+    as `run.beam_log` says."""
     settings = _Settings(dst, spec, spec.job().flags, verify, overwrite, run.on_error, state.fingerprint)
     records = [
         [
@@ -72,7 +73,7 @@ def convert_records(source, plan, dst, state, report, spec, verify, overwrite, r
             | "Convert records" >> beam.ParDo(_ConvertRecord(settings))
         )
 
-    outcomes = {o["relative"]: o for o in beam_runner.run(build, dst, run.beam_options)}
+    outcomes = {o["relative"]: o for o in beam_runner.run(build, dst, run.beam_options, run.beam_log)}
     state.merge_fragments()
     entries = []
     for relative in plan.relatives:
