@@ -76,7 +76,8 @@ def convert(
         make: each image, read back through the C++ reader and decoded as PCRDataset decodes it, has at full
         fidelity the source's exact pixels (for non-JPEG sources: the pixels of the JPEG they were encoded to) and at
         every other scan group the pixels `tf.io.decode_jpeg` gives of the same bytes. An image that does not is
-        rejected (the report lists it with the scan group and why) and its record is written without it.
+        rejected (the report lists it with the scan group and why) and its record is written without it. This
+        decodes every image at every scan group with both decoders: a verifying run takes several times longer.
       overwrite: discard a different conversion found at `dst` instead of refusing to touch it.
       scan_script: the scans of the progressive JPEGs, hence the scan groups: "fast" (the default: spectral
         selection only, 7 groups for colour images; full fidelity decodes nearly as fast as baseline JPEG),

@@ -436,7 +436,7 @@ def write_record(built: BuiltRecord, dst, relative, kept_entry, job, verify, on_
     with on_error="raise"); the file written is then compared with those bytes. A record none of whose images are
     left is not written (a previous file of that name is removed): its entry is None."""
     path = os.path.join(dst, relative)
-    record = _verified_record(built, relative, job, on_error, report) if verify else _encoded(built, relative, job)
+    record = _verified_record(built, relative, job, on_error, report) if verify else _encoded(built, job)
     if record is None:
         if os.path.exists(path):
             os.remove(path)
@@ -455,7 +455,7 @@ def write_record(built: BuiltRecord, dst, relative, kept_entry, job, verify, on_
     return entry
 
 
-def _encoded(built: BuiltRecord, relative: str, job: RecordJob) -> records_format.EncodedRecord | None:
+def _encoded(built: BuiltRecord, job: RecordJob) -> records_format.EncodedRecord | None:
     if built.empty:
         return None
     return records_format.encode_record(built.parts, built.labels, built.keys, crc=crc32c_fast, flags=job.flags)
@@ -468,7 +468,7 @@ def _written(relative: str, record: records_format.EncodedRecord) -> WrittenReco
 def _verified_record(built: BuiltRecord, relative, job, on_error, report) -> records_format.EncodedRecord | None:
     """The record of the images of `built` that verify (job.verify_record); the others are rejected and left out
     of `built`."""
-    while (record := _encoded(built, relative, job)) is not None:
+    while (record := _encoded(built, job)) is not None:
         failures = job.verify_record(record.data, _written(relative, record), built.verify_against)
         if not failures:
             return record
