@@ -9,12 +9,19 @@ import sys
 import textwrap
 import time
 
+import numpy as np
 import pytest
+import tensorflow as tf
+from PIL import Image
 
 import tfliquid
 from tfliquid import cli
 from tfliquid._common.lock import LOCK_FILENAME
+from tfliquid._common.report import ConversionReport
+from tfliquid.jpeg.ops import jpeg_to_progressive
+from tfliquid.jpeg.sized import decode_jpeg
 from tfliquid.pcr import format as pcr_format
+from tfliquid.records import job as record_job
 
 
 def _convert(src, dst, **kwargs):
@@ -75,6 +82,63 @@ def test_verify_on_a_rerun_verifies_the_records_it_keeps(photo_folder, tmp_path)
     report = _convert(photo_folder, dst, images_per_record=4, verify=True)
     assert (report.files_written, report.files_skipped, report.verified_images) == (0, 4, 16)
     assert _tree_bytes(dst) == original
+
+
+def test_an_overwrite_stopped_midway_leaves_no_old_index_beside_the_new_records(photo_folder, zoo, tmp_path):
+    dst = tmp_path / "dst"
+    _convert(photo_folder, dst, images_per_record=4)
+    src = tmp_path / "src"
+    shutil.copytree(photo_folder, src)
+    (src / "things" / "truncated.jpg").write_bytes(zoo["baseline_420"][:600])
+    with pytest.raises(tfliquid.ConversionError, match="truncated.jpg"):
+        _convert(src, dst, images_per_record=4, seed=1, overwrite=True, on_error="raise")
+    assert not (dst / pcr_format.INDEX_FILENAME).exists()
+    with pytest.raises(FileNotFoundError, match="is not a PCR dataset"):
+        tfliquid.PCRDataset(str(dst))
+
+
+def _flat_page_with_one_dc_scan_per_component(tmp_path) -> bytes:
+    """A flat 1024x768 4:2:0 page whose progressive script sends each component's DC alone (as mozjpeg does): its
+    first scan groups code few bits for many blocks."""
+    page = tmp_path / "page.ppm"
+    Image.new("RGB", (1024, 768), (250, 250, 245)).save(page)
+    baseline = subprocess.run(["cjpeg", "-quality", "90", str(page)], check=True, capture_output=True).stdout
+    script = tmp_path / "dc_per_component.scans"
+    script.write_text("0: 0 0 0 0;\n1: 0 0 0 0;\n2: 0 0 0 0;\n0: 1 63 0 0;\n1: 1 63 0 0;\n2: 1 63 0 0;\n")
+    return subprocess.run(["jpegtran", "-scans", str(script)], input=baseline, check=True, capture_output=True).stdout
+
+
+def test_verify_reads_every_scan_group_as_the_dataset_will(zoo, tmp_path):
+    src = tmp_path / "src"
+    (src / "a").mkdir(parents=True)
+    (src / "a" / "page.jpg").write_bytes(_flat_page_with_one_dc_scan_per_component(tmp_path))
+    (src / "a" / "photo.jpg").write_bytes(zoo["baseline_420"])
+    report = _convert(src, tmp_path / "dst", verify=True)
+    # Whatever the decoder takes, --verify lets nothing into the dataset that PCRDataset cannot read at some scan
+    # group as TensorFlow decodes the same bytes; what it refuses is rejected alone, with the scan group.
+    assert [reason for _, reason in report.failures if "fails verification at scan group " not in reason] == []
+    assert report.images + len(report.failures) == 2 and report.images >= 1
+    for g in range(1, pcr_format.read_index(str(tmp_path / "dst")).num_scan_groups + 1):
+        dataset = tfliquid.PCRDataset(str(tmp_path / "dst"), scan_group=g, decode=False, shuffle=False)
+        for x in dataset:
+            np.testing.assert_array_equal(decode_jpeg(x["image"]), tf.io.decode_jpeg(x["image"], channels=3))
+
+
+def test_an_image_that_fails_verification_is_rejected_alone_and_its_record_written(zoo, tmp_path):
+    job = tfliquid.pcr.conversion.PCRJobSpec(90, False, "fast", False, True).job()
+    built, report = record_job.BuiltRecord(), ConversionReport(str(tmp_path))
+    # b's expected pixels are another image's: what a transcode that changed its pixels would give
+    for key, jpeg, expected in [("a.jpg", "baseline_420", "baseline_420"), ("b.jpg", "baseline_444", "china")]:
+        progressive, ends = (t.numpy() for t in jpeg_to_progressive(zoo[jpeg], scan_script="fast"))
+        prepared = (progressive, ends.tolist(), 0, key.encode(), False, zoo[expected], len(zoo[jpeg]))
+        built.add(prepared, f"src/{key}", "reject", report)
+    entry = record_job.write_record(built, str(tmp_path), "r.pcr", None, job, True, "reject", report)
+    assert report.failures == [
+        ("src/b.jpg", "fails verification when read whole: it decodes to other pixels than its source's")
+    ]
+    assert (entry.num_items, report.converted, report.files_written) == (1, 1, 1)
+    assert [x.key for x in pcr_format.decode_record((tmp_path / "r.pcr").read_bytes())] == [b"a.jpg"]
+    assert sorted(os.listdir(tmp_path)) == ["r.pcr"]
 
 
 @pytest.mark.parametrize("inside", [".", "pcr", "deeper/pcr"])

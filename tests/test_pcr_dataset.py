@@ -11,8 +11,11 @@ import pytest
 import tensorflow as tf
 
 import tfliquid
+from tfliquid._lib import crc32c_fast
 from tfliquid.cache import item_format as cache_item
+from tfliquid.jpeg import scans as jpeg_scans
 from tfliquid.pcr import format as pcr_format
+from tfliquid.records import format as records_format
 
 
 @pytest.fixture(scope="module")
@@ -173,6 +176,55 @@ def test_corrupt_index(dataset_copy):
     (dataset_copy / "index.pcrindex").write_bytes(b"not an index")
     with pytest.raises(pcr_format.PCRFormatError, match="index.pcrindex: offset 0: bad magic"):
         tfliquid.PCRDataset(str(dataset_copy))
+
+
+def test_an_image_that_fails_to_decode_is_named_by_record_key_and_byte_offset(dataset_copy):
+    # A record whose CRCs are right but whose first image's last scan was cut short when it was written.
+    index = pcr_format.read_index(str(dataset_copy))
+    entry = index.records[0]
+    record = dataset_copy / entry.path
+    items = pcr_format.decode_record(record.read_bytes())
+    parts = [jpeg_scans.split_partials(item.data) for item in items]
+    parts[0][-1] = parts[0][-1][: len(parts[0][-1]) // 2]
+    written = records_format.encode_record(
+        parts, [item.label for item in items], [item.key for item in items], crc=crc32c_fast
+    )
+    record.write_bytes(written.data)
+    entry.prefix_ends[:] = written.group_ends
+    entry.header_crc32c = written.header_crc32c
+    pcr_format.write_index(str(dataset_copy), index)
+    last_group = len(written.group_ends)  # the group read: the record's last
+    where = rf"{record}: image {items[0].key.decode()} at scan group {last_group}: corrupt JPEG: .* \(at byte \d+\)"
+    for decode_size in (None, (32, 32)):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=where):
+            list(tfliquid.PCRDataset(str(dataset_copy), shuffle=False, decode_size=decode_size))
+
+
+def test_records_replaced_by_another_conversion_are_refused_at_every_scan_group(dataset, photo_folder, tmp_path):
+    # What a killed reconversion with another seed leaves: the old index beside the new records.
+    replaced = tmp_path / "replaced"
+    tfliquid.pcr.convert(str(photo_folder), str(replaced), images_per_record=6, seed=2, progress=False)
+    shutil.copy(dataset / pcr_format.INDEX_FILENAME, replaced / pcr_format.INDEX_FILENAME)
+    index = pcr_format.read_index(str(replaced))
+    assert all(pcr_format.record_identity(r) is not None for r in index.records)
+    for g in range(1, index.num_scan_groups + 1):
+        # (a record file shorter than the index says is refused by its read, before its bytes are looked at)
+        refusal = r"pcr-0000\d.pcr: offset \d+: (header CRC32C .* index lists|file is \d+ bytes but the index)"
+        with pytest.raises(tf.errors.DataLossError, match=refusal):
+            list(tfliquid.PCRDataset(str(replaced), scan_group=g, decode=False, shuffle=False))
+
+
+def test_a_read_that_does_not_end_where_a_group_ends_is_refused(dataset):
+    # An index without identities (written before they were recorded) still cannot cut another record anywhere.
+    record, entry = _first_record(dataset)
+    ends = list(entry.prefix_ends)
+    one_byte_longer = [end + 1 for end in ends[:-1]] + ends[-1:]
+    for g in range(1, len(ends)):
+        with pytest.raises(
+            tf.errors.DataLossError,
+            match=rf"pcr-00000.pcr: offset {ends[g - 1]}: the {ends[g - 1] + 1} bytes read are neither this record",
+        ):
+            list(tfliquid.pcr.PCRRecordDataset(str(record), one_byte_longer, g))
 
 
 def test_checkpoint_restore_resumes_mid_epoch(dataset, tmp_path):

@@ -63,7 +63,8 @@ def _common_options(progress: bool, conversion: bool = False) -> argparse.Argume
             "--verify",
             action="store_true",
             help="read everything written back and check that each image decodes to its source's pixels (an image "
-            "stored with a declared loss: to the pixels stored)",
+            "stored with a declared loss: to the pixels stored); convert pcr also decodes every scan group with the "
+            "dataset's decoder against TensorFlow's. An image that fails is rejected with the reason",
         )
         options.add_argument(
             "--overwrite",
@@ -178,7 +179,8 @@ def _pcr_arguments(p):
     p.add_argument(
         "--rescript-progressive",
         action="store_true",
-        help="give progressive inputs the scan script too (losslessly) instead of keeping their own scans",
+        help="give progressive inputs the scan script too (losslessly) instead of keeping their own scans; one whose "
+        "scans leave coefficients out (its decoders smooth over them) is rejected, as its pixels would change",
     )
 
 

@@ -109,6 +109,12 @@ class DecodeJpegScaledOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "contents", &contents));
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "target_height", &height));
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "target_width", &width));
+    std::string corrupt = "corrupt JPEG: ";
+    if (ctx->num_inputs() > 3) {  // Liquid>DecodeJpegScaledInContext
+      const tstring* context;
+      OP_REQUIRES_OK(ctx, ScalarInput(ctx, "context", &context));
+      if (!context->empty()) corrupt = absl::StrCat(*context, ": ", corrupt);
+    }
     const bool full_size = height == 0 && width == 0;
     OP_REQUIRES(ctx, full_size || (height >= 1 && width >= 1),
                 tensorflow::errors::InvalidArgument(
@@ -120,7 +126,7 @@ class DecodeJpegScaledOp : public OpKernel {
                 full_size ? decoder.Start(Bytes(*contents), contents->size(), kLargest, kLargest, &error,
                                           /*no_finer_than_coded=*/false)
                           : decoder.Start(Bytes(*contents), contents->size(), height, width, &error),
-                tensorflow::errors::InvalidArgument("corrupt JPEG: ", error));
+                tensorflow::errors::InvalidArgument(corrupt, error));
     const bool resized = resize_ && !full_size && (decoder.height() != height || decoder.width() != width);
     Tensor* image;
     OP_REQUIRES_OK(
@@ -129,7 +135,7 @@ class DecodeJpegScaledOp : public OpKernel {
                  &image));
     OP_REQUIRES(ctx,
                 decoder.DecodeResized(image->flat<uint8_t>().data(), image->dim_size(0), image->dim_size(1), &error),
-                tensorflow::errors::InvalidArgument("corrupt JPEG: ", error));
+                tensorflow::errors::InvalidArgument(corrupt, error));
   }
 
  private:
@@ -155,6 +161,7 @@ REGISTER_KERNEL_BUILDER(Name(kJpegScanEndsOp).Device(tensorflow::DEVICE_CPU), Jp
 REGISTER_KERNEL_BUILDER(Name(kCheckJpegOp).Device(tensorflow::DEVICE_CPU), CheckJpegOp);
 REGISTER_KERNEL_BUILDER(Name(kCheckScanScriptOp).Device(tensorflow::DEVICE_CPU), CheckScanScriptOp);
 REGISTER_KERNEL_BUILDER(Name(kDecodeJpegScaledOp).Device(tensorflow::DEVICE_CPU), DecodeJpegScaledOp);
+REGISTER_KERNEL_BUILDER(Name(kDecodeJpegScaledInContextOp).Device(tensorflow::DEVICE_CPU), DecodeJpegScaledOp);
 
 }  // namespace
 }  // namespace tfliquid

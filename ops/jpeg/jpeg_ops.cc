@@ -57,23 +57,42 @@ data (a premature end, a bad Huffman code, bytes the entropy decoder did not use
 (when not empty) and the byte offset.
 )doc");
 
+namespace {
+
+absl::Status DecodeJpegScaledShape(InferenceContext* c) {
+  TF_RETURN_IF_ERROR(ScalarInputs(c));
+  c->set_output(0, c->MakeShape({InferenceContext::kUnknownDim, InferenceContext::kUnknownDim, 3}));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 REGISTER_OP(kDecodeJpegScaledOp)
     .Input("contents: string")
     .Input("target_height: int64")
     .Input("target_width: int64")
     .Output("image: uint8")
     .Attr(absl::StrCat(kResizeAttr, ": bool = false"))
-    .SetShapeFn([](InferenceContext* c) {
-      TF_RETURN_IF_ERROR(ScalarInputs(c));
-      c->set_output(0, c->MakeShape({InferenceContext::kUnknownDim, InferenceContext::kUnknownDim, 3}));
-      return absl::OkStatus();
-    })
+    .SetShapeFn(DecodeJpegScaledShape)
     .Doc(R"doc(
 Decodes a JPEG to RGB at libjpeg's DCT scale M/8, M the smallest of 1, 2, 4 and 8 whose image is at least
 target_height x target_width (8 when none is), and no finer than the scans present code (a progressive prefix of
 DC scans: 1/8); with `resize`, then resized bilinearly to exactly the target. A target of 0x0 is the full size:
 the pixels of tf.io.decode_jpeg (smoothed where a progressive prefix lacks coefficients). Read strictly: data lost
 to damage is an error with its byte offset.
+)doc");
+
+REGISTER_OP(kDecodeJpegScaledInContextOp)
+    .Input("contents: string")
+    .Input("target_height: int64")
+    .Input("target_width: int64")
+    .Input("context: string")
+    .Output("image: uint8")
+    .Attr(absl::StrCat(kResizeAttr, ": bool = false"))
+    .SetShapeFn(DecodeJpegScaledShape)
+    .Doc(R"doc(
+Liquid>DecodeJpegScaled whose error messages start with `context` (when not empty): where the JPEG came from,
+e.g. its record file and key.
 )doc");
 
 REGISTER_OP(kCheckScanScriptOp)

@@ -1,6 +1,6 @@
 // Names of the JPEG ops and their attributes, shared by their registration (jpeg_ops.cc) and kernels
 // (jpeg_kernels.cc). Python calls them liquid_jpeg_to_progressive, liquid_jpeg_scan_ends, liquid_check_jpeg,
-// liquid_check_scan_script, liquid_decode_jpeg_scaled.
+// liquid_check_scan_script, liquid_decode_jpeg_scaled, liquid_decode_jpeg_scaled_in_context.
 #ifndef TFLIQUID_OPS_JPEG_JPEG_OPS_H_
 #define TFLIQUID_OPS_JPEG_JPEG_OPS_H_
 
@@ -11,6 +11,8 @@ inline constexpr char kJpegScanEndsOp[] = "Liquid>JpegScanEnds";
 inline constexpr char kCheckJpegOp[] = "Liquid>CheckJpeg";
 inline constexpr char kCheckScanScriptOp[] = "Liquid>CheckScanScript";
 inline constexpr char kDecodeJpegScaledOp[] = "Liquid>DecodeJpegScaled";
+// The same decode with a `context` input that starts its error messages: where the JPEG came from.
+inline constexpr char kDecodeJpegScaledInContextOp[] = "Liquid>DecodeJpegScaledInContext";
 
 inline constexpr char kKeepMarkersAttr[] = "keep_markers";
 inline constexpr char kScanScriptAttr[] = "scan_script";

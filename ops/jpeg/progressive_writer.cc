@@ -526,8 +526,9 @@ bool HasPrefix(const jpeg_saved_marker_ptr marker, const char* prefix, size_t le
   return marker->data_length >= length && std::memcmp(marker->data, prefix, length) == 0;
 }
 
-// SOI, the JFIF APP0 or Adobe APP14 that libjpeg writes for the colour space, then the saved markers but
-// the source's own JFIF/Adobe ones, which would duplicate it (transupp.c's jcopy_markers_execute).
+// SOI, the JFIF APP0 that libjpeg writes for the colour space, the Adobe APP14 (with the source's transform) when
+// params asks for one, then the saved markers but the source's own JFIF/Adobe ones, which would duplicate them
+// (transupp.c's jcopy_markers_execute).
 void WriteFileHeader(const jpeg_decompress_struct& src, const jpeg_compress_struct& params, ByteSink* sink) {
   sink->Marker(0xD8);
   if (params.write_JFIF_header) {
@@ -548,7 +549,7 @@ void WriteFileHeader(const jpeg_decompress_struct& src, const jpeg_compress_stru
     sink->Word(100);  // version
     sink->Word(0);    // flags
     sink->Word(0);
-    sink->Byte(params.jpeg_color_space == JCS_YCbCr ? 1 : params.jpeg_color_space == JCS_YCCK ? 2 : 0);
+    sink->Byte(src.Adobe_transform);
   }
   for (jpeg_saved_marker_ptr marker = src.marker_list; marker != nullptr; marker = marker->next) {
     if (params.write_JFIF_header && marker->marker == JPEG_APP0 && HasPrefix(marker, "JFIF", 5)) continue;

@@ -19,7 +19,8 @@ namespace tfliquid::jpeg {
 //    height_in_blocks), from access_virt_barray;
 //  - params has been through jpeg_copy_critical_parameters(&src, &params) and a progressive script
 //    (jpeg_simple_progression), with restart_interval 0: it supplies the frame, the quantisation tables, the
-//    JFIF/Adobe header choice, the Huffman table slots and the scans;
+//    JFIF/Adobe header choice (an Adobe marker carries src.Adobe_transform: write it only when src has one),
+//    the Huffman table slots and the scans;
 //  - src's saved APPn/COM markers (jpeg_save_markers) are copied after the JFIF/Adobe header as transupp.c's
 //    jcopy_markers_execute does.
 // Returns true and sets *out, or returns false and sets *error (libjpeg's message for the same failure).

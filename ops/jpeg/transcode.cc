@@ -40,7 +40,24 @@ void CollectRows(Session* s, jvirt_barray_ptr* coefficients) {
   }
 }
 
-enum class Outcome { kRead, kLibjpegError, kImpossibleHeader, kScriptMismatch };
+enum class Outcome { kRead, kLibjpegError, kImpossibleHeader, kTooLarge, kScriptMismatch, kIncompleteProgression };
+
+// What a transcode holds per 8x8 block: libjpeg's coefficients, and the writer's copy of them in zigzag order with
+// a mask of the nonzero ones (progressive_writer.cc). The memory cap is for both together.
+constexpr uint64_t kTranscodeBytesPerBlock = 2 * sizeof(JBLOCK) + sizeof(uint64_t);
+
+// Whether a progressive source's scans sent every coefficient of every component to its last bit. Decoders
+// smooth the blocks of a source that leaves some out (libjpeg's block smoothing, T.81 K.8); a rescripted copy
+// sends them, as zeros, so it would decode to other pixels.
+bool SentEveryCoefficient(const jpeg_decompress_struct& src) {
+  if (!src.progressive_mode) return true;
+  for (int ci = 0; ci < src.num_components; ++ci) {
+    for (int k = 0; k < DCTSIZE2; ++k) {
+      if (src.coef_bits[ci][k] != 0) return false;
+    }
+  }
+  return true;
+}
 
 // The libjpeg half: reads the coefficients, strictly, and (given a `script`) sets up the output parameters with
 // that script, exactly as jpegtran does. libjpeg longjmps back into the setjmp below on errors, so all state lives
@@ -60,6 +77,7 @@ Outcome ReadWithLibjpeg(Session* s, const uint8_t* data, size_t size, bool keep_
   }
   jpeg_read_header(&s->src, TRUE);
   if (!FitsInData(s->src, size)) return Outcome::kImpossibleHeader;
+  if (script != nullptr && Blocks(s->src) > kMaxMemoryBytes / kTranscodeBytesPerBlock) return Outcome::kTooLarge;
   if (script != nullptr && script->kind == ScanScript::Kind::kCustom &&
       script->num_components != s->src.num_components) {
     return Outcome::kScriptMismatch;
@@ -67,7 +85,11 @@ Outcome ReadWithLibjpeg(Session* s, const uint8_t* data, size_t size, bool keep_
   s->err.reading_scans = true;
   jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&s->src);
   if (script == nullptr) return Outcome::kRead;
+  if (!SentEveryCoefficient(s->src)) return Outcome::kIncompleteProgression;
   jpeg_copy_critical_parameters(&s->src, &s->dst);
+  // The source's Adobe marker, not libjpeg's default for the colour space (it adds one to every CMYK JPEG): its
+  // presence tells decoders a CMYK JPEG's ink values are inverted, so adding one would change the pixels.
+  s->dst.write_Adobe_marker = s->src.saw_Adobe_marker;
   const std::vector<jpeg_scan_info>* scans = script->kind == ScanScript::Kind::kCustom ? &script->scans
                                              : script->kind == ScanScript::Kind::kFast
                                                  ? &FastScript(s->src.num_components)
@@ -95,6 +117,17 @@ bool ReadCoefficients(Session* s, const uint8_t* data, size_t size, bool keep_ma
       *error = "the frame header claims " + std::to_string(s->src.image_width) + "x" +
                std::to_string(s->src.image_height) + " pixels (" + std::to_string(Blocks(s->src)) +
                " blocks of 8x8), more than " + std::to_string(size) + " bytes can code (at least a bit a block)";
+      return false;
+    case Outcome::kTooLarge:
+      *error = "Insufficient memory: the frame header claims " + std::to_string(s->src.image_width) + "x" +
+               std::to_string(s->src.image_height) + " pixels, whose transcode would hold " +
+               std::to_string(Blocks(s->src) * kTranscodeBytesPerBlock) + " bytes of coefficients, more than the " +
+               std::to_string(kMaxMemoryBytes) + " a transcode may use";
+      return false;
+    case Outcome::kIncompleteProgression:
+      *error =
+          "its scans leave coefficients out (or short of their last bit), which decoders smooth over; rescripted, "
+          "they would be sent as zeros and the pixels would change: keep its own scans (rescript_progressive off)";
       return false;
     case Outcome::kScriptMismatch:
       *error = "the scan script is for images of " + std::to_string(script->num_components) +

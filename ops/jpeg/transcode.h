@@ -14,8 +14,10 @@ namespace tfliquid::jpeg {
 // Copies the DCT coefficients of the JPEG in [data, data + size), baseline or progressive, into a progressive JPEG
 // with the scans of `script` and optimised Huffman tables: `jpegtran -progressive -optimize -copy none` (the
 // standard script) or `jpegtran -scans FILE -optimize -copy none`, byte for byte, or `-copy all` when
-// keep_markers (APPn and COM segments are kept; libjpeg writes its own JFIF APP0 and Adobe APP14). Decoding the
-// output gives exactly the pixels of the input.
+// keep_markers (APPn and COM segments are kept; libjpeg writes its own JFIF APP0 and Adobe APP14), except that the
+// output has an Adobe APP14 marker exactly when the input has one, with the input's transform (jpegtran adds one
+// to a CMYK JPEG without it, which makes decoders read its inks inverted). Decoding the output gives exactly the
+// pixels of the input.
 //
 // Returns true and sets *out, or returns false and sets *error to libjpeg's message and the byte offset. Unlike
 // jpegtran, corruption that libjpeg would recover from by filling blocks with grey (truncated or damaged

@@ -137,16 +137,23 @@ bool ParseHeader(const char* data, size_t size, RecordHeader* header, std::strin
   return DecodeHeaderFields(data, size, header, error) && CheckHeaderInvariants(*header, error);
 }
 
-bool ParseRecordPrefix(const char* data, size_t size, uint32_t group, RecordPrefix* prefix, std::string* error) {
+bool ParseRecordPrefix(const char* data, size_t size, uint32_t group, RecordPrefix* prefix, std::string* error,
+                       int64_t header_crc32c) {
   uint32_t header_length, flags;
   if (!ParsePreamble(data, size, &header_length, &flags, error)) return false;
+  const uint32_t stored_crc = LoadLe32(data + 16);
+  if (header_crc32c >= 0 && stored_crc != static_cast<uint32_t>(header_crc32c))
+    return Fail(error, 16,
+                "header CRC32C " + Hex(stored_crc) + " is not the record's, " +
+                    Hex(static_cast<uint32_t>(header_crc32c)) +
+                    ", that the index lists: the file holds another record (replaced by another conversion)");
   const uint64_t payload_offset = kPreambleSize + static_cast<uint64_t>(header_length);
   if (payload_offset > size)
     return Fail(
         error, 12,
         "header length " + std::to_string(header_length) + " runs past the " + std::to_string(size) + " bytes read");
   const char* header_bytes = data + kPreambleSize;
-  const uint32_t stored_crc = LoadLe32(data + 16), header_crc = Crc32c(header_bytes, header_length);
+  const uint32_t header_crc = Crc32c(header_bytes, header_length);
   if (stored_crc != header_crc)
     return Fail(error, kPreambleSize,
                 "header CRC32C mismatch (stored " + Hex(stored_crc) + ", computed " + Hex(header_crc) + ")");
@@ -164,6 +171,12 @@ bool ParseRecordPrefix(const char* data, size_t size, uint32_t group, RecordPref
     return Fail(error, size,
                 "record ends at " + std::to_string(size) + " bytes, group " + std::to_string(prefix->groups_read) +
                     " ends at " + std::to_string(needed));
+  const uint64_t record_end = payload_offset + h.group_ends.back();
+  if (size != needed && size != record_end)
+    return Fail(error, needed,
+                "the " + std::to_string(size) + " bytes read are neither this record up to group " +
+                    std::to_string(prefix->groups_read) + " (" + std::to_string(needed) + " bytes) nor all of it (" +
+                    std::to_string(record_end) + " bytes): the file is not the record its reader was told of");
 
   const uint32_t n = h.num_items;
   prefix->part_offsets.resize(static_cast<size_t>(prefix->groups_read) * n);

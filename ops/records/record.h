@@ -61,9 +61,13 @@ bool ParsePreamble(const char* data, size_t size, uint32_t* header_length, uint3
 // Decodes the header message (wire format, unknown fields skipped) and checks its invariants.
 bool ParseHeader(const char* data, size_t size, RecordHeader* header, std::string* error);
 
-// Validates a prefix buffer for `group` (>= 1; values above the record's group count mean all groups).
-// Errors read "offset N: what went wrong"; the caller adds the file name.
-bool ParseRecordPrefix(const char* data, size_t size, uint32_t group, RecordPrefix* prefix, std::string* error);
+// Validates a prefix buffer for `group` (>= 1; values above the record's group count mean all groups), which
+// must end where that group ends or where the record ends: other bytes are not this record's prefix (they were
+// cut where another record's group ended). `header_crc32c`, unless -1, is the record's identity as its index lists
+// it: a preamble holding another header CRC32C is another record. Errors read "offset N: what went wrong"; the
+// caller adds the file name.
+bool ParseRecordPrefix(const char* data, size_t size, uint32_t group, RecordPrefix* prefix, std::string* error,
+                       int64_t header_crc32c = -1);
 
 }  // namespace records
 }  // namespace tfliquid

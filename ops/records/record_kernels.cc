@@ -119,11 +119,14 @@ class RecordDatasetOp : public UnaryDatasetOpKernel {
  protected:
   void MakeDataset(OpKernelContext* ctx, DatasetBase* input, DatasetBase** output) override {
     const tstring* name;
-    int64_t group, seed;
+    int64_t group, seed, header_crc;
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "filename", &name));
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "group", &group));
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "seed", &seed));
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "header_crc32c", &header_crc));
     OP_REQUIRES(ctx, group >= 1, InvalidArgument("group must be >= 1, got ", group));
+    OP_REQUIRES(ctx, header_crc >= -1 && header_crc <= 0xFFFFFFFFll,
+                InvalidArgument("header_crc32c must be a CRC32C or -1 (unchecked), got ", header_crc));
     const DataTypeVector expected = settings_.with_cache_hits
                                         ? DataTypeVector({tensorflow::DT_BOOL, tensorflow::DT_STRING})
                                         : DataTypeVector({tensorflow::DT_STRING});
@@ -131,18 +134,19 @@ class RecordDatasetOp : public UnaryDatasetOpKernel {
                 InvalidArgument(kRecordDatasetOp, ": the input must yield ",
                                 settings_.with_cache_hits ? "(bool hit, string bytes) pairs" : "string scalars",
                                 ", got ", tensorflow::DataTypeVectorString(input->output_dtypes())));
-    *output = new Dataset(ctx, input, std::string(*name), group, seed, settings_);
+    *output = new Dataset(ctx, input, std::string(*name), group, seed, header_crc, settings_);
   }
 
  private:
   class Dataset : public UnaryDataset {
    public:
     Dataset(OpKernelContext* ctx, const DatasetBase* input, std::string name, int64_t group, int64_t seed,
-            RecordSettings settings)
+            int64_t header_crc, RecordSettings settings)
         : UnaryDataset(ctx, input, "Record"),
           name_(std::move(name)),
           group_(group),
           seed_(seed),
+          header_crc_(header_crc),
           settings_(std::move(settings)) {
       // In the order tf.nest flattens {"cached", "item", "key", "label"}.
       if (settings_.with_cache_hits) AddOutput(tensorflow::DT_BOOL, PartialTensorShape({}));
@@ -162,7 +166,7 @@ class RecordDatasetOp : public UnaryDatasetOpKernel {
                            Attr(kWithCacheHitsAttr, settings_.with_cache_hits),
                            Attr(kItemFormatAttr, settings_.item_format_name),
                            Attr(kItemChannelsAttr, settings_.item_channels)};
-      return AddDatasetNode(ctx, b, this, input_, attrs, output, tstring(name_), group_, seed_);
+      return AddDatasetNode(ctx, b, this, input_, attrs, output, tstring(name_), group_, seed_, header_crc_);
     }
 
    private:
@@ -247,7 +251,7 @@ class RecordDatasetOp : public UnaryDatasetOpKernel {
         const tstring& data = bytes.scalar<tstring>()();
         std::string error;
         const auto group = static_cast<uint32_t>(std::min<int64_t>(d.group_, records::kMaxGroups));
-        if (!records::ParseRecordPrefix(data.data(), data.size(), group, &prefix_, &error)) {
+        if (!records::ParseRecordPrefix(data.data(), data.size(), group, &prefix_, &error, d.header_crc_)) {
           Release();
           return tensorflow::errors::DataLoss(d.name_, ": ", error);
         }
@@ -281,6 +285,7 @@ class RecordDatasetOp : public UnaryDatasetOpKernel {
     const std::string name_;
     const int64_t group_;
     const int64_t seed_;
+    const int64_t header_crc_;  // -1: unchecked
     const RecordSettings settings_;
   };
 

@@ -26,6 +26,7 @@ REGISTER_OP(kRecordDatasetOp)
     .Input("filename: string")
     .Input("group: int64")
     .Input("seed: int64")
+    .Input("header_crc32c: int64")
     .Output("handle: variant")
     .Attr(absl::StrCat(kShuffleAttr, ": bool = false"))
     .Attr(absl::StrCat(kWithKeysAttr, ": bool = false"))
@@ -41,7 +42,8 @@ dataset yields as its one element: ([cached,] item, [key,] label), the order in 
 errors are DataLoss errors that start with `filename` (the record's file, which this op does not read) and the
 offset. group: 1-based; above the
 record's count means all its groups. seed, shuffle: emit the items in a seeded random order instead of stored
-order. with_keys: also emit each item's key. with_cache_hits: the input's element is (hit, bytes) and every item
+order. header_crc32c: the record's identity, its preamble's header CRC32C, as its index lists it (-1: unchecked); a
+file whose preamble holds another is a DataLoss error. with_keys: also emit each item's key. with_cache_hits: the input's element is (hit, bytes) and every item
 carries hit as "cached". item_format: what an item is emitted as ('bytes': its parts up to the group, as a
 string; other names are registered by the capabilities, see records/item_format.h); item_channels: C of formats
 that emit uint8 [H, W, C] pixels. On restore, the record is read again from a new input iterator.

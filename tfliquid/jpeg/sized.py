@@ -29,26 +29,32 @@ def check_size(size) -> tuple[int, int]:
     return tuple(check_int(f"decode_size's {name}", n, 1, 65535) for name, n in zip(("height", "width"), size))
 
 
-def decode_jpeg(contents) -> tf.Tensor:
+def decode_jpeg(contents, context=None) -> tf.Tensor:
     """uint8 [H, W, 3] of a JPEG's bytes at full size, the pixels of `tf.io.decode_jpeg(contents, channels=3)`
     (grey made RGB, CMYK converted as TensorFlow converts it, a progressive prefix smoothed where it lacks
-    coefficients). Read strictly: data lost to damage is an error with its byte offset."""
+    coefficients). Read strictly: data lost to damage is an error with its byte offset in `contents`, after
+    `context` (a string tensor saying where the JPEG came from) when given."""
     full_size = tf.constant(0, tf.int64)
-    return tf.ensure_shape(load_ops().liquid_decode_jpeg_scaled(contents, full_size, full_size), [None, None, 3])
+    return tf.ensure_shape(_decode(contents, full_size, full_size, False, context), [None, None, 3])
 
 
-def decode_jpeg_scaled(contents, size: tuple[int, int], resize: bool = False) -> tf.Tensor:
-    """uint8 [h, w, 3]: the JPEG decoded at the DCT scale chosen as above; with `resize`, resized to `size`."""
+def decode_jpeg_scaled(contents, size: tuple[int, int], resize: bool = False, context=None) -> tf.Tensor:
+    """uint8 [h, w, 3]: the JPEG decoded at the DCT scale chosen as above; with `resize`, resized to `size`.
+    Errors as decode_jpeg's."""
     height, width = check_size(size)
-    return load_ops().liquid_decode_jpeg_scaled(
-        contents, tf.constant(height, tf.int64), tf.constant(width, tf.int64), resize=resize
-    )
+    return _decode(contents, tf.constant(height, tf.int64), tf.constant(width, tf.int64), resize, context)
 
 
-def decode_jpeg_at_size(contents, size: tuple[int, int]) -> tf.Tensor:
+def _decode(contents, height, width, resize: bool, context):
+    if context is None:
+        return load_ops().liquid_decode_jpeg_scaled(contents, height, width, resize=resize)
+    return load_ops().liquid_decode_jpeg_scaled_in_context(contents, height, width, context, resize=resize)
+
+
+def decode_jpeg_at_size(contents, size: tuple[int, int], context=None) -> tf.Tensor:
     """uint8 [height, width, 3] of a JPEG's bytes, exactly `size`: decoded at the DCT scale chosen as above, then
     resized bilinearly to `size` in the same op (pixel centres as `tf.image.resize` places them, no antialiasing;
     the aspect ratio is not kept, as `tf.image.resize` does not keep it). An image decoded at exactly `size` is not
-    resized: at full scale, the pixels of `tf.io.decode_jpeg`."""
+    resized: at full scale, the pixels of `tf.io.decode_jpeg`. Errors as decode_jpeg's."""
     size = check_size(size)
-    return tf.ensure_shape(decode_jpeg_scaled(contents, size, resize=True), [*size, 3])
+    return tf.ensure_shape(decode_jpeg_scaled(contents, size, resize=True, context=context), [*size, 3])

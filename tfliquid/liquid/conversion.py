@@ -300,12 +300,11 @@ def _prepare_images(format_of_item: np.ndarray, encoding: _Encoding, verify: boo
     return prepare
 
 
-def _verify_record(path, entry, expected_sources, keys, encoding: _Encoding) -> None:
-    record_job.verify_items(
-        path,
+def _verify_record(record, entry, expected_sources, encoding: _Encoding) -> list[tuple[int, str]]:
+    return record_job.verify_items(
+        record,
         entry,
         expected_sources,
-        keys,
         "bytes",
         lambda item: liquid_items.decode_item(item, liquid_items.format_index(item), encoding.channels),
         lambda source: _decoded(source, encoding.channels, encoding.reduce_16bit)[0],

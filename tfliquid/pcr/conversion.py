@@ -18,6 +18,7 @@ written without it, the report lists it with the reason, and the CLI exits with 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
@@ -36,6 +37,7 @@ from tfliquid._version import __version__
 from tfliquid.io.image_headers import decode_bounded
 from tfliquid.io.sources import check_source_options, open_source
 from tfliquid.jpeg.ops import check_scan_script, jpeg_to_progressive
+from tfliquid.jpeg.sized import decode_jpeg
 from tfliquid.pcr import format as pcr_format
 from tfliquid.records import format as records_format
 from tfliquid.records import job as record_job
@@ -71,8 +73,11 @@ def convert(
       quality: JPEG quality for images that are not JPEGs (re-encoding them is lossy; JPEGs are lossless).
       keep_markers: keep APPn/COM segments (EXIF, ICC) of transcoded JPEGs; they are dropped by default.
       verify: check that every record of the dataset, the ones a rerun keeps included, holds what the sources
-        make, and that it decodes at full fidelity to the source's exact pixels (for non-JPEG sources: to the
-        pixels of the JPEG they were encoded to).
+        make: each image, read back through the C++ reader and decoded as PCRDataset decodes it, has at full
+        fidelity the source's exact pixels (for non-JPEG sources: the pixels of the JPEG they were encoded to) and at
+        every other scan group the pixels `tf.io.decode_jpeg` gives of the same bytes. An image that does not is
+        rejected (the report lists it with the scan group and why) and its record is written without it. This
+        decodes every image at every scan group with both decoders: a verifying run takes several times longer.
       overwrite: discard a different conversion found at `dst` instead of refusing to touch it.
       scan_script: the scans of the progressive JPEGs, hence the scan groups: "fast" (the default: spectral
         selection only, 7 groups for colour images; full fidelity decodes nearly as fast as baseline JPEG),
@@ -115,6 +120,10 @@ def convert(
         state = record_job.State(dst, record_job.plan_fingerprint(source, settings), overwrite)
         report = ConversionReport(dst, file_kind="record", lossy_reason="re-encoded lossily (they were not JPEGs)")
         spec = PCRJobSpec(quality, keep_markers, script, rescript_progressive, verify)
+        if overwrite:
+            # Before any record is replaced: a run killed midway must not leave the old index beside new records.
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(dst, pcr_format.INDEX_FILENAME))
         entries = record_job.convert_records(source, plan, dst, state, report, spec, verify, overwrite, run)
         written = [pcr_format.index_entry(e) for e in entries if e is not None]
         if not written:
@@ -200,6 +209,21 @@ def _prepare_images(quality: int, keep_markers: bool, scan_script: str, rescript
     return prepare
 
 
-def _verify_record(path: str, entry: record_job.WrittenRecord, expected_sources: list[bytes], keys: list[bytes]):
-    """Full-fidelity pixels of the written record against the sources' (or the JPEGs non-JPEG sources became)."""
-    record_job.verify_items(path, entry, expected_sources, keys, "jpeg", tf.io.decode_jpeg, tf.io.decode_jpeg)
+def _verify_record(record: bytes, entry: record_job.WrittenRecord, expected_sources: list[bytes]):
+    """The images of a record that PCRDataset's decoder (`tfliquid.jpeg.sized.decode_jpeg`) does not decode, read
+    whole, to the pixels of their sources (or of the JPEGs non-JPEG sources became) and, at every other scan
+    group, to the pixels `tf.io.decode_jpeg` gives of the same bytes: [(index, why)]."""
+    return record_job.verify_items(
+        record,
+        entry,
+        expected_sources,
+        "jpeg",
+        decode_jpeg,
+        _decode_like_tensorflow,
+        decode_prefix=_decode_like_tensorflow,
+        group_name="scan group",
+    )
+
+
+def _decode_like_tensorflow(jpeg):
+    return tf.io.decode_jpeg(jpeg, channels=3)

@@ -30,11 +30,24 @@ _RECORD_SEEDS = 1  # the salt of records' seeds in an order (tfliquid.order.deri
 
 
 def record_images(
-    filename, prefix_ends, scan_group, seed, *, shuffle=False, with_keys=False, cache=None, cache_pass=-1, item=-1
+    filename,
+    prefix_ends,
+    scan_group,
+    seed,
+    *,
+    shuffle=False,
+    with_keys=False,
+    cache=None,
+    cache_pass=-1,
+    item=-1,
+    header_crc32c=None,
+    with_context=False,
 ) -> tf.data.Dataset:
     """The images of one PCR record at `scan_group` (an int64 scalar, or a tf.Variable read now): one read of its
-    prefix (through `cache`, if given, in pass `cache_pass` as item `item` of its order), then its images as
-    progressive JPEGs cut at that group: {"image", "label" [, "key"]}."""
+    prefix (through `cache`, if given, in pass `cache_pass` as item `item` of its order), checked against the
+    record's identity `header_crc32c` (the index's; None or -1: unchecked), then its images as progressive JPEGs
+    cut at that group: {"image", "label" [, "key"]} [, "context": where the image is, "FILE: image KEY at scan group
+    G", for the errors of its decode]."""
     ends = tf.convert_to_tensor(prefix_ends, tf.int64)
     num_groups = tf.size(ends, out_type=tf.int64)
 
@@ -43,16 +56,26 @@ def record_images(
         source = record_bytes(filename, length)
         if cache is not None:
             source = cached(source, prefix_name(filename, length), item, cache, cache_pass)
-        return RecordDataset(
+        images = RecordDataset(
             source,
             filename,
             group,
             seed=seed,
             shuffle=shuffle,
-            with_keys=with_keys,
+            with_keys=with_keys or with_context,
             item_format="jpeg",
             item_key="image",
+            header_crc32c=header_crc32c,
         )
+        if not with_context:
+            return images
+        where = tf.strings.join([" at scan group ", tf.strings.as_string(tf.minimum(group, num_groups))])
+
+        def with_where(x):
+            context = tf.strings.join([filename, ": image ", x["key"], where])
+            return {**{k: v for k, v in x.items() if k != "key" or with_keys}, "context": context}
+
+        return images.map(with_where)
 
     if isinstance(scan_group, tf.Variable):  # read by a dataset op of ours (ops/pcr/scan_group_variable.cc)
         return _ScanGroupDataset(scan_group, num_groups).flat_map(at_group)
@@ -87,10 +110,21 @@ class PCRRecordDataset(tf.data.Dataset):
         `tf.Variable` is read when the record is opened, and must then be in 1..len(prefix_ends).
       shuffle, seed: emit the images in a seeded random order instead of stored order.
       with_keys: also emit "key", the image's key as stored.
+      header_crc32c: the record's identity from its index entry (`tfliquid.pcr.format.record_identity`): a file
+        that holds another record is a DataLossError naming it. None: unchecked.
     """
 
     def __init__(
-        self, filename, prefix_ends, scan_group=None, *, shuffle: bool = False, seed=0, with_keys=False, **removed
+        self,
+        filename,
+        prefix_ends,
+        scan_group=None,
+        *,
+        shuffle: bool = False,
+        seed=0,
+        with_keys=False,
+        header_crc32c=None,
+        **removed,
     ):
         if removed:
             raise ArgumentError(
@@ -99,7 +133,9 @@ class PCRRecordDataset(tf.data.Dataset):
             )
         if scan_group is None:
             scan_group = len(prefix_ends) if isinstance(prefix_ends, (list, tuple)) else tf.size(prefix_ends)
-        self._impl = record_images(filename, prefix_ends, scan_group, seed, shuffle=shuffle, with_keys=with_keys)
+        self._impl = record_images(
+            filename, prefix_ends, scan_group, seed, shuffle=shuffle, with_keys=with_keys, header_crc32c=header_crc32c
+        )
         super().__init__(self._impl._variant_tensor)
 
     @property
@@ -209,6 +245,8 @@ class PCRDataset(RecordFilesDataset):
             [pcr_format.prefix_end(r.prefix_ends, g) for g in range(1, num_groups + 1)] for r in index.records
         ]
         prefix_ends = tf.constant(padded_ends, dtype=tf.int64)
+        identities = [pcr_format.record_identity(r) for r in index.records]
+        header_crcs = tf.constant([-1 if crc is None else crc for crc in identities], dtype=tf.int64)
 
         def images_of(records, cache_pass):
             """The images of `records` ((record, its images' shuffle seed) pairs)."""
@@ -224,6 +262,8 @@ class PCRDataset(RecordFilesDataset):
                     cache=self._cache,
                     cache_pass=cache_pass,
                     item=i,
+                    header_crc32c=tf.gather(header_crcs, i),
+                    with_context=decode,
                 )
 
             if num_parallel_reads == 1:  # a plain interleave: no thread hand-off per image
@@ -263,9 +303,7 @@ class PCRDataset(RecordFilesDataset):
             # As many decodes in flight as cores, not AUTOTUNE: under throttled reads tf.data's autotuner starves
             # this map now and then, and a whole epoch takes twice as long. Decoding is CPU work: one call per core
             # is what autotuning should reach anyway.
-            images = images.map(
-                lambda x: {**x, "image": self.decode_image(x["image"])}, num_parallel_calls=os.cpu_count() or 1
-            )
+            images = images.map(self._decoded, num_parallel_calls=os.cpu_count() or 1)
         # No assert_cardinality: under tf.data service's dynamic sharding each worker sees a part of the images.
         return images
 
@@ -298,13 +336,19 @@ class PCRDataset(RecordFilesDataset):
         """The (height, width) images are decoded to, or None (each at its own size)."""
         return self._decode_size
 
-    def decode_image(self, jpeg) -> tf.Tensor:
+    def decode_image(self, jpeg, context=None) -> tf.Tensor:
         """uint8 [H, W, 3] of a JPEG's bytes, decoded as this dataset decodes its images: at full size, the pixels
         of `tf.io.decode_jpeg` (`tfliquid.jpeg.sized.decode_jpeg`), or at `decode_size`
-        (`tfliquid.jpeg.sized.decode_jpeg_at_size`)."""
+        (`tfliquid.jpeg.sized.decode_jpeg_at_size`). A decode error starts with `context` when given."""
         if self._decode_size is None:
-            return decode_jpeg(jpeg)
-        return decode_jpeg_at_size(jpeg, self._decode_size)
+            return decode_jpeg(jpeg, context)
+        return decode_jpeg_at_size(jpeg, self._decode_size, context)
+
+    def _decoded(self, element):
+        """The element with its image decoded, errors naming the record file, the image's key and scan group."""
+        element = dict(element)
+        context = element.pop("context")
+        return {**element, "image": self.decode_image(element["image"], context)}
 
     @property
     def scan_group(self):

@@ -100,7 +100,14 @@ def index_entry(written) -> pcr_pb2.RecordEntry:
         num_images=written.num_items,
         payload_offset=written.payload_offset,
         prefix_ends=written.group_ends,
+        header_crc32c=written.header_crc32c,
     )
+
+
+def record_identity(record: pcr_pb2.RecordEntry) -> int | None:
+    """The identity the index lists for a record (its preamble's header CRC32C: readers refuse a file that holds
+    another), or None for an index written before identities were recorded."""
+    return record.header_crc32c if record.HasField("header_crc32c") else None
 
 
 def write_index(dataset_dir: str, index: pcr_pb2.DatasetIndex, crc: Callable[[bytes], int] = crc32c) -> None:

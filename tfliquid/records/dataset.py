@@ -62,6 +62,8 @@ class RecordDataset(tf.data.Dataset):
         pixels, uint8 [H, W, item_channels]).
       item_channels: C of a format that emits pixels; 0 for one that emits strings.
       item_key: the element's name for the item ("image" for PCR's and Liquid's images).
+      header_crc32c: the record's identity (its preamble's header CRC32C) as its index lists it: a file whose
+        preamble holds another is a DataLoss error naming it. None: unchecked.
     """
 
     def __init__(
@@ -76,6 +78,7 @@ class RecordDataset(tf.data.Dataset):
         item_format: str = "bytes",
         item_channels: int = 0,
         item_key: str = "item",
+        header_crc32c=None,
     ):
         # The op's outputs are in the order tf.nest flattens {"cached", item_key, "key", "label"}.
         assert "cached" < item_key < "key", item_key
@@ -85,6 +88,7 @@ class RecordDataset(tf.data.Dataset):
             name,
             tf.constant(MAX_GROUPS, tf.int64) if group is None else tf.cast(group, tf.int64),
             tf.cast(seed, tf.int64),
+            tf.constant(-1, tf.int64) if header_crc32c is None else tf.cast(header_crc32c, tf.int64),
             shuffle=shuffle,
             with_keys=with_keys,
             with_cache_hits=with_cache_hits,

@@ -38,7 +38,7 @@ from tfliquid._lib import crc32c_fast
 from tfliquid.io import sources
 from tfliquid.io.sources import SourceOptions
 from tfliquid.records import format as records_format
-from tfliquid.records.dataset import RecordDataset, record_bytes
+from tfliquid.records.dataset import RecordDataset
 
 STATE_FILENAME = "convert_state.json"
 # Per-record progress written by Beam workers (one small file each: they cannot share convert_state.json), merged
@@ -62,6 +62,7 @@ class WrittenRecord:
     num_items: int
     payload_offset: int
     group_ends: list[int]  # absolute: one past group k at group_ends[k - 1]; the last is the file's size
+    header_crc32c: int  # the preamble's header CRC32C: the record's identity, which readers check
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,13 +73,13 @@ class RecordJob:
       ends of its parts (a PCR image's scans; [len] for a whole item), label, key, lossy (bool), the bytes
       verify_record compares with (or ""), the source's size in bytes). An error rejects the image.
     flags: the records' preamble flags (records.format.WHOLE_ITEMS for records of whole items).
-    verify_record: (path of the written record, its WrittenRecord, the images' comparison bytes, keys) -> None,
-      raising ConversionError when the record does not hold what the sources make (`verify_items` does it).
+    verify_record: (the record's bytes, its WrittenRecord, the images' comparison bytes) -> [(index of an image
+      that does not decode as its source makes it, why)] (`verify_items` does it); those images are rejected.
     """
 
     prepare: Callable
     flags: int
-    verify_record: Callable[[str, WrittenRecord, list, list], None]
+    verify_record: Callable[[bytes, WrittenRecord, list], list[tuple[int, str]]]
 
 
 class RecordJobSpec(Protocol):
@@ -254,7 +255,7 @@ def convert_locally(source, plan, dst, state, report, spec, verify, overwrite, r
         images = _Lookahead(_prepared_images(source, np.concatenate([plan.items[r] for r in build]), job.prepare))
         for r in build:
             built = _take_record(images, plan.items[r], source, job.prepare, run.on_error, report)
-            entries[r] = write_record(built, dst, plan.relatives[r], entries[r], job, verify, report)
+            entries[r] = write_record(built, dst, plan.relatives[r], entries[r], job, verify, run.on_error, report)
             if entries[r] is not None:
                 state.record_done(plan.relatives[r], built.lossy)
             bar.update(report.images + len(report.failures))
@@ -300,7 +301,11 @@ def complete_record(dst: str, relative: str, keys: list[bytes], labels: list[int
     if preamble.flags != flags or list(header.keys) != keys or list(header.labels) != labels:
         return None
     return WrittenRecord(
-        relative, header.num_items, preamble.payload_offset, [preamble.payload_offset + e for e in header.group_ends]
+        relative,
+        header.num_items,
+        preamble.payload_offset,
+        [preamble.payload_offset + e for e in header.group_ends],
+        preamble.header_crc32c,
     )
 
 
@@ -356,12 +361,24 @@ class BuiltRecord:
 
     def __init__(self):
         self.parts, self.labels, self.keys, self.verify_against = [], [], [], []
-        self.lossy = 0
-        self.input_bytes = 0
+        self.origins, self.lossy_flags, self.sizes = [], [], []
 
     @property
     def empty(self) -> bool:
         return not self.keys
+
+    @property
+    def lossy(self) -> int:
+        return sum(self.lossy_flags)
+
+    @property
+    def input_bytes(self) -> int:
+        return sum(self.sizes)
+
+    def remove(self, indexes: set[int]) -> None:
+        """Leaves out the images at these indexes."""
+        for name in ("parts", "labels", "keys", "verify_against", "origins", "lossy_flags", "sizes"):
+            setattr(self, name, [x for i, x in enumerate(getattr(self, name)) if i not in indexes])
 
     def add(self, prepared: tuple, origin: str, on_error: str, report: ConversionReport) -> None:
         """Adds a prepared image (as stored, the ends of its parts, label, key, lossy, what --verify compares it
@@ -373,9 +390,10 @@ class BuiltRecord:
         self.parts.append([stored[a:b] for a, b in zip([0, *ends], ends)])
         self.labels.append(label)
         self.keys.append(key)
-        self.lossy += is_lossy
-        self.input_bytes += size
+        self.lossy_flags.append(is_lossy)
+        self.sizes.append(size)
         self.verify_against.append(expected)
+        self.origins.append(origin)
 
 
 def _take_record(images: _Lookahead, items, source, prepare, on_error, report) -> BuiltRecord:
@@ -411,23 +429,24 @@ def _rejection_reason(source: sources.Source, item: int, prepare) -> str:
     return "could not be prepared in the conversion pipeline, but was when retried alone"
 
 
-def write_record(built: BuiltRecord, dst, relative, kept_entry, job, verify, report) -> WrittenRecord | None:
+def write_record(built: BuiltRecord, dst, relative, kept_entry, job, verify, on_error, report) -> WrittenRecord | None:
     """Writes the record atomically, unless the complete record `kept_entry` on disk is already these bytes (a
-    verifying rerun); with `verify`, the file is read back through the C++ reader first. A record none of whose
-    images could be prepared is not written (a previous file of that name is removed): its entry is None."""
+    verifying rerun). With `verify`, the record's bytes are read back through the C++ reader first and its images
+    that do not decode as their sources make them are rejected (listed in the report with the reason, or raised
+    with on_error="raise"); the file written is then compared with those bytes. A record none of whose images are
+    left is not written (a previous file of that name is removed): its entry is None."""
     path = os.path.join(dst, relative)
-    if built.empty:
+    record = _verified_record(built, relative, job, on_error, report) if verify else _encoded(built, job)
+    if record is None:
         if os.path.exists(path):
             os.remove(path)
         return None
-    record = records_format.encode_record(built.parts, built.labels, built.keys, crc=crc32c_fast, flags=job.flags)
-    entry = WrittenRecord(relative, record.num_items, record.payload_offset, record.group_ends)
-    check = (lambda written: job.verify_record(written, entry, built.verify_against, built.keys)) if verify else None
+    entry = _written(relative, record)
     if kept_entry is not None and _file_bytes(path) == record.data:
-        check(path)
         report.skipped += record.num_items
         report.files_skipped += 1
         return entry
+    check = (lambda written: _check_written(written, path, record.data)) if verify else None
     write_or_explain(dst, write_atomically, path, record.data, check)
     report.converted += record.num_items
     report.files_written += 1
@@ -436,37 +455,98 @@ def write_record(built: BuiltRecord, dst, relative, kept_entry, job, verify, rep
     return entry
 
 
+def _encoded(built: BuiltRecord, job: RecordJob) -> records_format.EncodedRecord | None:
+    if built.empty:
+        return None
+    return records_format.encode_record(built.parts, built.labels, built.keys, crc=crc32c_fast, flags=job.flags)
+
+
+def _written(relative: str, record: records_format.EncodedRecord) -> WrittenRecord:
+    return WrittenRecord(relative, record.num_items, record.payload_offset, record.group_ends, record.header_crc32c)
+
+
+def _verified_record(built: BuiltRecord, relative, job, on_error, report) -> records_format.EncodedRecord | None:
+    """The record of the images of `built` that verify (job.verify_record); the others are rejected and left out
+    of `built`."""
+    while (record := _encoded(built, job)) is not None:
+        failures = job.verify_record(record.data, _written(relative, record), built.verify_against)
+        if not failures:
+            return record
+        for i, reason in failures:
+            reject(built.origins[i], f"fails verification {reason}", on_error, report)
+        built.remove({i for i, _ in failures})
+    return None
+
+
+def _check_written(written: str, path: str, data: bytes) -> None:
+    if _file_bytes(written) != data:
+        raise ConversionError(f"{path}: the file read back is not what was written (the storage lost data)")
+
+
 def _file_bytes(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read()
 
 
 def verify_items(
-    path: str,
+    record: bytes,
     entry: WrittenRecord,
     expected_sources: list[bytes],
-    keys: list[bytes],
     item_format: str,
     decode_stored: Callable,
     decode_expected: Callable,
-) -> None:
-    """Reads a written record back through the C++ reader (its items as `item_format` emits them) and checks that
-    each image, decoded by `decode_stored`, has the pixels of its expected source decoded by `decode_expected`; a
-    ConversionError names the ones that do not."""
-    written = RecordDataset(record_bytes(path, entry.group_ends[-1]), path, item_format=item_format)
-    pairs = tf.data.Dataset.zip(written, tf.data.Dataset.from_tensor_slices(expected_sources))
+    decode_prefix: Callable | None = None,
+    group_name: str = "group",
+) -> list[tuple[int, str]]:
+    """Reads a record's bytes back through the C++ reader (its items as `item_format` emits them) and decodes each
+    image with `decode_stored`: read whole, it must have the pixels of its expected source decoded by
+    `decode_expected`; with `decode_prefix`, read at every earlier group, the pixels `decode_prefix` gives of the
+    same bytes. Returns (index, why) for each image that does not, at the first group where it does not."""
+    num_groups = len(entry.group_ends)
+    failures: dict[int, str] = {}
+    for group in range(1 if decode_prefix else num_groups, num_groups + 1):
+        source = tf.data.Dataset.from_tensors(tf.constant(record))
+        read = RecordDataset(source, entry.path, group, item_format=item_format)
+        items = [x["item"] for x in read.as_numpy_iterator()]
+        whole = group == num_groups
+        if whole:
+            references, decode_reference = expected_sources, decode_expected
+            where, other_pixels = "when read whole", "it decodes to other pixels than its source's"
+        else:
+            references, decode_reference = items, decode_prefix
+            where, other_pixels = f"at {group_name} {group}", "it decodes to other pixels than the reference decoder"
+        for i, reason in _mismatches(items, references, decode_stored, decode_reference, set(failures)):
+            failures[i] = f"{where}: {reason or other_pixels}"
+    return sorted(failures.items())
 
-    def same_pixels(record_element, source):
-        decoded, expected = decode_stored(record_element["item"]), decode_expected(source)
+
+def _mismatches(items, references, decode_stored, decode_reference, skip: set[int]):
+    """Yields (index, why) for each item whose decode_stored pixels are not decode_reference's of its reference
+    (why: ""), or that either cannot decode (why: the error), leaving out the indexes in `skip`."""
+
+    def same_pixels(i, item, reference):
+        decoded, expected = decode_stored(item), decode_reference(reference)
         same_shape = tf.reduce_all(tf.equal(tf.shape(decoded), tf.shape(expected)))
-        return tf.cond(same_shape, lambda: tf.reduce_all(tf.equal(decoded, expected)), lambda: False)
+        return i, tf.cond(same_shape, lambda: tf.reduce_all(tf.equal(decoded, expected)), lambda: False)
 
-    results = pairs.map(same_pixels, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    try:
-        mismatched = [keys[i].decode(errors="replace") for i, ok in enumerate(results.as_numpy_iterator()) if not ok]
-    except tf.errors.OpError as e:
-        raise ConversionError(f"verifying {path}: {op_error_message(e)}") from None
-    if mismatched:
-        raise ConversionError(
-            f"{path}: {len(mismatched)} images do not decode to their source pixels, e.g. {mismatched[:3]}"
-        )
+    indexes = [i for i in range(len(items)) if i not in skip]
+    if not indexes:
+        return
+    pairs = tf.data.Dataset.from_tensor_slices((indexes, [items[i] for i in indexes], [references[i] for i in indexes]))
+    compared = pairs.map(same_pixels, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).ignore_errors()
+    same = dict(compared.as_numpy_iterator())
+    for i in indexes:
+        if i not in same:  # an error left it out: decoded alone, it says which
+            yield i, _decode_error(items[i], references[i], decode_stored, decode_reference)
+        elif not same[i]:
+            yield i, ""
+
+
+def _decode_error(item, reference, decode_stored, decode_reference) -> str:
+    """Why an item or its reference cannot be decoded (eagerly, alone)."""
+    for what, decode, data in (("it", decode_stored, item), ("its reference", decode_reference, reference)):
+        try:
+            decode(tf.constant(data))
+        except tf.errors.OpError as e:
+            return f"{what} cannot be decoded: {op_error_message(e)}"
+    return "it could not be decoded with the others, but was alone"

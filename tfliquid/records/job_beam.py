@@ -123,7 +123,7 @@ class _ConvertRecord(beam.DoFn):
                 built.add(prepared, image.origin, s.on_error, report)
             else:
                 record_job.reject(image.origin, reason, s.on_error, report)
-        entry = record_job.write_record(built, s.dst, relative, kept, self._job, s.verify, report)
+        entry = record_job.write_record(built, s.dst, relative, kept, self._job, s.verify, s.on_error, report)
         if entry is not None:
             record_job.write_state_fragment(s.dst, s.fingerprint, relative, built.lossy)
         yield _outcome(relative, entry, report)
