@@ -47,7 +47,12 @@ class JpegToProgressiveOp : public OpKernel {
     tstring& progressive = output->scalar<tstring>()();
     if (!rescript_progressive_ && jpeg::IsProgressive(Bytes(contents), contents.size())) {
       // Kept with the encoder's own scan script, once every scan is known to read whole: a damaged one would fail
-      // at training time, far from its source.
+      // at training time, far from its source. The scans are counted from the markers first: a file of too many
+      // scans (each of which may be a pass over every block, for a few bytes) is refused before any is decoded.
+      const size_t excess_scan = jpeg::ExcessScanOffset(Bytes(contents), contents.size());
+      OP_REQUIRES(ctx, excess_scan == 0,
+                  tensorflow::errors::InvalidArgument(source, ": offset ", excess_scan, ": more than ", jpeg::kMaxScans,
+                                                      " scans"));
       std::string error;
       OP_REQUIRES(ctx, jpeg::CheckCoefficients(Bytes(contents), contents.size(), &error),
                   tensorflow::errors::InvalidArgument(source, ": corrupt progressive JPEG: ", error));
