@@ -26,6 +26,7 @@
 namespace {
 
 using tfliquid::jpeg::CheckCoefficients;
+using tfliquid::jpeg::ExcessScanOffset;
 using tfliquid::jpeg::FastScriptText;
 using tfliquid::jpeg::IsJpeg;
 using tfliquid::jpeg::IsProgressive;
@@ -182,6 +183,22 @@ void TestErrors() {
   const ScanSplitResult split = ScanEnds(nullptr, 0);
   CHECK(!split.ok && split.error == "offset 0: no SOI marker, not a JPEG", split.error);
   CHECK(!IsJpeg(nullptr, 0) && !IsProgressive(nullptr, 0), "empty input");
+}
+
+// The scan limit is read from the markers alone (before any scan is decoded), at the offset ScanEnds names.
+void TestScanLimit() {
+  const std::string scan = std::string("\xff\xda\x00\x08\x01\x01\x00\x00\x3f\x00", 10) + "\x12";
+  auto jpeg = [&](size_t scans) {
+    std::string data = "\xff\xd8";
+    for (size_t k = 0; k < scans; ++k) data += scan;
+    return data + "\xff\xd9";
+  };
+  const std::string most = jpeg(kMaxScans), too_many = jpeg(kMaxScans + 6);
+  CHECK(ExcessScanOffset(Bytes(most), most.size()) == 0, "64 scans are allowed");
+  const size_t excess = ExcessScanOffset(Bytes(too_many), too_many.size());
+  CHECK(excess == 2 + kMaxScans * scan.size(), std::to_string(excess));
+  const ScanSplitResult split = ScanEnds(Bytes(too_many), too_many.size());
+  CHECK(split.error == "offset " + std::to_string(excess) + ": more than 64 scans", split.error);
 }
 
 // libjpeg's own decode of `jpeg` to RGB at scale eighths / 8, read strictly, with its fast integer transform and
@@ -400,6 +417,7 @@ int main(int argc, char** argv) {
     }
   }
   TestErrors();
+  TestScanLimit();
   TestScriptErrors();
   TestThreads(paths);
   Fuzz(seeds, std::atoi(argv[1]));
