@@ -247,7 +247,8 @@ bool ScaledDecoder::Start(const uint8_t* data, size_t size, int64_t target_heigh
     case Outcome::kLibjpegError: *error = Message(s->err, s->src, size); return false;
     case Outcome::kImpossibleHeader:
       *error = "the frame header claims " + std::to_string(s->src.image_width) + "x" +
-               std::to_string(s->src.image_height) + " pixels, more than " + std::to_string(size) + " bytes can code";
+               std::to_string(s->src.image_height) + " pixels, more than " + std::to_string(size) +
+               " bytes can code (at byte " + std::to_string(FrameHeaderOffset(data, size)) + ")";
       return false;
   }
   return false;

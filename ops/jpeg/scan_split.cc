@@ -154,6 +154,15 @@ bool IsJpeg(const uint8_t* data, size_t size) {
   return size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
 }
 
+size_t FrameHeaderOffset(const uint8_t* data, size_t size) {
+  size_t offset = 0;
+  WalkSegments(data, size, [&](const Segment& segment) {
+    if (IsSof(segment.code)) offset = segment.offset;
+    return offset == 0 && segment.code != kSos;
+  });
+  return offset;
+}
+
 bool IsProgressive(const uint8_t* data, size_t size) {
   Walker walker(data, size);
   Segment segment;

@@ -68,6 +68,9 @@ std::string WalkSegments(const uint8_t* data, size_t size, const std::function<b
 // SOI followed by a marker.
 bool IsJpeg(const uint8_t* data, size_t size);
 
+// The offset of the frame header's (SOFn's) marker, or 0 when the markers end before one.
+size_t FrameHeaderOffset(const uint8_t* data, size_t size);
+
 // The frame header (SOFn) before the first scan is progressive: SOF2, SOF6 or SOF10. False on malformed data.
 bool IsProgressive(const uint8_t* data, size_t size);
 
