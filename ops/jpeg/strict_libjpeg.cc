@@ -82,7 +82,8 @@ std::bitset<MAX_COMPONENTS> DcCoded(const jpeg_decompress_struct& src, const uin
 }  // namespace
 
 bool FitsInData(const jpeg_decompress_struct& src, const uint8_t* data, size_t size) {
-  if (src.arith_code) return true;
+  const uint64_t bits = 8 * static_cast<uint64_t>(size);
+  if (src.arith_code || Blocks(src) <= bits) return true;  // the marker walk below only where it can matter
   std::bitset<MAX_COMPONENTS> coded = DcCoded(src, data, size);
   if (coded.none()) coded.set();
   uint64_t blocks = 0;
@@ -90,7 +91,7 @@ bool FitsInData(const jpeg_decompress_struct& src, const uint8_t* data, size_t s
     if (!coded[static_cast<size_t>(ci)]) continue;
     blocks += static_cast<uint64_t>(src.comp_info[ci].width_in_blocks) * src.comp_info[ci].height_in_blocks;
   }
-  return blocks <= 8 * static_cast<uint64_t>(size);
+  return blocks <= bits;
 }
 
 }  // namespace tfliquid::jpeg
