@@ -13,7 +13,8 @@ import tensorflow as tf
 from PIL import Image
 
 import tfliquid
-from tfliquid.jpeg.ops import jpeg_to_progressive
+from tfliquid.jpeg import scans
+from tfliquid.jpeg.ops import jpeg_scan_ends, jpeg_to_progressive
 from tfliquid.jpeg.sized import decode_jpeg, decode_jpeg_at_size, decode_jpeg_scaled
 from tfliquid.samples.photos import photo_path
 
@@ -171,3 +172,73 @@ def test_pcr_decodes_every_scan_group_to_the_pixels_of_decode_jpeg(photo_folder,
         assert images.keys() == jpeg_of.keys() and images
         for key, image in images.items():
             assert np.array_equal(image, tf.io.decode_jpeg(jpeg_of[key], channels=3).numpy()), key
+
+
+def _one_dc_scan_per_component(tmp_path) -> bytes:
+    """A flat 4:4:4 page made progressive with one DC scan per component (as mozjpeg writes them): its first two
+    scan groups code about a bit for each luminance block and none for the blocks of the components not reached."""
+    page = np.full((256, 320, 3), 250, np.uint8)
+    page[100:104, 20:300] = 0
+    baseline, script = tmp_path / "page.jpg", tmp_path / "scans.txt"
+    baseline.write_bytes(tf.io.encode_jpeg(page, quality=90, chroma_downsampling=False).numpy())
+    script.write_text("0: 0 0 0 0;\n1: 0 0 0 0;\n2: 0 0 0 0;\n0: 1 63 0 0;\n1: 1 63 0 0;\n2: 1 63 0 0;\n")
+    command = ["jpegtran", "-scans", str(script), "-optimize", str(baseline)]
+    return subprocess.run(command, capture_output=True, check=True).stdout
+
+
+def test_prefixes_that_have_not_reached_every_component_decode(tmp_path):
+    """The guard against frame headers claiming more blocks than the data codes counts only the blocks of the
+    components that the prefix's scans reach; a header far too large for its data is still refused."""
+    jpeg = _one_dc_scan_per_component(tmp_path)
+    for end in jpeg_scan_ends(jpeg).numpy()[:2]:
+        prefix = jpeg[:end] + b"\xff\xd9"
+        expected = tf.io.decode_jpeg(prefix, channels=3).numpy()
+        assert np.array_equal(decode_jpeg(prefix).numpy(), expected)
+        image = decode_jpeg_at_size(prefix, (64, 80)).numpy().astype(float)
+        reference = np.round(tf.image.resize(expected, (64, 80), antialias=True).numpy())
+        assert np.abs(image - reference).mean() < 2
+    huge = bytearray(jpeg[: jpeg_scan_ends(jpeg).numpy()[0]] + b"\xff\xd9")
+    sof = huge.index(b"\xff\xc2")
+    huge[sof + 5 : sof + 9] = (15000).to_bytes(2, "big") * 2
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=rf"claims 15000x15000 pixels, more than \d+ bytes can code \(at byte {sof}\)",
+    ):
+        decode_jpeg(bytes(huge))
+
+
+def test_pcr_reads_the_groups_of_one_dc_scan_per_component(tmp_path):
+    (tmp_path / "src" / "page").mkdir(parents=True)
+    (tmp_path / "src" / "page" / "page.jpg").write_bytes(_one_dc_scan_per_component(tmp_path))
+    dst = str(tmp_path / "pcr")
+    tfliquid.pcr.convert(str(tmp_path / "src"), dst, progress=False)
+    for group in (1, 2):
+        [jpeg] = [x["image"] for x in tfliquid.PCRDataset(dst, scan_group=group, decode=False).as_numpy_iterator()]
+        [image] = [x["image"] for x in tfliquid.PCRDataset(dst, scan_group=group).as_numpy_iterator()]
+        assert np.array_equal(image, tf.io.decode_jpeg(jpeg, channels=3).numpy())
+        [sized] = [x["image"] for x in tfliquid.PCRDataset(dst, scan_group=group, decode_size=(32, 40))]
+        assert sized.shape == (32, 40, 3)
+
+
+def _segments(jpeg: bytes) -> list[bytes]:
+    """The marker segments after SOI, in order, each with its scan's entropy-coded data."""
+    return [jpeg[offset:end] for offset, _, end in scans._walk(jpeg)]
+
+
+def test_a_quantisation_table_defined_just_before_its_first_scan(photo_jpeg):
+    """Legal (libjpeg takes a component's table when its first scan starts): the prefixes before the chroma's
+    first scan lack the chroma's table, and decode as the same prefixes with every table up front."""
+    script = "0: 0-0, 0, 0; 0: 1-63, 0, 0; 1,2: 0-0, 0, 0; 1: 1-63, 0, 0; 2: 1-63, 0, 0;"
+    progressive, ends = (t.numpy() for t in jpeg_to_progressive(photo_jpeg, scan_script=script))
+    segments = _segments(progressive)
+    chroma_table = next(s for s in segments if s[1] == 0xDB and s[4] & 15 == 1)
+    segments.remove(chroma_table)
+    third_scan = [k for k, s in enumerate(segments) if s[1] == 0xDA][2]
+    segments.insert(third_scan, chroma_table)
+    late = b"\xff\xd8" + b"".join(segments)
+    late_ends = jpeg_scan_ends(late).numpy()
+    for group in (1, 2, 5):
+        prefix, late_prefix = progressive[: ends[group - 1]] + b"\xff\xd9", late[: late_ends[group - 1]] + b"\xff\xd9"
+        for size in ((47, 62), (375, 500)):
+            expected = decode_jpeg_scaled(prefix, size).numpy()
+            assert np.array_equal(decode_jpeg_scaled(late_prefix, size).numpy(), expected), (group, size)

@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
+from tfliquid.jpeg.ops import jpeg_to_progressive
 from tfliquid.jpeg.scans import (
     EOI,
     MAX_SCANS,
@@ -209,6 +210,36 @@ def test_at_most_64_scans():
     assert len(scan_ends(head + scan * MAX_SCANS + EOI)) == MAX_SCANS
     with pytest.raises(JpegError, match=rf"^offset {len(head) + MAX_SCANS * len(scan)}: more than 64 scans"):
         scan_ends(head + scan * (MAX_SCANS + 1) + EOI)
+
+
+def _segment(code: int, fields: bytes) -> bytes:
+    return bytes([0xFF, code]) + (len(fields) + 2).to_bytes(2, "big") + fields
+
+
+def test_a_progressive_jpeg_of_too_many_scans_is_refused_before_its_scans_are_decoded():
+    """A 256x256 grey progressive JPEG whose AC scan (an end-of-band run over every block, in 3 bytes: each such
+    scan is a pass over the image for 11 bytes) is sent 80 times (libjpeg takes a first scan sent again), then a
+    scan naming a Huffman table never defined, which decoding would stop at. The conversion refuses it from its
+    markers, at the SOS of scan 65, before decoding: the undefined table is never reached."""
+    head = (
+        b"\xff\xd8"
+        + _segment(0xDB, b"\x00" + b"\x01" * 64)
+        + _segment(0xC2, b"\x08\x01\x00\x01\x00\x01\x01\x11\x00")
+        + _segment(0xC4, b"\x00\x01" + b"\x00" * 15 + b"\x00")  # DC: one code, "0", for a difference of 0
+        + _segment(0xC4, b"\x10\x01" + b"\x00" * 15 + b"\xe0")  # AC: one code, "0", for an end-of-band run
+        + _segment(0xDA, b"\x01\x01\x00\x00\x00\x00")
+        + b"\x00" * 128  # each block's DC: "0"
+    )
+    end_of_band_run = _segment(0xDA, b"\x01\x01\x00\x01\x3f\x00") + b"\x7f\xff\x00"  # "0" then 32767 blocks
+    undefined_table = _segment(0xDA, b"\x01\x01\x01\x01\x3f\x00") + b"\x7f\xff\x00"
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Huffman table 0x[0-9a-f]+ was not defined"):
+        jpeg_to_progressive(head + end_of_band_run * 60 + undefined_table + EOI, "bomb.jpg")
+    jpeg = head + end_of_band_run * 80 + undefined_table + EOI
+    assert len(jpeg) < 2000
+    with pytest.raises(tf.errors.InvalidArgumentError) as refusal:
+        jpeg_to_progressive(jpeg, "bomb.jpg")
+    scan_65 = len(head) + 63 * len(end_of_band_run)
+    assert f"bomb.jpg: offset {scan_65}: more than 64 scans" in refusal.value.message
 
 
 @pytest.mark.parametrize(

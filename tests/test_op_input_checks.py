@@ -11,6 +11,10 @@ Each input is given with a wrong rank, every other input a valid value, three wa
   hidden shape   inside a tf.function whose input signature is TensorSpec(None, dtype), where the shape
                  function cannot see the rank: the kernel's check again;
   static shape   tracing a tf.function with the wrong shape: the shape function's check.
+
+Every integer input and attribute is also given sizes that overflow or make no sense (SIZES), every other input
+a valid value (a real JPEG for "contents", a real file for "filename"), in a child process that must outlive
+them all: a size that reaches a TensorShape or an allocation unchecked aborts it.
 """
 
 import json
@@ -32,6 +36,9 @@ RANKS = {
     ("Liquid>StallStampDataset", "input_dataset"): None,
 }
 MODES = ("eager", "hidden shape", "static shape")
+SIZES = (0, -1, 2**31 - 1, 2**32, 2**62, -(2**63))
+# Attributes given in the sweep of SIZES, so that it reaches the code that the sizes drive.
+SIZE_ATTRS = {("Liquid>DecodeJpegScaled", "resize"): True}
 
 
 def _wrong_shapes(rank: int) -> list[list[int]]:
@@ -39,9 +46,11 @@ def _wrong_shapes(rank: int) -> list[list[int]]:
     return [[2]] if rank == 0 else [[1] * (rank - 1), [1] * (rank + 1)]
 
 
-def _probe_all_ops(skip: int):
-    """Child process: prints one JSON line as each probe starts and one with its outcome, from probe `skip` on."""
+def _probe_all_ops(kind: str, skip: int):
+    """Child process: prints one JSON line as each probe starts and one with its outcome, from probe `skip` on.
+    The probes of `kind`: "ranks" (inputs of the wrong rank) or "sizes" (integers out of every range)."""
     import keyword
+    import tempfile
 
     import tensorflow as tf
     from tensorflow.core.framework import op_def_pb2
@@ -69,8 +78,16 @@ def _probe_all_ops(skip: int):
         return tf.fill(shape, "x") if dtype == tf.string else tf.ones(shape, dtype)
 
     variable = tf.Variable(1, dtype=tf.int64)
+    real_inputs = {}
+    if kind == "sizes":  # so that a kernel gets past its parsing to the sizes
+        real_inputs["contents"] = tf.io.encode_jpeg(tf.zeros([16, 24, 3], tf.uint8))
+        with tempfile.NamedTemporaryFile(suffix=".bin", delete=False) as file:
+            file.write(bytes(1000))
+        real_inputs["filename"] = tf.constant(file.name)
 
     def valid_value(op, arg):
+        if arg.name in real_inputs:
+            return real_inputs[arg.name]
         if dtype_of(arg) == tf.resource:  # a variable's handle (a list of them may be empty)
             return [] if arg.number_attr else variable.handle
         if dtype_of(arg) == tf.variant:  # an input dataset: one of strings, which a record reader takes
@@ -104,6 +121,10 @@ def _probe_all_ops(skip: int):
 
         return call
 
+    if kind == "sizes":
+        _probe_sizes(op_list, skip, report, module, valid_value, attrs_to_pass, python_name)
+        return
+
     index = 0
     for op in op_list.op:
         attrs = attrs_to_pass(op)
@@ -134,6 +155,80 @@ def _probe_all_ops(skip: int):
     report(done=True)
 
 
+def _probe_sizes(op_list, skip, report, module, valid_value, attrs_to_pass, python_name):
+    """Each integer scalar input and integer attribute of each op, and all its integer inputs at once (a height and
+    a width, say), given each of SIZES, eagerly."""
+    import tensorflow as tf
+
+    index = 0
+    for op in op_list.op:
+        raw_op = getattr(module, op.name.replace(">", "_"))
+        integer_inputs = [
+            arg.name for arg in op.input_arg if arg.type in (tf.int32.as_datatype_enum, tf.int64.as_datatype_enum)
+        ]
+        integer_attrs = [attr.name for attr in op.attr if attr.type == "int"]
+        targets = [("input", name) for name in integer_inputs] + [("attr", name) for name in integer_attrs]
+        if len(integer_inputs) > 1:
+            targets.append(("inputs", "*"))
+        for where, name in targets:
+            for size in SIZES:
+                index += 1
+                if index <= skip:
+                    continue
+                report(start=[op.name, name, size, where])
+                inputs = {python_name(arg.name): valid_value(op, arg) for arg in op.input_arg}
+                attrs = attrs_to_pass(op)
+                attrs.update({attr: value for (op_name, attr), value in SIZE_ATTRS.items() if op_name == op.name})
+                if where == "attr":
+                    attrs[name] = size
+                for arg in op.input_arg:
+                    if arg.name in integer_inputs and name in (arg.name, "*"):
+                        dtype = tf.dtypes.as_dtype(arg.type)
+                        inputs[python_name(arg.name)] = tf.constant(size, tf.int64) if dtype == tf.int64 else size
+                try:
+                    raw_op(**inputs, **attrs)
+                    outcome = {"error": None}
+                except Exception as e:  # noqa: BLE001 - only the process's survival is judged
+                    outcome = {"error": type(e).__name__, "message": str(e)[:300]}
+                report(op=op.name, input=name, shape=size, mode=where, **outcome)
+    report(done=True)
+
+
+def _run_probes(kind: str) -> tuple[dict, list[dict]]:
+    """The op list and every probe of `kind`, each child that dies restarted after the probe that killed it (which
+    is reported with the error "exit N" and the CHECK that failed), so that every failure is listed."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    probes = []
+    while True:
+        result = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), kind, str(len(probes))],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=900,
+            check=False,
+        )
+        lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+        assert lines, f"the child process exited with {result.returncode} at start-up:\n{result.stderr[-3000:]}"
+        probes += [line for line in lines if "mode" in line]
+        if lines[-1] == {"done": True}:
+            assert result.returncode == 0, result.stderr[-3000:]
+            return lines[0]["ops"], probes
+        assert "start" in lines[-1], f"the child process exited with {result.returncode}:\n{result.stderr[-3000:]}"
+        op, name, shape, mode = lines[-1]["start"]
+        fatal = [line for line in result.stderr.splitlines() if "Check failed" in line or line.startswith("F0000")]
+        probes.append(
+            {
+                "op": op,
+                "input": name,
+                "shape": shape,
+                "mode": mode,
+                "error": f"exit {result.returncode}",
+                "message": fatal[-1] if fatal else result.stderr[-1000:],
+            }
+        )
+
+
 def _judge(probe) -> str | None:
     """None if the probe raised the expected error, else what happened."""
     op, name, error, message = probe["op"], probe["input"], probe["error"], probe.get("message", "")
@@ -148,37 +243,7 @@ def _judge(probe) -> str | None:
 
 
 def test_every_op_rejects_inputs_of_the_wrong_rank_without_aborting():
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    probes, ops = [], None
-    while True:  # a child that dies is restarted after the probe that killed it, so that every failure is listed
-        result = subprocess.run(
-            [sys.executable, os.path.abspath(__file__), str(len(probes))],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=900,
-            check=False,
-        )
-        lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-        assert lines, f"the child process exited with {result.returncode} at start-up:\n{result.stderr[-3000:]}"
-        ops = lines[0]["ops"]
-        probes += [line for line in lines if "mode" in line]
-        if lines[-1] == {"done": True}:
-            assert result.returncode == 0, result.stderr[-3000:]
-            break
-        assert "start" in lines[-1], f"the child process exited with {result.returncode}:\n{result.stderr[-3000:]}"
-        op, name, shape, mode = lines[-1]["start"]
-        fatal = [line for line in result.stderr.splitlines() if "Check failed" in line or line.startswith("F0000")]
-        probes.append(
-            {
-                "op": op,
-                "input": name,
-                "shape": shape,
-                "mode": mode,
-                "error": f"exit {result.returncode}",
-                "message": fatal[-1] if fatal else result.stderr[-1000:],
-            }
-        )
+    ops, probes = _run_probes("ranks")
     assert "Liquid>ReadFile" in ops and "Liquid>RecordDataset" in ops
     stale = [key for key in RANKS if key[0] not in ops or key[1] not in ops[key[0]]]
     assert not stale, f"RANKS names inputs the library does not have: {stale}"
@@ -193,5 +258,18 @@ def test_every_op_rejects_inputs_of_the_wrong_rank_without_aborting():
     assert not failures, "(op, input, shape given, mode, what happened):\n" + "\n".join(map(str, failures))
 
 
+def test_every_op_outlives_integers_out_of_every_range():
+    _, probes = _run_probes("sizes")
+    died = [
+        (p["op"], p["input"], p["shape"], p["mode"], p["message"][:300]) for p in probes if "exit" in str(p["error"])
+    ]
+    assert not died, "(op, input or attribute, value, where, what killed the process):\n" + "\n".join(map(str, died))
+    probed = {(p["op"], p["input"]) for p in probes}
+    assert {("Liquid>DecodeJpegScaled", "target_height"), ("Liquid>RecordDataset", "item_channels")} <= probed
+    assert len(probes) == len(probed) * len(SIZES)
+    overflow = [p for p in probes if p["op"] == "Liquid>DecodeJpegScaled" and p["shape"] in (2**32, 2**62)]
+    assert overflow and all(p["error"] == "InvalidArgumentError" for p in overflow), overflow
+
+
 if __name__ == "__main__":
-    _probe_all_ops(skip=int(sys.argv[1]))
+    _probe_all_ops(kind=sys.argv[1], skip=int(sys.argv[2]))

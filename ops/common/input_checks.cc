@@ -41,4 +41,14 @@ absl::Status ScalarInput(OpKernelContext* ctx, absl::string_view name, const tst
   return absl::OkStatus();
 }
 
+absl::Status ShapeOf(std::initializer_list<int64_t> dims, TensorShape* shape) {
+  return TensorShape::BuildTensorShape(dims, shape);
+}
+
+absl::Status AllocateOutput(OpKernelContext* ctx, int index, std::initializer_list<int64_t> dims, Tensor** output) {
+  TensorShape shape;
+  TF_RETURN_IF_ERROR(ShapeOf(dims, &shape));
+  return ctx->allocate_output(index, shape, output);
+}
+
 }  // namespace tfliquid

@@ -4,6 +4,9 @@
 #ifndef TFLIQUID_OPS_COMMON_INPUT_CHECKS_H_
 #define TFLIQUID_OPS_COMMON_INPUT_CHECKS_H_
 
+#include <cstdint>
+#include <initializer_list>
+
 #include "absl/strings/string_view.h"
 #include "common/kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
@@ -32,6 +35,12 @@ absl::Status ScalarInput(OpKernelContext* ctx, absl::string_view name, T* value)
 
 // A string is not copied: *value points into the input.
 absl::Status ScalarInput(OpKernelContext* ctx, absl::string_view name, const tstring** value);
+
+// Kernels: the shape of dimensions computed from inputs or data, or InvalidArgument when one is negative or their
+// product overflows (TensorShape's constructor CHECK-fails on them, which kills the process).
+absl::Status ShapeOf(std::initializer_list<int64_t> dims, TensorShape* shape);
+// Allocates output `index` with the shape ShapeOf(dims).
+absl::Status AllocateOutput(OpKernelContext* ctx, int index, std::initializer_list<int64_t> dims, Tensor** output);
 
 }  // namespace tfliquid
 

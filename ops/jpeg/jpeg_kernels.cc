@@ -21,7 +21,7 @@ void OutputScanEnds(OpKernelContext* ctx, int index, const char* data, size_t si
   const jpeg::ScanSplitResult split = jpeg::ScanEnds(reinterpret_cast<const uint8_t*>(data), size);
   OP_REQUIRES(ctx, split.ok, tensorflow::errors::InvalidArgument(source, ": ", split.error));
   Tensor* ends;
-  OP_REQUIRES_OK(ctx, ctx->allocate_output(index, TensorShape({static_cast<int64_t>(split.scan_ends.size())}), &ends));
+  OP_REQUIRES_OK(ctx, AllocateOutput(ctx, index, {static_cast<int64_t>(split.scan_ends.size())}, &ends));
   auto flat = ends->vec<int64_t>();
   for (size_t k = 0; k < split.scan_ends.size(); ++k) flat(k) = static_cast<int64_t>(split.scan_ends[k]);
 }
@@ -47,7 +47,12 @@ class JpegToProgressiveOp : public OpKernel {
     tstring& progressive = output->scalar<tstring>()();
     if (!rescript_progressive_ && jpeg::IsProgressive(Bytes(contents), contents.size())) {
       // Kept with the encoder's own scan script, once every scan is known to read whole: a damaged one would fail
-      // at training time, far from its source.
+      // at training time, far from its source. The scans are counted from the markers first: a file of too many
+      // scans (each of which may be a pass over every block, for a few bytes) is refused before any is decoded.
+      const size_t excess_scan = jpeg::ExcessScanOffset(Bytes(contents), contents.size());
+      OP_REQUIRES(ctx, excess_scan == 0,
+                  tensorflow::errors::InvalidArgument(source, ": offset ", excess_scan, ": more than ", jpeg::kMaxScans,
+                                                      " scans"));
       std::string error;
       OP_REQUIRES(ctx, jpeg::CheckCoefficients(Bytes(contents), contents.size(), &error),
                   tensorflow::errors::InvalidArgument(source, ": corrupt progressive JPEG: ", error));
@@ -116,9 +121,10 @@ class DecodeJpegScaledOp : public OpKernel {
       if (!context->empty()) corrupt = absl::StrCat(*context, ": ", corrupt);
     }
     const bool full_size = height == 0 && width == 0;
-    OP_REQUIRES(ctx, full_size || (height >= 1 && width >= 1),
-                tensorflow::errors::InvalidArgument(
-                    "the target size must be at least 1x1 (or 0x0: the full size), got ", height, "x", width));
+    constexpr int64_t kMaxSide = 65535;  // JPEG's own limit, and tfliquid.jpeg.sized's
+    OP_REQUIRES(ctx, full_size || (height >= 1 && width >= 1 && height <= kMaxSide && width <= kMaxSide),
+                tensorflow::errors::InvalidArgument("the target size must be in 1x1..", kMaxSide, "x", kMaxSide,
+                                                    " (or 0x0: the full size), got ", height, "x", width));
     jpeg::ScaledDecoder decoder;
     std::string error;
     constexpr int64_t kLargest = std::numeric_limits<int64_t>::max();  // a target no scale reaches: 8/8
@@ -129,10 +135,8 @@ class DecodeJpegScaledOp : public OpKernel {
                 tensorflow::errors::InvalidArgument(corrupt, error));
     const bool resized = resize_ && !full_size && (decoder.height() != height || decoder.width() != width);
     Tensor* image;
-    OP_REQUIRES_OK(
-        ctx, ctx->allocate_output(
-                 0, resized ? TensorShape({height, width, 3}) : TensorShape({decoder.height(), decoder.width(), 3}),
-                 &image));
+    OP_REQUIRES_OK(ctx, resized ? AllocateOutput(ctx, 0, {height, width, 3}, &image)
+                                : AllocateOutput(ctx, 0, {decoder.height(), decoder.width(), 3}, &image));
     OP_REQUIRES(ctx,
                 decoder.DecodeResized(image->flat<uint8_t>().data(), image->dim_size(0), image->dim_size(1), &error),
                 tensorflow::errors::InvalidArgument(corrupt, error));

@@ -113,7 +113,7 @@ Outcome StartWithLibjpeg(ScaledDecoder::State* s) {
   s->src.mem->max_memory_to_use = kMaxMemoryBytes;
   jpeg_mem_src(&s->src, s->data, s->size);
   jpeg_read_header(&s->src, TRUE);
-  if (!FitsInData(s->src, s->size)) return Outcome::kImpossibleHeader;
+  if (!FitsInData(s->src, s->data, s->size)) return Outcome::kImpossibleHeader;
   // 1/8, 1/4, 1/2 and 1: the scales libjpeg-turbo transforms with SIMD code (the others, in plain C, cost more
   // than the full size).
   int eighths = 1;
@@ -190,11 +190,18 @@ Outcome StartBufferedWithLibjpeg(ScaledDecoder::State* s) {
 Outcome OutputBufferedWithLibjpeg(ScaledDecoder::State* s, uint8_t* pixels) {
   if (setjmp(s->err.jump)) return Outcome::kLibjpegError;
   // libjpeg copies a component's quantisation table when the component's first scan starts (jdinput.c,
-  // latch_quant_tables), and it has started only the first scan: the others' are copied here. The plan has no DQT
-  // after the first scan, so they are the tables libjpeg would have copied.
+  // latch_quant_tables), and it has started only the first scan: the tables of the components of the plan's
+  // other scans are copied here. The plan has no DQT after the first scan, so they are the tables libjpeg would
+  // have copied. A component that no scan reaches keeps none (its table may come after the data, or never): the
+  // inverse transform skips it, as libjpeg's does (jddctmgr.c), and its blocks stay zero.
+  std::array<bool, MAX_COMPONENTS> scanned{};
+  for (const SpectralPlan::Step& step : s->plan.steps) {
+    if (step.segment.code != kSos) continue;
+    for (int k = 0; k < step.scan.count; ++k) scanned[static_cast<size_t>(step.scan.index[k])] = true;
+  }
   for (int c = 0; c < s->src.num_components; ++c) {
     jpeg_component_info* component = &s->src.comp_info[c];
-    if (component->quant_table != nullptr) continue;
+    if (component->quant_table != nullptr || !scanned[static_cast<size_t>(c)]) continue;
     const int number = component->quant_tbl_no;
     if (number < 0 || number >= NUM_QUANT_TBLS || s->src.quant_tbl_ptrs[number] == nullptr) {
       ERREXIT1(&s->src, JERR_NO_QUANT_TABLE, number);
@@ -240,7 +247,8 @@ bool ScaledDecoder::Start(const uint8_t* data, size_t size, int64_t target_heigh
     case Outcome::kLibjpegError: *error = Message(s->err, s->src, size); return false;
     case Outcome::kImpossibleHeader:
       *error = "the frame header claims " + std::to_string(s->src.image_width) + "x" +
-               std::to_string(s->src.image_height) + " pixels, more than " + std::to_string(size) + " bytes can code";
+               std::to_string(s->src.image_height) + " pixels, more than " + std::to_string(size) +
+               " bytes can code (at byte " + std::to_string(FrameHeaderOffset(data, size)) + ")";
       return false;
   }
   return false;

@@ -141,8 +141,26 @@ ScanSplitResult ScanEnds(const uint8_t* data, size_t size) {
   return result;
 }
 
+size_t ExcessScanOffset(const uint8_t* data, size_t size) {
+  size_t scans = 0, excess = 0;
+  WalkSegments(data, size, [&](const Segment& segment) {
+    if (segment.code == kSos && ++scans > kMaxScans) excess = segment.offset;
+    return excess == 0;
+  });
+  return excess;
+}
+
 bool IsJpeg(const uint8_t* data, size_t size) {
   return size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
+}
+
+size_t FrameHeaderOffset(const uint8_t* data, size_t size) {
+  size_t offset = 0;
+  WalkSegments(data, size, [&](const Segment& segment) {
+    if (IsSof(segment.code)) offset = segment.offset;
+    return offset == 0 && segment.code != kSos;
+  });
+  return offset;
 }
 
 bool IsProgressive(const uint8_t* data, size_t size) {

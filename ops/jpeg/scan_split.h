@@ -28,6 +28,10 @@ struct ScanSplitResult {
 
 ScanSplitResult ScanEnds(const uint8_t* data, size_t size);
 
+// The offset of the SOS marker of scan kMaxScans + 1, read from the markers alone, or 0 when there are no more
+// than kMaxScans scans (or the markers end before: ScanEnds says what is wrong).
+size_t ExcessScanOffset(const uint8_t* data, size_t size);
+
 inline constexpr uint8_t kSos = 0xDA;
 inline constexpr uint8_t kDht = 0xC4;
 inline constexpr uint8_t kDqt = 0xDB;
@@ -63,6 +67,9 @@ std::string WalkSegments(const uint8_t* data, size_t size, const std::function<b
 
 // SOI followed by a marker.
 bool IsJpeg(const uint8_t* data, size_t size);
+
+// The offset of the frame header's (SOFn's) marker, or 0 when the markers end before one.
+size_t FrameHeaderOffset(const uint8_t* data, size_t size);
 
 // The frame header (SOFn) before the first scan is progressive: SOF2, SOF6 or SOF10. False on malformed data.
 bool IsProgressive(const uint8_t* data, size_t size);

@@ -2,6 +2,10 @@
 
 #include <jerror.h>
 
+#include <bitset>
+
+#include "jpeg/scan_split.h"
+
 namespace tfliquid::jpeg {
 namespace {
 
@@ -54,8 +58,40 @@ uint64_t Blocks(const jpeg_decompress_struct& src) {
   return blocks;
 }
 
-bool FitsInData(const jpeg_decompress_struct& src, size_t size) {
-  return src.arith_code || Blocks(src) <= 8 * static_cast<uint64_t>(size);
+namespace {
+
+// The components (by their index in the frame) that a scan with Ss = 0 in the data codes: a sequential scan, or
+// a progressive DC scan.
+std::bitset<MAX_COMPONENTS> DcCoded(const jpeg_decompress_struct& src, const uint8_t* data, size_t size) {
+  std::bitset<MAX_COMPONENTS> coded;
+  WalkSegments(data, size, [&](const Segment& segment) {
+    if (segment.code != kSos) return segment.code != kEoi;
+    const uint8_t* fields = data + segment.offset + 4;  // Ns, then (id, tables) per component, then Ss, Se, Ah/Al
+    const size_t in_scan = segment.length >= 3 ? fields[0] : 0;
+    if (segment.length < 6 + 2 * in_scan || fields[1 + 2 * in_scan] != 0) return true;
+    for (size_t k = 0; k < in_scan; ++k) {
+      for (int ci = 0; ci < src.num_components && ci < MAX_COMPONENTS; ++ci) {
+        if (src.comp_info[ci].component_id == fields[1 + 2 * k]) coded.set(static_cast<size_t>(ci));
+      }
+    }
+    return true;
+  });
+  return coded;
+}
+
+}  // namespace
+
+bool FitsInData(const jpeg_decompress_struct& src, const uint8_t* data, size_t size) {
+  const uint64_t bits = 8 * static_cast<uint64_t>(size);
+  if (src.arith_code || Blocks(src) <= bits) return true;  // the marker walk below only where it can matter
+  std::bitset<MAX_COMPONENTS> coded = DcCoded(src, data, size);
+  if (coded.none()) coded.set();
+  uint64_t blocks = 0;
+  for (int ci = 0; ci < src.num_components && ci < MAX_COMPONENTS; ++ci) {
+    if (!coded[static_cast<size_t>(ci)]) continue;
+    blocks += static_cast<uint64_t>(src.comp_info[ci].width_in_blocks) * src.comp_info[ci].height_in_blocks;
+  }
+  return blocks <= bits;
 }
 
 }  // namespace tfliquid::jpeg

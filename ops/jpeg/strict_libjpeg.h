@@ -30,11 +30,13 @@ jpeg_error_mgr* StrictErrors(ErrorManager* err);
 // The 8x8 blocks of all components that the frame header claims.
 uint64_t Blocks(const jpeg_decompress_struct& src);
 
-// A Huffman-coded JPEG codes the DC coefficient of every 8x8 block with at least one bit, so a frame header that
-// claims more blocks than the data has bits is impossible: refused before the coefficient arrays (about 2 bytes
-// per pixel) are allocated. Arithmetic coding can use less than a bit per block: there only the memory budget
-// (kMaxMemoryBytes) applies.
-bool FitsInData(const jpeg_decompress_struct& src, size_t size);
+// A Huffman-coded JPEG codes the DC coefficient of each 8x8 block of a component with at least one bit in the
+// component's first DC scan, so a frame header that claims more blocks than the data has bits is impossible:
+// refused before the coefficient arrays (about 2 bytes per pixel) are allocated. Only the components that a DC
+// scan in [data, data + size) codes are counted: a progressive prefix (a PCR scan group) may not have reached
+// the others yet, and codes no bit of their blocks (data with no DC scan at all, never valid, counts them all).
+// Arithmetic coding can use less than a bit per block: there only the memory budget (kMaxMemoryBytes) applies.
+bool FitsInData(const jpeg_decompress_struct& src, const uint8_t* data, size_t size);
 
 }  // namespace tfliquid::jpeg
 

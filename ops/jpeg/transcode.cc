@@ -76,7 +76,7 @@ Outcome ReadWithLibjpeg(Session* s, const uint8_t* data, size_t size, bool keep_
     jpeg_save_markers(&s->src, JPEG_COM, 0xFFFF);
   }
   jpeg_read_header(&s->src, TRUE);
-  if (!FitsInData(s->src, size)) return Outcome::kImpossibleHeader;
+  if (!FitsInData(s->src, data, size)) return Outcome::kImpossibleHeader;
   if (script != nullptr && Blocks(s->src) > kMaxMemoryBytes / kTranscodeBytesPerBlock) return Outcome::kTooLarge;
   if (script != nullptr && script->kind == ScanScript::Kind::kCustom &&
       script->num_components != s->src.num_components) {

@@ -30,8 +30,7 @@ class DecodeL3Op : public OpKernel {
     OP_REQUIRES(ctx, l3::ParseHeader(data, contents.size(), &header, &error),
                 tensorflow::errors::InvalidArgument("L3: ", error));
     Tensor* image;
-    OP_REQUIRES_OK(ctx,
-                   ctx->allocate_output(0, TensorShape({header.height, header.width, header.params.channels}), &image));
+    OP_REQUIRES_OK(ctx, AllocateOutput(ctx, 0, {header.height, header.width, header.params.channels}, &image));
     OP_REQUIRES(ctx, l3::Decode(data, contents.size(), header, image->flat<uint8_t>().data(), &error),
                 tensorflow::errors::InvalidArgument("L3: ", error));
   }
@@ -76,9 +75,8 @@ class DecodeL3BatchOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ReadL3Batch(ctx, &images, &batch));
     Tensor* output;
     OP_REQUIRES_OK(
-        ctx,
-        ctx->allocate_output(
-            0, TensorShape({static_cast<int64_t>(images.size()), batch.height, batch.width, batch.channels}), &output));
+        ctx, AllocateOutput(ctx, 0, {static_cast<int64_t>(images.size()), batch.height, batch.width, batch.channels},
+                            &output));
     const int64_t image_bytes = static_cast<int64_t>(batch.height) * batch.width * batch.channels;
     uint8_t* pixels = output->flat<uint8_t>().data();
     std::vector<std::string> errors(images.size());

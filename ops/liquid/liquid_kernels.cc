@@ -27,7 +27,7 @@ class DecodeRawItemOp : public OpKernel {
         liquid::ParseRawItem(contents->data(), contents->size(), static_cast<uint32_t>(channels_), 0, &shape);
     OP_REQUIRES(ctx, parsed.ok(), tensorflow::errors::InvalidArgument("raw item: ", parsed.message()));
     Tensor* image;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({shape.height, shape.width, shape.channels}), &image));
+    OP_REQUIRES_OK(ctx, AllocateOutput(ctx, 0, {shape.height, shape.width, shape.channels}, &image));
     std::memcpy(image->flat<uint8_t>().data(), contents->data() + liquid::kRawItemHeaderSize, shape.pixel_bytes());
   }
 
@@ -47,7 +47,9 @@ absl::Status EmitRawPixels(const records::RecordPrefix& record, const char* buff
   const absl::Status parsed =
       liquid::ParseRawItem(item, record.ItemSize(i), static_cast<uint32_t>(channels), offset, &shape);
   if (!parsed.ok()) return absl::DataLossError(parsed.message());
-  *out = Tensor(allocator, tensorflow::DT_UINT8, TensorShape({shape.height, shape.width, shape.channels}));
+  TensorShape image_shape;
+  TF_RETURN_IF_ERROR(ShapeOf({shape.height, shape.width, shape.channels}, &image_shape));
+  *out = Tensor(allocator, tensorflow::DT_UINT8, image_shape);
   std::memcpy(out->flat<uint8_t>().data(), item + liquid::kRawItemHeaderSize, shape.pixel_bytes());
   return absl::OkStatus();
 }

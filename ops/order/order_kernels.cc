@@ -22,7 +22,7 @@ class SeededOrderKeysOp : public OpKernel {
     const uint64_t start = order_.SliceStart(order_.worker_index());
     const auto length = static_cast<int64_t>(order_.slice_length());
     Tensor* keys;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({length}), &keys));
+    OP_REQUIRES_OK(ctx, AllocateOutput(ctx, 0, {length}, &keys));
     auto values = keys->vec<int64_t>();
     for (int64_t i = 0; i < length; ++i) {
       values(i) = static_cast<int64_t>(order_.ItemAt(static_cast<uint64_t>(epoch), start + static_cast<uint64_t>(i)));

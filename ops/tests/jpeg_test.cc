@@ -3,6 +3,7 @@
 // Usage: jpeg_test FUZZ_ITERATIONS JPEG...  (custom scan scripts are compared with the system's jpegtran)
 // For every JPEG X, the files X.none and X.all must hold `jpegtran -progressive -optimize -copy none` and
 // `-copy all` of X: TranscodeToProgressive must reproduce them byte for byte.
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -26,19 +27,24 @@
 namespace {
 
 using tfliquid::jpeg::CheckCoefficients;
+using tfliquid::jpeg::ExcessScanOffset;
 using tfliquid::jpeg::FastScriptText;
 using tfliquid::jpeg::IsJpeg;
 using tfliquid::jpeg::IsProgressive;
+using tfliquid::jpeg::kDqt;
 using tfliquid::jpeg::kMaxScans;
+using tfliquid::jpeg::kSos;
 using tfliquid::jpeg::ParseScanScript;
 using tfliquid::jpeg::PlanSpectralScans;
 using tfliquid::jpeg::ScaledDecoder;
 using tfliquid::jpeg::ScanEnds;
 using tfliquid::jpeg::ScanScript;
 using tfliquid::jpeg::ScanSplitResult;
+using tfliquid::jpeg::Segment;
 using tfliquid::jpeg::SpectralPlan;
 using tfliquid::jpeg::SupportedEighths;
 using tfliquid::jpeg::TranscodeToProgressive;
+using tfliquid::jpeg::WalkSegments;
 
 std::atomic<int> failures{0};
 
@@ -184,6 +190,22 @@ void TestErrors() {
   CHECK(!IsJpeg(nullptr, 0) && !IsProgressive(nullptr, 0), "empty input");
 }
 
+// The scan limit is read from the markers alone (before any scan is decoded), at the offset ScanEnds names.
+void TestScanLimit() {
+  const std::string scan = std::string("\xff\xda\x00\x08\x01\x01\x00\x00\x3f\x00", 10) + "\x12";
+  auto jpeg = [&](size_t scans) {
+    std::string data = "\xff\xd8";
+    for (size_t k = 0; k < scans; ++k) data += scan;
+    return data + "\xff\xd9";
+  };
+  const std::string most = jpeg(kMaxScans), too_many = jpeg(kMaxScans + 6);
+  CHECK(ExcessScanOffset(Bytes(most), most.size()) == 0, "64 scans are allowed");
+  const size_t excess = ExcessScanOffset(Bytes(too_many), too_many.size());
+  CHECK(excess == 2 + kMaxScans * scan.size(), std::to_string(excess));
+  const ScanSplitResult split = ScanEnds(Bytes(too_many), too_many.size());
+  CHECK(split.error == "offset " + std::to_string(excess) + ": more than 64 scans", split.error);
+}
+
 // libjpeg's own decode of `jpeg` to RGB at scale eighths / 8, read strictly, with its fast integer transform and
 // block smoothing as chosen: the oracle of ScaledDecoder's spectral-selection path. False on an error.
 bool LibjpegDecode(const std::string& jpeg, int eighths, bool smoothing, std::vector<uint8_t>* pixels) {
@@ -259,6 +281,81 @@ void TestSpectralSelection(const std::string& path) {
       CHECK(ScaledDecode(jpeg, side, &ours, &eighths), path);
       CHECK(LibjpegDecode(jpeg, eighths, side == 0, &expected), path);
       CHECK(ours == expected, path + ": pixels differ from libjpeg's at " + std::to_string(eighths) + "/8");
+    }
+  }
+}
+
+// A flat 320 x 256 colour page with a dark line, baseline, 4:4:4, at quality 90: its luminance's DC codes in about a
+// bit a block.
+std::string FlatPage() {
+  jpeg_compress_struct info{};
+  jpeg_error_mgr err;
+  info.err = jpeg_std_error(&err);
+  jpeg_create_compress(&info);
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&info, &buffer, &size);
+  info.image_width = 320;
+  info.image_height = 256;
+  info.input_components = 3;
+  info.in_color_space = JCS_RGB;
+  jpeg_set_defaults(&info);
+  jpeg_set_quality(&info, 90, TRUE);
+  for (int c = 0; c < 3; ++c) info.comp_info[c].h_samp_factor = info.comp_info[c].v_samp_factor = 1;
+  jpeg_start_compress(&info, TRUE);
+  std::vector<uint8_t> row(320 * 3);
+  while (info.next_scanline < info.image_height) {
+    std::fill(row.begin(), row.end(), info.next_scanline / 4 == 25 ? 0 : 250);
+    JSAMPROW rows[1] = {row.data()};
+    jpeg_write_scanlines(&info, rows, 1);
+  }
+  jpeg_finish_compress(&info);
+  jpeg_destroy_compress(&info);
+  std::string jpeg(reinterpret_cast<char*>(buffer), size);
+  std::free(buffer);
+  return jpeg;
+}
+
+// Progressive prefixes whose scans have not reached every component (one DC scan per component, as mozjpeg writes
+// them): the blocks of the others need no bit of the data, and their quantisation tables may come later, just
+// before their first scan. Both decode as libjpeg decodes them, at full size and at a scale.
+void TestComponentsNotScannedYet() {
+  const std::string page = FlatPage();
+  std::string progressive, error;
+  const ScanScript one_dc_scan_each = Script(
+      "0: 0-0, 0, 0; 1: 0-0, 0, 0; 2: 0-0, 0, 0; 0: 1-63, 0, 0; "
+      "1: 1-63, 0, 0; 2: 1-63, 0, 0;");
+  CHECK(TranscodeToProgressive(Bytes(page), page.size(), false, one_dc_scan_each, &progressive, &error), error);
+  // The same file with the chroma's quantisation table defined just before the chroma's first scan.
+  std::vector<std::pair<size_t, size_t>> segments;  // offset, end
+  size_t chroma_table = 0, scans = 0, chroma_scan = 0;
+  WalkSegments(Bytes(progressive), progressive.size(), [&](const Segment& segment) {
+    if (segment.code == kDqt && (progressive[segment.offset + 4] & 15) == 1) chroma_table = segments.size();
+    if (segment.code == kSos && ++scans == 2) chroma_scan = segments.size();
+    segments.emplace_back(segment.offset, segment.end);
+    return true;
+  });
+  CHECK(chroma_table > 0 && chroma_scan > chroma_table, "the transcode's segments");
+  const auto piece = [&](size_t k) {
+    return progressive.substr(segments[k].first, segments[k].second - segments[k].first);
+  };
+  std::string late_table = "\xff\xd8";
+  for (size_t k = 0; k < segments.size(); ++k) {
+    if (k == chroma_scan) late_table += piece(chroma_table);
+    if (k != chroma_table) late_table += piece(k);
+  }
+  for (const std::string& jpeg : {progressive, late_table}) {
+    const ScanSplitResult split = Split(jpeg);
+    CHECK(split.ok && split.scan_ends.size() == 6, split.error);
+    for (size_t group = 1; group <= 2 && group <= split.scan_ends.size(); ++group) {
+      const std::string prefix = jpeg.substr(0, split.scan_ends[group - 1]) + "\xff\xd9";
+      for (const int64_t side : {0, 8, 64}) {
+        std::vector<uint8_t> ours, expected;
+        int eighths = 0;
+        CHECK(ScaledDecode(prefix, side, &ours, &eighths), "group " + std::to_string(group));
+        CHECK(LibjpegDecode(prefix, eighths, side == 0, &expected), "group " + std::to_string(group));
+        CHECK(ours == expected, "group " + std::to_string(group) + ": pixels differ from libjpeg's");
+      }
     }
   }
 }
@@ -400,6 +497,8 @@ int main(int argc, char** argv) {
     }
   }
   TestErrors();
+  TestScanLimit();
+  TestComponentsNotScannedYet();
   TestScriptErrors();
   TestThreads(paths);
   Fuzz(seeds, std::atoi(argv[1]));
