@@ -296,3 +296,22 @@ def test_a_deleted_directory_is_logged_as_it_is_recreated(tmp_path):
     )
     assert result.returncode == 0 and result.stdout == "0\n", result.stderr[-2000:]
     assert f"the directory {tmp_path / 'cache'} was deleted while in use; recreating it" in result.stderr
+
+
+def test_a_directory_that_cannot_be_used_is_a_one_line_tfliquid_error(tmp_path):
+    """A directory another process uses under settings that exclude this one, and one that cannot be created: a
+    CacheDirectoryError (a TfliquidError) of one line naming the directory and why, not TensorFlow's op error."""
+    directory = tmp_path / "cache"
+    holder = tfliquid.MinIOCache(1 << 20, directory=directory)  # this process uses it under minio
+    code = f"import tfliquid\ntfliquid.MinIOCache({1 << 20}, directory={str(directory)!r}, policy='lru')\n"
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    last = other.stderr.strip().splitlines()[-1]
+    assert last.startswith("tfliquid._common.errors.CacheDirectoryError: MinIO cache directory "), last
+    assert f"{directory} is in use by another process" in last and "{{function_node" not in last
+    holder.release()
+    (tmp_path / "a-file").write_bytes(b"")
+    under_a_file = tmp_path / "a-file" / "cache"
+    with pytest.raises(tfliquid.TfliquidError) as raised:
+        tfliquid.MinIOCache(1 << 20, directory=under_a_file)
+    assert isinstance(raised.value, tfliquid.cache.CacheDirectoryError)
+    assert str(raised.value) == f"MinIO cache: cannot create {under_a_file}: Not a directory"

@@ -11,6 +11,7 @@ names, from the C++ registry), `minio_cache` (the cache object), `transform` (th
 `multiworker` (the policy simulators).
 """
 
+from tfliquid._common.errors import CacheDirectoryError
 from tfliquid.cache.item_format import CacheFormatError
 from tfliquid.cache.minio_cache import CacheStats, EpochStats, MinIOCache
 from tfliquid.cache.policies import store_policies
@@ -18,6 +19,7 @@ from tfliquid.cache.simulation import Simulation, simulate
 from tfliquid.cache.transform import cached, each_pass, minio_cache
 
 __all__ = [
+    "CacheDirectoryError",
     "CacheFormatError",
     "CacheStats",
     "EpochStats",
