@@ -182,3 +182,23 @@ def test_coordinated_prep_runs_the_preprocessing_once_for_two_trainers(jpeg_file
     assert consumed <= elements_prepared < 1.5 * consumed
     assert seen[0] == seen[1]  # and both trials trained on the very same batches
     del worker
+
+
+def test_dynamic_sharding_of_a_cached_pipeline_is_refused_in_words():
+    """Dynamic sharding would split the cache's passes, not the keys read inside them: refused, naming the
+    sharding policy and what to do instead, not TensorFlow's "dataset is not unary"."""
+    service = tf.data.experimental.service
+    dispatcher = service.DispatchServer()
+    worker = service.WorkerServer(service.WorkerConfig(dispatcher_address=dispatcher.target.split("://")[1]))
+    cache = tfliquid.MinIOCache(1 << 20)
+    keys = tf.data.Dataset.range(8).apply(tfliquid.minio_cache(lambda k: k * 2, cache=cache))
+    distributed = keys.apply(
+        service.distribute(processing_mode=service.ShardingPolicy.DYNAMIC, service=dispatcher.target)
+    )
+    with pytest.raises(tf.errors.UnimplementedError) as raised:
+        list(distributed)
+    assert "cannot be sharded with ShardingPolicy.DYNAMIC" in raised.value.message
+    assert "shard statically (ShardingPolicy.HINT" in raised.value.message
+    cache.release()
+    worker.stop()
+    dispatcher._stop()

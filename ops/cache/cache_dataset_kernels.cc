@@ -279,6 +279,16 @@ class CacheSourceOp : public DatasetOpKernel {
       return absl::OkStatus();
     }
 
+    // A pass reads its items inside a function (each_pass' flat_map), out of reach of tf.data service's splits:
+    // splitting the pass itself would hand one worker a whole epoch. Dynamic sharding is refused, in words.
+    absl::Status MakeSplitProviders(std::vector<std::unique_ptr<tensorflow::data::SplitProvider>>*) const override {
+      return tensorflow::errors::Unimplemented(
+          "a pipeline read through a MinIO cache (tfliquid.MinIOCache: minio_cache, PCRDataset(cache=...), "
+          "LiquidDataset(cache=...)) cannot be sharded with ShardingPolicy.DYNAMIC: its keys or records are read "
+          "in each pass of the cache; shard statically (ShardingPolicy.HINT, or OFF with each worker's own keys) "
+          "or leave the cache out");
+    }
+
    protected:
     absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
                                     Node** output) const override {
