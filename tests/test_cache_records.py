@@ -3,8 +3,10 @@ under which key, so that a cached record is only ever served for the bytes it wa
 
 import shutil
 
+import numpy as np
 import pytest
 import tensorflow as tf
+from PIL import Image
 
 import tfliquid
 from tfliquid.pcr import format as pcr_format
@@ -42,3 +44,29 @@ def test_a_damaged_record_is_not_admitted_and_its_repair_is_read(pcr_dataset, tm
     expected = _images(tfliquid.PCRDataset(str(pcr_dataset), shuffle=False, with_keys=True))
     images, stats = read()
     assert images == expected and stats.items == len(pcr_format.read_index(str(path)).records)
+
+
+def _pixels(path, cache):
+    ds = tfliquid.LiquidDataset(path, batch_size=4, shuffle=False, cache=cache, with_keys=True)
+    return {bytes(k): image.tobytes() for x in ds.as_numpy_iterator() for k, image in zip(x["key"], x["image"])}
+
+
+def test_one_relative_path_in_two_working_directories_names_two_datasets(tmp_path, monkeypatch):
+    """Two datasets at one relative path (from two working directories) read through one cache directory: each
+    reads its own pixels, the second never hits the first's records."""
+    rng = np.random.default_rng(0)
+    cache_dir = tmp_path / "cache"
+    read = {}
+    for side in ("a", "b"):
+        source = tmp_path / side / "images" / "class"
+        source.mkdir(parents=True)
+        for i in range(4):
+            Image.fromarray(rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)).save(source / f"{i}.png")
+        monkeypatch.chdir(tmp_path / side)
+        tfliquid.liquid.convert("images", "ds", formats="raw", ratio="1", images_per_record=2, progress=False)
+        read[side] = _pixels("ds", tfliquid.MinIOCache(1 << 22, directory=cache_dir))
+        fresh = tfliquid.LiquidDataset("ds", batch_size=4, shuffle=False, with_keys=True)
+        assert read[side] == {
+            bytes(k): i.tobytes() for x in fresh.as_numpy_iterator() for k, i in zip(x["key"], x["image"])
+        }
+    assert read["a"] != read["b"]

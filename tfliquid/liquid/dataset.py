@@ -62,7 +62,8 @@ class _RecordReader:
     images, one RecordDataset per record (one read, CRC checked, through `cache` if given)."""
 
     def __init__(self, dataset: LiquidDataset, shuffle, decode, with_keys, num_parallel_reads, num_parallel_calls):
-        self._filenames = tf.constant([os.path.join(dataset.path, r.path) for r in dataset._records])
+        # Absolute: the files name the records in a cache's keys (see PCRDataset).
+        self._filenames = tf.constant([os.path.join(os.path.abspath(dataset.path), r.path) for r in dataset._records])
         self._sizes = tf.constant([r.num_bytes for r in dataset._records], tf.int64)
         self._channels = dataset.channels
         self._with_hits = dataset.cache is not None  # every stream yields "cached", for one element spec

@@ -203,7 +203,9 @@ class PCRDataset(RecordFilesDataset):
     def _build(self, decode, shuffle, seed, num_parallel_reads, with_keys):
         index = self._index
         num_groups = index.num_scan_groups
-        filenames = tf.constant([os.path.join(self._path, r.path) for r in index.records])
+        # Absolute: the files name the records in a cache's keys, which a relative path from another working
+        # directory (another dataset) must not share.
+        filenames = tf.constant([os.path.join(os.path.abspath(self._path), r.path) for r in index.records])
         # One row of G ends per record: a record with fewer scan groups reads whole at the groups beyond its own.
         padded_ends = [
             [pcr_format.prefix_end(r.prefix_ends, g) for g in range(1, num_groups + 1)] for r in index.records
