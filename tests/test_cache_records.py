@@ -70,3 +70,25 @@ def test_one_relative_path_in_two_working_directories_names_two_datasets(tmp_pat
             bytes(k): i.tobytes() for x in fresh.as_numpy_iterator() for k, i in zip(x["key"], x["image"])
         }
     assert read["a"] != read["b"]
+
+
+def test_a_dataset_reconverted_in_place_is_read_anew_through_a_kept_cache(tmp_path):
+    """Other pixels of the same sizes, names and labels, converted to the same path: a cache directory kept from
+    the first dataset serves none of its records (their identities differ), and the new pixels are read."""
+    rng = np.random.default_rng(1)
+    old, new = tmp_path / "old" / "class", tmp_path / "new" / "class"
+    old.mkdir(parents=True)
+    new.mkdir(parents=True)
+    for i in range(4):
+        pixels = rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(old / f"{i}.png")
+        Image.fromarray(pixels[:, ::-1]).save(new / f"{i}.png")
+    path, cache_dir = str(tmp_path / "ds"), tmp_path / "cache"
+    options = {"formats": "raw", "ratio": "1", "images_per_record": 2, "progress": False}
+    tfliquid.liquid.convert(str(old.parent), path, **options)
+    before = _pixels(path, tfliquid.MinIOCache(1 << 22, directory=cache_dir, name="first"))
+    tfliquid.liquid.convert(str(new.parent), path, overwrite=True, **options)
+    cache = tfliquid.MinIOCache(1 << 22, directory=cache_dir, name="second")
+    after = _pixels(path, cache)
+    assert cache.stats().epochs[0].hits == 0
+    assert after == _pixels(path, None) and after.keys() == before.keys() and after != before

@@ -23,18 +23,35 @@ from tfliquid.cache.transform import cached, each_pass
 from tfliquid.jpeg.sized import check_size, decode_jpeg, decode_jpeg_at_size
 from tfliquid.order.seeded_order import SeededOrder, checked_order, derived_seed
 from tfliquid.pcr import format as pcr_format
-from tfliquid.records.dataset import RecordDataset, RecordFilesDataset, prefix_name, record_bytes
+from tfliquid.records.dataset import (
+    RecordDataset,
+    RecordFilesDataset,
+    prefix_name,
+    record_bytes,
+    record_identities,
+)
 
 AUTOTUNE = tf.data.AUTOTUNE
 _RECORD_SEEDS = 1  # the salt of records' seeds in an order (tfliquid.order.derived_seed)
 
 
 def record_images(
-    filename, prefix_ends, scan_group, seed, *, shuffle=False, with_keys=False, cache=None, cache_pass=-1, item=-1
+    filename,
+    prefix_ends,
+    scan_group,
+    seed,
+    *,
+    shuffle=False,
+    with_keys=False,
+    cache=None,
+    cache_pass=-1,
+    item=-1,
+    header_crc32c=-1,
 ) -> tf.data.Dataset:
     """The images of one PCR record at `scan_group` (an int64 scalar, or a tf.Variable read now): one read of its
-    prefix (through `cache`, if given, in pass `cache_pass` as item `item` of its order), then its images as
-    progressive JPEGs cut at that group: {"image", "label" [, "key"]}."""
+    prefix (through `cache`, if given, in pass `cache_pass` as item `item` of its order, named with the record's
+    identity `header_crc32c` from the index: -1 for none), then its images as progressive JPEGs cut at that group:
+    {"image", "label" [, "key"]}."""
     ends = tf.convert_to_tensor(prefix_ends, tf.int64)
     num_groups = tf.size(ends, out_type=tf.int64)
 
@@ -42,7 +59,7 @@ def record_images(
         length = tf.gather(ends, tf.minimum(group, num_groups) - 1)
         source = record_bytes(filename, length)
         if cache is not None:
-            source = cached(source, prefix_name(filename, length), item, cache, cache_pass)
+            source = cached(source, prefix_name(filename, length, header_crc32c), item, cache, cache_pass)
         return RecordDataset(
             source,
             filename,
@@ -211,6 +228,7 @@ class PCRDataset(RecordFilesDataset):
             [pcr_format.prefix_end(r.prefix_ends, g) for g in range(1, num_groups + 1)] for r in index.records
         ]
         prefix_ends = tf.constant(padded_ends, dtype=tf.int64)
+        header_crcs = record_identities(index.records)
 
         def images_of(records, cache_pass):
             """The images of `records` ((record, its images' shuffle seed) pairs)."""
@@ -226,6 +244,7 @@ class PCRDataset(RecordFilesDataset):
                     cache=self._cache,
                     cache_pass=cache_pass,
                     item=i,
+                    header_crc32c=tf.gather(header_crcs, i),
                 )
 
             if num_parallel_reads == 1:  # a plain interleave: no thread hand-off per image

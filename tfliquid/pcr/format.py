@@ -100,6 +100,7 @@ def index_entry(written) -> pcr_pb2.RecordEntry:
         num_images=written.num_items,
         payload_offset=written.payload_offset,
         prefix_ends=written.group_ends,
+        header_crc32c=written.header_crc32c,
     )
 
 

@@ -46,6 +46,7 @@ class EncodedRecord:
     num_items: int
     payload_offset: int
     group_ends: list[int]  # absolute: one past group k at group_ends[k - 1]
+    header_crc32c: int  # the preamble's: the record's identity
 
 
 def encode_record(
@@ -91,6 +92,7 @@ def encode_record(
         num_items=num_items,
         payload_offset=payload_offset,
         group_ends=[payload_offset + e for e in header.group_ends],
+        header_crc32c=crc(header_bytes),
     )
 
 

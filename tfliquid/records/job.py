@@ -62,6 +62,7 @@ class WrittenRecord:
     num_items: int
     payload_offset: int
     group_ends: list[int]  # absolute: one past group k at group_ends[k - 1]; the last is the file's size
+    header_crc32c: int  # the preamble's header CRC32C: the record's identity, which readers check
 
 
 @dataclasses.dataclass(frozen=True)
@@ -300,7 +301,11 @@ def complete_record(dst: str, relative: str, keys: list[bytes], labels: list[int
     if preamble.flags != flags or list(header.keys) != keys or list(header.labels) != labels:
         return None
     return WrittenRecord(
-        relative, header.num_items, preamble.payload_offset, [preamble.payload_offset + e for e in header.group_ends]
+        relative,
+        header.num_items,
+        preamble.payload_offset,
+        [preamble.payload_offset + e for e in header.group_ends],
+        preamble.header_crc32c,
     )
 
 
@@ -421,7 +426,7 @@ def write_record(built: BuiltRecord, dst, relative, kept_entry, job, verify, rep
             os.remove(path)
         return None
     record = records_format.encode_record(built.parts, built.labels, built.keys, crc=crc32c_fast, flags=job.flags)
-    entry = WrittenRecord(relative, record.num_items, record.payload_offset, record.group_ends)
+    entry = WrittenRecord(relative, record.num_items, record.payload_offset, record.group_ends, record.header_crc32c)
     check = (lambda written: job.verify_record(written, entry, built.verify_against, built.keys)) if verify else None
     if kept_entry is not None and _file_bytes(path) == record.data:
         check(path)
