@@ -43,7 +43,9 @@ def prefix_name(filename, length, header_crc32c=-1) -> tf.Tensor:
     (`record_identities`); "record:FILE#bytes=N" for a record whose index lists none (-1)."""
     name = tf.strings.join(["record:", filename, "#bytes=", tf.strings.as_string(tf.cast(length, tf.int64))])
     header_crc32c = tf.cast(header_crc32c, tf.int64)
-    with_identity = tf.strings.join([name, "#header=", tf.strings.as_string(header_crc32c)])
+    # Ten digits, so that records of equal sizes make items of equal sizes.
+    identity = tf.strings.as_string(header_crc32c, width=10, fill="0")
+    with_identity = tf.strings.join([name, "#header=", identity])
     return tf.where(header_crc32c >= 0, with_identity, name)
 
 
