@@ -16,7 +16,7 @@ from tfliquid.cache.item_format import CacheFormatError
 from tfliquid.cache.minio_cache import CacheStats, EpochStats, MinIOCache
 from tfliquid.cache.policies import store_policies
 from tfliquid.cache.simulation import Simulation, simulate
-from tfliquid.cache.transform import cached, each_pass, minio_cache
+from tfliquid.cache.transform import cached, each_pass, minio_cache, with_pass
 
 __all__ = [
     "CacheDirectoryError",
@@ -30,4 +30,5 @@ __all__ = [
     "minio_cache",
     "simulate",
     "store_policies",
+    "with_pass",
 ]

@@ -19,7 +19,7 @@ from tfliquid._common.checks import check_dataset_path, check_int
 from tfliquid._common.errors import ArgumentError
 from tfliquid._lib import crc32c_fast, load_ops
 from tfliquid.cache.minio_cache import MinIOCache
-from tfliquid.cache.transform import cached, each_pass
+from tfliquid.cache.transform import cached, with_pass
 from tfliquid.jpeg.sized import check_size, decode_jpeg, decode_jpeg_at_size
 from tfliquid.order.seeded_order import SeededOrder, checked_order, derived_seed
 from tfliquid.pcr import format as pcr_format
@@ -230,10 +230,12 @@ class PCRDataset(RecordFilesDataset):
         prefix_ends = tf.constant(padded_ends, dtype=tf.int64)
         header_crcs = record_identities(index.records)
 
-        def images_of(records, cache_pass):
-            """The images of `records` ((record, its images' shuffle seed) pairs)."""
+        def images_of(records, epoch=-1):
+            """The images of `records` ((record, its images' shuffle seed) pairs), read in a pass of the cache
+            (of the order's `epoch`). The records stay the pipeline's input, so tf.data service can split them."""
 
-            def open_record(i, record_seed):
+            def open_record(cache_pass, record):
+                i, record_seed = record
                 return record_images(
                     tf.gather(filenames, i),
                     tf.gather(prefix_ends, i),
@@ -247,9 +249,10 @@ class PCRDataset(RecordFilesDataset):
                     header_crc32c=tf.gather(header_crcs, i),
                 )
 
+            records_in_passes = with_pass(self._cache, records, epoch)
             if num_parallel_reads == 1:  # a plain interleave: no thread hand-off per image
-                return records.interleave(open_record, cycle_length=1)
-            return records.interleave(
+                return records_in_passes.interleave(open_record, cycle_length=1)
+            return records_in_passes.interleave(
                 open_record, cycle_length=num_parallel_reads, num_parallel_calls=num_parallel_reads
             )
 
@@ -261,7 +264,7 @@ class PCRDataset(RecordFilesDataset):
                 records = tf.data.Dataset.zip(records, record_seeds)
             else:
                 records = records.map(lambda i: (i, tf.constant(0, tf.int64)))
-            images = each_pass(self._cache, lambda cache_pass: images_of(records, cache_pass))
+            images = images_of(records)
         else:
             # The order fixes the records' order; each record's images are shuffled by a seed of (epoch, record),
             # so that a rerun or a restarted worker reads the same. One cache pass per epoch, told its epoch.
@@ -275,11 +278,7 @@ class PCRDataset(RecordFilesDataset):
 
                 return tf.data.Dataset.from_tensor_slices(order.epoch_keys(epoch)).map(with_seed)
 
-            images = self._epochs.flat_map(
-                lambda epoch: each_pass(
-                    self._cache, lambda cache_pass: images_of(records_of_epoch(epoch), cache_pass), epoch=epoch
-                )
-            )
+            images = self._epochs.flat_map(lambda epoch: images_of(records_of_epoch(epoch), epoch))
         if decode:
             # As many decodes in flight as cores, not AUTOTUNE: under throttled reads tf.data's autotuner starves
             # this map now and then, and a whole epoch takes twice as long. Decoding is CPU work: one call per core
