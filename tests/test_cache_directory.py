@@ -301,6 +301,7 @@ def test_a_deleted_directory_is_logged_as_it_is_recreated(tmp_path):
     assert f"the directory {tmp_path / 'cache'} was deleted while in use; recreating it" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_directory_that_cannot_be_used_is_a_one_line_tfliquid_error(tmp_path):
     """A directory another process uses under settings that exclude this one, and one that cannot be created: a
     CacheDirectoryError (a TfliquidError) of one line naming the directory and why, not TensorFlow's op error."""

@@ -51,6 +51,7 @@ def _pixels(path, cache):
     return {bytes(k): image.tobytes() for x in ds.as_numpy_iterator() for k, image in zip(x["key"], x["image"])}
 
 
+@pytest.mark.slow
 def test_one_relative_path_in_two_working_directories_names_two_datasets(tmp_path, monkeypatch):
     """Two datasets at one relative path (from two working directories) read through one cache directory: each
     reads its own pixels, the second never hits the first's records."""
