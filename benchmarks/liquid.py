@@ -46,7 +46,7 @@ from tfliquid.liquid import format as liquid_format
 from tfliquid.liquid import items as liquid_items
 from tfliquid.liquid import profiling
 from tfliquid.records import RecordDataset, record_bytes
-from tfliquid.records.dataset import prefix_name
+from tfliquid.records.dataset import prefix_name, record_identities
 
 from benchmarks import common, dali_peer
 
@@ -88,13 +88,15 @@ def plain_minio_mix(path: str, cache: tfliquid.MinIOCache, seed: int) -> tf.data
     format in one shuffled list, through a first-come MinIO cache of record bytes, images in random order."""
     manifest = liquid_format.read_manifest(path)
     records = [r for f in manifest.formats for r in f.records]
-    files = tf.constant([os.path.join(path, r.path) for r in records])
+    files = tf.constant([os.path.join(os.path.abspath(path), r.path) for r in records])
     sizes = tf.constant([r.num_bytes for r in records], tf.int64)
+    header_crcs = record_identities(records)
 
     def one_pass(cache_pass):
         def open_record(i):
             file, size = tf.gather(files, i), tf.gather(sizes, i)
-            source = cached(record_bytes(file, size), prefix_name(file, size), i, cache, cache_pass, with_hit=True)
+            name = prefix_name(file, size, tf.gather(header_crcs, i))
+            source = cached(record_bytes(file, size), name, i, cache, cache_pass, with_hit=True)
             return RecordDataset(source, file, shuffle=True, seed=i, item_key="image")
 
         order = tf.data.Dataset.range(len(records)).shuffle(len(records), seed=seed, reshuffle_each_iteration=True)

@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 import tfliquid
+from tfliquid.cache import CacheDirectoryError
 from tfliquid.cache.item_format import decode_item, encode_item
 from tfliquid.jpeg import scans as jpeg
 from tfliquid.l3 import codec
@@ -191,8 +192,8 @@ def _newer_cases(pcr_dataset, liquid_photos, tmp_path):
         (lambda: tfliquid.MinIOCache(10, policy="clairvoyant"), refused, "order"),
         (lambda: tfliquid.MinIOCache(10, policy="clairvoyant", order="seeded"), refused, "order"),
         (lambda: tfliquid.MinIOCache(10, directory=""), refused, "directory"),
-        (lambda: tfliquid.MinIOCache(10, directory=a_file), tf.errors.OpError, "a_file/items: Not a directory"),
-        (lambda: tfliquid.MinIOCache(10, directory=str(a_file / "sub")), tf.errors.OpError, "sub: Not a directory"),
+        (lambda: tfliquid.MinIOCache(10, directory=a_file), CacheDirectoryError, "a_file/items: Not a directory"),
+        (lambda: tfliquid.MinIOCache(10, directory=str(a_file / "sub")), CacheDirectoryError, "sub: Not a directory"),
         (lambda: tfliquid.MinIOCache(10, directory=5), refused, "directory"),
     ]
 

@@ -1,12 +1,15 @@
 """The shared-directory store: processes sharing one budget, damaged and half-written files never served, the
 reference codec (tfliquid/cache/item_format.py) and the C++ store reading each other's files."""
 
+import fcntl
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -92,9 +95,10 @@ def test_two_processes_share_one_budget(jpeg_files, tmp_path):
     assert capacity - ledger.bytes < max(sizes)  # and it was filled
     # Both processes hit everything that was cached, whichever of them cached it.
     assert second_epoch_hits == [len(item_files)] * 2
-    # Nothing but the ledger, the empty USERS file the processes' locks were on, and the items: no temporary files.
-    assert set(_files(directory)) == {"LEDGER", "USERS", *item_files}
-    assert os.path.getsize(directory / "USERS") == 0
+    # Nothing but the ledger, the empty USERS and WRITERS files the processes' locks were on, and the items: no
+    # temporary files.
+    assert set(_files(directory)) == {"LEDGER", "USERS", "WRITERS", *item_files}
+    assert os.path.getsize(directory / "USERS") == os.path.getsize(directory / "WRITERS") == 0
     # This process sees the other processes' items.
     cache = tfliquid.MinIOCache(capacity, directory=directory)
     before = tfliquid.io.read_stats()["bytes_read"]
@@ -122,11 +126,9 @@ def test_damaged_and_half_written_files_are_never_served(jpeg_files, tmp_path):
     items[2].write_bytes(os.urandom(3000))
     items[3].write_bytes(b"")
     items[4].write_bytes(items[5].read_bytes())
-    # A writer that died mid-item: its pid no longer exists, its reservation is still in the ledger.
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    dead_pid = int(dead.stdout)
+    # A writer that died mid-item: nobody holds its writer slot, its reservation is still in the ledger.
     ledger = _ledger(directory)
-    (directory / "tmp" / f"{'ab' * 16}.{dead_pid}.0.5000.tmp").write_bytes(b"half an item")
+    (directory / "tmp" / f"{'ab' * 16}.7.0.5000.tmp").write_bytes(b"half an item")
     with open(directory / "LEDGER", "r+b") as f:
         f.write(
             cache_item.encode_ledger(cache_item.Ledger(ledger.capacity_bytes, ledger.bytes + 5000, ledger.items + 1))
@@ -134,7 +136,8 @@ def test_damaged_and_half_written_files_are_never_served(jpeg_files, tmp_path):
 
     with tfliquid.MinIOCache(1 << 20, directory=directory) as cache:
         assert _files(directory / "tmp") == []  # the dead writer's file is removed on open ...
-        assert _ledger(directory).bytes == ledger.bytes  # ... and its reservation given back
+        # ... and the ledger recounted from what the directory holds (the damaged files at their sizes)
+        assert _ledger(directory).bytes == sum(os.path.getsize(directory / f) for f in _items(directory))
         assert _served(_dataset(paths, cache)) == contents  # every damaged item was a miss, fetched afresh
         assert cache.stats().epochs[0].hits == 7
         # The damaged files were replaced by good ones, so the next pass hits them. The intact item of another
@@ -296,3 +299,109 @@ def test_a_deleted_directory_is_logged_as_it_is_recreated(tmp_path):
     )
     assert result.returncode == 0 and result.stdout == "0\n", result.stderr[-2000:]
     assert f"the directory {tmp_path / 'cache'} was deleted while in use; recreating it" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_directory_that_cannot_be_used_is_a_one_line_tfliquid_error(tmp_path):
+    """A directory another process uses under settings that exclude this one, and one that cannot be created: a
+    CacheDirectoryError (a TfliquidError) of one line naming the directory and why, not TensorFlow's op error."""
+    directory = tmp_path / "cache"
+    holder = tfliquid.MinIOCache(1 << 20, directory=directory)  # this process uses it under minio
+    code = f"import tfliquid\ntfliquid.MinIOCache({1 << 20}, directory={str(directory)!r}, policy='lru')\n"
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    last = other.stderr.strip().splitlines()[-1]
+    assert last.startswith("tfliquid._common.errors.CacheDirectoryError: MinIO cache directory "), last
+    assert f"{directory} is in use by another process" in last and "{{function_node" not in last
+    holder.release()
+    (tmp_path / "a-file").write_bytes(b"")
+    under_a_file = tmp_path / "a-file" / "cache"
+    with pytest.raises(tfliquid.TfliquidError) as raised:
+        tfliquid.MinIOCache(1 << 20, directory=under_a_file)
+    assert isinstance(raised.value, tfliquid.cache.CacheDirectoryError)
+    assert str(raised.value) == f"MinIO cache: cannot create {under_a_file}: Not a directory"
+
+
+_WRITER_SCRIPT = textwrap.dedent("""
+    import sys, tensorflow as tf, tfliquid
+    cache = tfliquid.MinIOCache(int(sys.argv[2]), directory=sys.argv[1])
+    items = tf.data.Dataset.range(1000).apply(
+        tfliquid.minio_cache(lambda k: tf.fill([8 << 20], tf.cast(k % 251, tf.uint8)), cache=cache,
+                             num_parallel_calls=1))
+    for _ in items:
+        pass
+""")
+
+
+def _writer_stopped_mid_item(directory, capacity, prefix=()):
+    """A process admitting 8 MB items into the directory, stopped (SIGSTOP to its process group) while it writes
+    one: it holds a reservation whose tmp file is in tmp/. Returns the process and that file."""
+    writer = subprocess.Popen(
+        [*prefix, sys.executable, "-c", _WRITER_SCRIPT, str(directory), str(capacity)], start_new_session=True
+    )
+    while True:
+        pending = list((directory / "tmp").glob("*.tmp")) if (directory / "tmp").is_dir() else []
+        if pending:
+            os.killpg(writer.pid, signal.SIGSTOP)
+            pending = list((directory / "tmp").glob("*.tmp"))
+            if pending:
+                return writer, pending[0]
+            os.killpg(writer.pid, signal.SIGCONT)
+        assert writer.poll() is None, "the writer ended before it was stopped"
+
+
+def _kill(writer, directory, pending):
+    """SIGKILLs the writer's process group and waits until the kernel has dropped the lock on its writer slot (the
+    slot names its tmp file): a process's files close only after the last of its threads exits."""
+    os.killpg(writer.pid, signal.SIGKILL)
+    writer.wait()
+    slot = int(pending.name.split(".")[1])
+    with open(directory / "WRITERS", "r+b") as writers:
+        while True:
+            try:
+                fcntl.lockf(writers, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, slot)
+                return
+            except OSError:
+                time.sleep(0.01)
+
+
+def _disk_totals(directory):
+    """(bytes, items) the directory holds: its items, and the reservations its tmp files name."""
+    sizes = [os.path.getsize(directory / f) for f in _items(directory)]
+    reserved = [int(p.name.split(".")[3]) for p in (directory / "tmp").glob("*.tmp")]
+    return sum(sizes) + sum(reserved), len(sizes) + len(reserved)
+
+
+@pytest.mark.slow
+def test_a_writer_killed_after_its_reservation_gives_it_back_at_the_next_open(tmp_path):
+    """A writer killed after it reserved an item's bytes and before its tmp file holds it (here: its tmp file
+    removed, as by a tmp cleaner, and the writer killed): the next open recounts, and the ledger is the disk."""
+    directory, capacity = tmp_path / "cache", 1 << 30
+    writer, pending = _writer_stopped_mid_item(directory, capacity)
+    pending.unlink()
+    _kill(writer, directory, pending)
+    assert _ledger(directory).bytes > _disk_totals(directory)[0]  # the reservation outlived its writer
+    tfliquid.MinIOCache(capacity, directory=directory).release()
+    ledger = _ledger(directory)
+    assert (ledger.bytes, ledger.items) == _disk_totals(directory) and _files(directory / "tmp") == []
+
+
+@pytest.mark.slow
+def test_a_live_writer_in_another_pid_namespace_keeps_its_reservation(tmp_path):
+    """A writer in another PID namespace (a container): its pid means nothing here. An open from here must judge
+    it alive (it holds its writer slot's lock) and keep its tmp file and its reservation in the ledger."""
+    if subprocess.run(["unshare", "--pid", "--fork", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare --pid --fork is not available (it needs root)")
+    directory, capacity = tmp_path / "cache", 1 << 30
+    # Its pid there, past 300, is one no process here need have.
+    burn_pids = ["unshare", "--pid", "--fork", "bash", "-c", 'for i in $(seq 300); do /bin/true; done; "$@"', "-"]
+    writer, pending = _writer_stopped_mid_item(directory, capacity, prefix=burn_pids)
+    try:
+        tfliquid.MinIOCache(capacity, directory=directory, name="another-process").release()
+        assert pending.exists()
+        ledger = _ledger(directory)
+        assert (ledger.bytes, ledger.items) == _disk_totals(directory)
+    finally:
+        _kill(writer, directory, pending)
+    tfliquid.MinIOCache(capacity, directory=directory, name="after-the-writer").release()
+    ledger = _ledger(directory)
+    assert (ledger.bytes, ledger.items) == _disk_totals(directory) and _files(directory / "tmp") == []

@@ -1,6 +1,7 @@
 """CoorDL on tf.data service: partitioned caching (6.2) with a dispatcher and two worker processes, each caching
 its static shard, and coordinated prep (6.3) with a job shared by two trainers through CrossTrainerCache."""
 
+import collections
 import json
 import os
 import pathlib
@@ -182,3 +183,48 @@ def test_coordinated_prep_runs_the_preprocessing_once_for_two_trainers(jpeg_file
     assert consumed <= elements_prepared < 1.5 * consumed
     assert seen[0] == seen[1]  # and both trials trained on the very same batches
     del worker
+
+
+@pytest.fixture(scope="module")
+def pcr_photos(photo_folder, tmp_path_factory):
+    dst = tmp_path_factory.mktemp("pcr") / "photos"
+    tfliquid.pcr.convert(str(photo_folder), str(dst), images_per_record=3, seed=1, progress=False)
+    return str(dst)
+
+
+@pytest.mark.slow
+def test_dynamic_sharding_reads_every_element_of_a_cached_pipeline_once(pcr_photos, liquid_photos):
+    """Under ShardingPolicy.DYNAMIC the keys of minio_cache and the records of PCRDataset(cache=) are split
+    between the workers: every element arrives exactly once, in each of two epochs. LiquidDataset(cache=) reads its
+    records inside each pass of the cache, where no split reaches: refused in words, not with TensorFlow's "the
+    dataset is not unary"."""
+    service = tf.data.experimental.service
+    dispatcher = service.DispatchServer()
+    address = dispatcher.target.split("://")[1]
+    workers = [service.WorkerServer(service.WorkerConfig(dispatcher_address=address)) for _ in range(2)]
+
+    def distributed(ds, job_name):
+        return ds.apply(
+            service.distribute(
+                processing_mode=service.ShardingPolicy.DYNAMIC, service=dispatcher.target, job_name=job_name
+            )
+        )
+
+    keys = tf.data.Dataset.range(40).apply(
+        tfliquid.minio_cache(lambda k: k * 2, cache=tfliquid.MinIOCache(1 << 20, name="dynamic-keys"))
+    )
+    images = tfliquid.PCRDataset(
+        pcr_photos, decode=False, with_keys=True, shuffle=False, cache=tfliquid.MinIOCache(1 << 24, name="dynamic-pcr")
+    )
+    expected = collections.Counter(x["key"] for x in images.as_numpy_iterator())
+    for epoch in range(2):
+        assert sorted(distributed(keys, f"keys-{epoch}").as_numpy_iterator()) == list(range(0, 80, 2))
+        got = collections.Counter(x["key"] for x in distributed(images, f"pcr-{epoch}").as_numpy_iterator())
+        assert got == expected
+    liquid = tfliquid.LiquidDataset(liquid_photos, batch_size=4, cache=tfliquid.MinIOCache(1 << 24, name="dynamic-l"))
+    with pytest.raises(tf.errors.UnimplementedError) as raised:
+        list(distributed(liquid, "liquid"))
+    assert "cannot be sharded with ShardingPolicy.DYNAMIC" in raised.value.message
+    assert "shard statically (ShardingPolicy.HINT" in raised.value.message
+    for worker in workers:
+        worker.stop()

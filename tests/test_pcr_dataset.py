@@ -361,7 +361,9 @@ def test_record_prefixes_are_cached_under_keys_no_minio_cache_key_can_be(dataset
     stored = {cache_item.decode_item(item.read_bytes())[0].decode() for item in (directory / "items").rglob("*.item")}
     records = pcr_format.read_index(str(dataset)).records
     assert stored == {
-        f"record:{os.path.join(str(dataset), r.path)}#bytes={pcr_format.prefix_end(r.prefix_ends, 2)}" for r in records
+        f"record:{os.path.join(str(dataset), r.path)}#bytes={pcr_format.prefix_end(r.prefix_ends, 2)}"
+        f"#header={r.header_crc32c:010d}"
+        for r in records
     }
 
 

@@ -238,6 +238,113 @@ class CacheDatasetOp : public UnaryDatasetOpKernel {
 };
 
 // ---------------------------------------------------------------------------------------------------------------
+// Liquid>CacheWithPassDataset
+
+class CacheWithPassDatasetOp : public UnaryDatasetOpKernel {
+ public:
+  explicit CacheWithPassDatasetOp(OpKernelConstruction* ctx) : UnaryDatasetOpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, cache::ConfigFromAttrs(ctx, &config_));
+  }
+
+ protected:
+  void MakeDataset(OpKernelContext* ctx, DatasetBase* input, DatasetBase** output) override {
+    int64_t epoch;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "epoch", &epoch));
+    *output = new Dataset(ctx, input, config_, epoch);
+  }
+
+ private:
+  class Dataset : public UnaryDataset {
+   public:
+    Dataset(OpKernelContext* ctx, const DatasetBase* input, Config config, int64_t epoch)
+        : UnaryDataset(ctx, input, "CacheWithPass"), config_(std::move(config)), epoch_(epoch) {
+      AddOutput(tensorflow::DT_INT64, PartialTensorShape({}));
+      AddInputOutputs();
+    }
+
+    std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
+      return std::make_unique<Iterator>(Iterator::Params{this, IteratorPrefix(prefix)});
+    }
+
+    int64_t CardinalityInternal(tensorflow::data::CardinalityOptions options) const override {
+      return input_->Cardinality(options);
+    }
+
+   protected:
+    absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
+                                    Node** output) const override {
+      Attrs attrs;
+      cache::AppendAttrs(config_, &attrs);
+      return AddDatasetNode(ctx, b, this, input_, attrs, output, epoch_);
+    }
+
+   private:
+    class Iterator : public DatasetIterator<Dataset> {
+     public:
+      explicit Iterator(const Params& params) : DatasetIterator<Dataset>(params) {}
+
+      absl::Status Initialize(IteratorContext* ctx) override {
+        return dataset()->input_->MakeIterator(ctx, this, prefix(), &input_impl_);
+      }
+
+      absl::Status GetNextInternal(IteratorContext* ctx, std::vector<Tensor>* out_tensors,
+                                   bool* end_of_sequence) override {
+        int64_t pass;
+        {
+          mutex_lock lock(mu_);
+          if (pass_ < 0) {
+            std::shared_ptr<Cache> cache;
+            TF_RETURN_IF_ERROR(Cache::Get(dataset()->config_, &cache));
+            pass_ = cache->BeginPass(dataset()->epoch_);
+          }
+          pass = pass_;
+        }
+        std::vector<Tensor> element;
+        TF_RETURN_IF_ERROR(input_impl_->GetNext(ctx, &element, end_of_sequence));
+        if (*end_of_sequence) return absl::OkStatus();
+        out_tensors->emplace_back(ctx->allocator({}), tensorflow::DT_INT64, TensorShape({}));
+        out_tensors->back().scalar<int64_t>()() = pass;
+        out_tensors->insert(out_tensors->end(), element.begin(), element.end());
+        return absl::OkStatus();
+      }
+
+     protected:
+      std::shared_ptr<tensorflow::data::model::Node> CreateNode(
+          IteratorContext*, tensorflow::data::model::Node::Args args) const override {
+        return tensorflow::data::model::MakeKnownRatioNode(std::move(args), /*ratio=*/1);
+      }
+
+      absl::Status SaveInternal(SerializationContext* ctx, IteratorStateWriter* writer) override {
+        {
+          mutex_lock lock(mu_);
+          TF_RETURN_IF_ERROR(writer->WriteScalar(prefix(), "pass", pass_));
+        }
+        return SaveInput(ctx, writer, input_impl_);
+      }
+
+      // The restored iterator goes on counting in the saved pass, as Liquid>CachePassDataset's does.
+      absl::Status RestoreInternal(IteratorContext* ctx, IteratorStateReader* reader) override {
+        {
+          mutex_lock lock(mu_);
+          TF_RETURN_IF_ERROR(reader->ReadScalar(prefix(), "pass", &pass_));
+        }
+        return RestoreInput(ctx, reader, input_impl_);
+      }
+
+     private:
+      mutex mu_;
+      int64_t pass_ TF_GUARDED_BY(mu_) = -1;  // begun at the first element
+      std::unique_ptr<IteratorBase> input_impl_;
+    };
+
+    const Config config_;
+    const int64_t epoch_;
+  };
+
+  Config config_;
+};
+
+// ---------------------------------------------------------------------------------------------------------------
 // Liquid>CachePassDataset and Liquid>CachePrefetchDataset: int64 scalars the cache computes when they are first
 // read, from the op's one scalar input.
 
@@ -277,6 +384,16 @@ class CacheSourceOp : public DatasetOpKernel {
         elements->back().scalar<int64_t>()() = value;
       }
       return absl::OkStatus();
+    }
+
+    // A pass reads its items inside a function (each_pass' flat_map), out of reach of tf.data service's splits:
+    // splitting the pass itself would hand one worker a whole epoch. Dynamic sharding is refused, in words
+    // (Liquid>CacheWithPassDataset keeps the items as its input, and splits).
+    absl::Status MakeSplitProviders(std::vector<std::unique_ptr<tensorflow::data::SplitProvider>>*) const override {
+      return tensorflow::errors::Unimplemented(
+          "a pipeline that reads a MinIO cache's items inside each of its passes (tfliquid.cache.each_pass: "
+          "LiquidDataset(cache=...)) cannot be sharded with ShardingPolicy.DYNAMIC: no split reaches those items; "
+          "shard statically (ShardingPolicy.HINT, or OFF with each worker's own records) or leave the cache out");
     }
 
    protected:
@@ -332,6 +449,7 @@ class CachePrefetchDatasetOp : public CacheSourceOp<double> {
 
 REGISTER_KERNEL_BUILDER(Name(kCacheDatasetOp).Device(tensorflow::DEVICE_CPU), CacheDatasetOp);
 REGISTER_KERNEL_BUILDER(Name(kCachePassDatasetOp).Device(tensorflow::DEVICE_CPU), CachePassDatasetOp);
+REGISTER_KERNEL_BUILDER(Name(kCacheWithPassDatasetOp).Device(tensorflow::DEVICE_CPU), CacheWithPassDatasetOp);
 REGISTER_KERNEL_BUILDER(Name(kCachePrefetchDatasetOp).Device(tensorflow::DEVICE_CPU), CachePrefetchDatasetOp);
 
 }  // namespace

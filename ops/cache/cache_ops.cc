@@ -44,6 +44,20 @@ of a dataset that starts with it counts its lookups apart. epoch: the epoch of t
 pass reads (the clairvoyant policy places every read in it), or -1.
 )doc");
 
+REGISTER_OP(kCacheWithPassDatasetOp)
+    .Input("input_dataset: variant")
+    .Input("epoch: int64")
+    .Output("handle: variant")
+    .TFLIQUID_CACHE_ATTRS()
+    .SetIsStateful()
+    .SetShapeFn(ScalarInputsAndOutputs)
+    .Doc(R"doc(
+The input's elements, each preceded by the int64 id of a pass over the cache's items (an epoch), begun when the
+iterator's first element is read: each iteration counts its lookups apart, as with Liquid>CachePassDataset. Being
+unary, it lets tf.data service split its input (dynamic sharding): each worker's iterator begins a pass of its own
+cache. epoch: as Liquid>CachePassDataset's. A checkpoint keeps the pass id.
+)doc");
+
 REGISTER_OP(kCachePrefetchDatasetOp)
     .Input("reads: double")
     .Output("handle: variant")

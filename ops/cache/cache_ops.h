@@ -8,6 +8,7 @@ namespace tfliquid {
 
 inline constexpr char kCacheDatasetOp[] = "Liquid>CacheDataset";
 inline constexpr char kCachePassDatasetOp[] = "Liquid>CachePassDataset";
+inline constexpr char kCacheWithPassDatasetOp[] = "Liquid>CacheWithPassDataset";
 inline constexpr char kCachePrefetchDatasetOp[] = "Liquid>CachePrefetchDataset";
 inline constexpr char kCacheOpenOp[] = "Liquid>CacheOpen";
 inline constexpr char kCacheStatsOp[] = "Liquid>CacheStats";

@@ -1,7 +1,6 @@
 // The shared-directory backend (layout, ledger and admission protocol: docs/formats/cache.md).
 #include <dirent.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +8,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -81,21 +81,35 @@ struct Ledger {
   Totals totals;
 };
 
-// tmp/HASH.PID.SEQ.BYTES.tmp -> (pid, bytes); false for any other name.
-bool ParseTmpName(const std::string& name, pid_t* pid, uint64_t* bytes) {
-  unsigned long long p, seq, b;
+// tmp/HASH.WRITER.SEQ.BYTES.tmp -> (writer, bytes); false for any other name.
+bool ParseTmpName(const std::string& name, uint64_t* writer, uint64_t* bytes) {
+  unsigned long long w, seq, b;
   char hash[33];
   int consumed = 0;
-  if (std::sscanf(name.c_str(), "%32[0-9a-f].%llu.%llu.%llu.tmp%n", hash, &p, &seq, &b, &consumed) != 4 ||
+  if (std::sscanf(name.c_str(), "%32[0-9a-f].%llu.%llu.%llu.tmp%n", hash, &w, &seq, &b, &consumed) != 4 ||
       consumed != static_cast<int>(name.size())) {
     return false;
   }
-  *pid = static_cast<pid_t>(p);
+  *writer = w;
   *bytes = b;
   return true;
 }
 
-bool ProcessExists(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
+// A write lock on byte `slot` of DIR/WRITERS, owned by the open file description `fd` (an OFD lock: the kernel
+// drops it however its holder dies, it conflicts between descriptions of one process too, and it means the same
+// in every PID namespace, where a pid would not).
+int LockSlot(int fd, uint64_t slot, int command) {
+  struct flock lock = {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = static_cast<off_t>(slot);
+  lock.l_len = 1;
+  int result;
+  while ((result = fcntl(fd, command, &lock)) != 0 && errno == EINTR) {
+  }
+  if (command == F_OFD_GETLK && result == 0) return lock.l_type == F_UNLCK ? 0 : -1;
+  return result;
+}
 
 // Processes using the directory hold DIR/USERS: shared under policies that never evict, exclusive under one that
 // does (it removes items other processes may have counted on). Held for the store's life (the cache registry
@@ -120,10 +134,12 @@ absl::Status LockUsers(const std::string& directory, const PolicyInfo& info, int
       ": give each such process its own directory");
 }
 
-// The files a store holds open: the ledger (its flock orders the processes) and USERS (held, see LockUsers).
+// The files a store holds open: the ledger (its flock orders the processes), USERS (held, see LockUsers) and
+// WRITERS (a byte of it locked: this store's writer slot, which names its tmp files).
 struct OpenFiles {
   int ledger = -1;
   int users = -1;
+  int writers = -1;
 };
 
 // Creates the directory's layout where missing, joins its users and opens its ledger.
@@ -132,10 +148,17 @@ absl::Status OpenDirectory(const std::string& directory, const PolicyInfo& info,
   TF_RETURN_IF_ERROR(MakeDirectory(directory + "/items"));
   TF_RETURN_IF_ERROR(MakeDirectory(directory + "/tmp"));
   TF_RETURN_IF_ERROR(LockUsers(directory, info, &files->users));
+  const std::string writers_path = directory + "/WRITERS";
+  files->writers = open(writers_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (files->writers < 0) {
+    close(files->users);
+    return PosixError("cannot open", writers_path);
+  }
   const std::string ledger_path = directory + "/LEDGER";
   files->ledger = open(ledger_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (files->ledger < 0) {
     close(files->users);
+    close(files->writers);
     return PosixError("cannot open", ledger_path);
   }
   return absl::OkStatus();
@@ -150,14 +173,17 @@ class DirectoryStore : public Store {
         info_(info),
         policy_(std::move(policy)),
         ledger_fd_(files.ledger),
-        users_fd_(files.users) {}
+        users_fd_(files.users),
+        writers_fd_(files.writers) {}
   ~DirectoryStore() override {
     close(ledger_fd_);
     close(users_fd_);
+    close(writers_fd_);
   }
 
-  // Checks the ledger against this cache's capacity (creating or rebuilding it), and removes what processes
-  // that died while writing left behind.
+  // Checks the ledger against this cache's capacity (creating or rebuilding it), removes what writers that died
+  // left behind, recounts the ledger from the directory (a writer may have died anywhere between its reservation
+  // and its item's rename), and takes a writer slot.
   absl::Status Open() {
     LedgerLock lock(this);
     Ledger ledger;
@@ -167,13 +193,7 @@ class DirectoryStore : public Store {
           "MinIO cache directory ", directory_, " was created with capacity_bytes=", ledger.capacity,
           " but this cache asks for ", capacity_, ": use the same capacity, or another (or an emptied) directory");
     }
-    ForEachEntry(TmpDir(), [&](const std::string& name) {
-      pid_t pid;
-      uint64_t bytes;
-      if (!ParseTmpName(name, &pid, &bytes) || ProcessExists(pid)) return;
-      if (unlink((TmpDir() + "/" + name).c_str()) == 0) Refund(&ledger, bytes);
-    });
-    return WriteLedger(ledger);
+    return ReclaimAndJoin();
   }
 
   absl::Status Lookup(const ItemKey& key, std::vector<Tensor>* values, bool* found) override {
@@ -187,6 +207,7 @@ class DirectoryStore : public Store {
     const uint64_t size = EncodedSize(key.name, values);
     const std::string hash = KeyHash(key.name);
     const std::string path = ItemPath(hash);
+    std::string tmp;
     {
       LedgerLock lock(this);
       TF_RETURN_IF_ERROR(RecreateIfDeleted());
@@ -198,12 +219,20 @@ class DirectoryStore : public Store {
         if (!policy_->Admit(key, size, ledger.totals.bytes, &victims)) return absl::OkStatus();
       }
       for (const std::string& victim : victims) Evict(victim, &ledger);
+      // The reservation is the tmp file, made before the ledger counts it: whatever moment this process dies at,
+      // the next open finds the file, sees its slot free, and recounts.
+      tmp = TmpDir() + "/" + hash + "." + std::to_string(writer_slot_) + "." + std::to_string(next_tmp_++) + "." +
+            std::to_string(size) + ".tmp";
+      const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        LOG(WARNING) << "MinIO cache: cannot create " << tmp << ": " << std::strerror(errno);
+        return WriteLedger(ledger);
+      }
+      close(fd);
       ledger.totals.bytes += size;
       ledger.totals.items += 1;
       TF_RETURN_IF_ERROR(WriteLedger(ledger));
     }
-    const std::string tmp = TmpDir() + "/" + hash + "." + std::to_string(getpid()) + "." + std::to_string(next_tmp_++) +
-                            "." + std::to_string(size) + ".tmp";
     std::string encoded;
     EncodeItem(key.name, values, &encoded);
     const bool written = WriteFile(tmp, encoded);
@@ -212,7 +241,8 @@ class DirectoryStore : public Store {
     if (!written || Exists(path) || !MakeDirectory(directory_ + "/items/" + hash.substr(0, 2)).ok() ||
         rename(tmp.c_str(), path.c_str()) != 0) {
       if (!written) LOG(WARNING) << "MinIO cache: cannot write " << tmp << ": " << std::strerror(errno);
-      unlink(tmp.c_str());
+      // A tmp file removed by someone else (a tmp cleaner) may have been recounted already: recount again.
+      if (unlink(tmp.c_str()) != 0) return WriteLedger(Rebuild());
       Refund(&ledger, size);
       return WriteLedger(ledger);
     }
@@ -282,11 +312,35 @@ class DirectoryStore : public Store {
     }
     close(ledger_fd_);  // releases the old ledger's lock; LedgerLock releases the new one's
     close(users_fd_);
+    close(writers_fd_);
     ledger_fd_ = files.ledger;
     users_fd_ = files.users;
-    Ledger ledger;
-    if (!ReadLedger(&ledger)) ledger = Rebuild();  // another process may have recreated it first
-    return WriteLedger(ledger);
+    writers_fd_ = files.writers;
+    return ReclaimAndJoin();  // another process may have recreated it first
+  }
+
+  // Under LedgerLock: removes the tmp files of writers that died (their slot is free), recounts the ledger, and
+  // takes the first free writer slot. Dead writers' files go first, so a slot is never taken over with them.
+  absl::Status ReclaimAndJoin() {
+    writer_slot_ = kNoSlot;
+    ForEachEntry(TmpDir(), [&](const std::string& name) {
+      uint64_t writer, bytes;
+      if (ParseTmpName(name, &writer, &bytes) && !WriterAlive(writer)) unlink((TmpDir() + "/" + name).c_str());
+    });
+    uint64_t slot = 0;
+    for (; LockSlot(writers_fd_, slot, F_OFD_SETLK) != 0; ++slot) {
+      if (errno != EAGAIN && errno != EACCES) return PosixError("cannot lock", directory_ + "/WRITERS");
+    }
+    writer_slot_ = slot;
+    return WriteLedger(Rebuild());
+  }
+
+  // Whether the writer of slot `writer` (of this directory) still runs: a process holds the slot's lock. This
+  // store's own lock does not conflict with its own test, so its slot is named.
+  bool WriterAlive(uint64_t writer) const {
+    if (writer == writer_slot_) return true;
+    if (writer > static_cast<uint64_t>(std::numeric_limits<off_t>::max())) return false;
+    return LockSlot(writers_fd_, writer, F_OFD_GETLK) != 0;
   }
 
   // Lookup without the policy: a damaged item is removed and reads as absent.
@@ -320,8 +374,9 @@ class DirectoryStore : public Store {
     return directory_ + "/items/" + hash.substr(0, 2) + "/" + hash.substr(2) + ".item";
   }
 
+  // Writes the tmp file Admit created (a file removed meanwhile is not made again).
   bool WriteFile(const std::string& path, const std::string& data) {
-    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    const int fd = open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
     if (fd < 0) return false;
     const bool ok = WriteAll(fd, data.data(), data.size());
     return close(fd) == 0 && ok;
@@ -373,9 +428,8 @@ class DirectoryStore : public Store {
       });
     });
     ForEachEntry(TmpDir(), [&](const std::string& name) {
-      pid_t pid;
-      uint64_t bytes;
-      if (ParseTmpName(name, &pid, &bytes) && ProcessExists(pid)) {
+      uint64_t writer, bytes;
+      if (ParseTmpName(name, &writer, &bytes) && WriterAlive(writer)) {
         ledger.totals.bytes += bytes;
         ledger.totals.items += 1;
       }
@@ -414,6 +468,9 @@ class DirectoryStore : public Store {
   const std::unique_ptr<Policy> policy_ TF_PT_GUARDED_BY(policy_mu_);
   int ledger_fd_;  // replaced, under mu_, when the directory is recreated
   int users_fd_;
+  int writers_fd_;
+  static constexpr uint64_t kNoSlot = std::numeric_limits<uint64_t>::max();
+  uint64_t writer_slot_ = kNoSlot;  // taken under LedgerLock
   std::atomic<uint64_t> next_tmp_{0};
   tensorflow::mutex mu_;
 };

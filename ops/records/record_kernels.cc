@@ -233,8 +233,9 @@ class RecordDatasetOp : public UnaryDatasetOpKernel {
       }
 
      private:
-      // Takes the record from a new iterator of the input, which must yield exactly one element (draining it lets
-      // a cache in the input admit what it read), and makes it the record being emitted.
+      // Takes the record from a new iterator of the input, which must yield exactly one element, and makes it the
+      // record being emitted. The input is drained only once the record's CRCs are checked: draining lets a cache
+      // in the input admit what it read, and damaged bytes must never be admitted.
       absl::Status Load(IteratorContext* ctx) TF_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         const Dataset& d = *dataset();
         std::unique_ptr<IteratorBase> input;
@@ -243,8 +244,6 @@ class RecordDatasetOp : public UnaryDatasetOpKernel {
         bool end;
         TF_RETURN_IF_ERROR(input->GetNext(ctx, &element, &end));
         if (end) return tensorflow::errors::DataLoss(d.name_, ": the record's source yielded nothing");
-        TF_RETURN_IF_ERROR(input->GetNext(ctx, &extra, &end));
-        if (!end) return InvalidArgument(d.name_, ": a record's source must yield one element, got more");
         const Tensor& bytes = element.back();
         if (bytes.dims() != 0) return InvalidArgument(d.name_, ": a record's bytes must be a scalar string");
         cached_ = d.settings_.with_cache_hits && element.front().scalar<bool>()();
@@ -254,6 +253,11 @@ class RecordDatasetOp : public UnaryDatasetOpKernel {
         if (!records::ParseRecordPrefix(data.data(), data.size(), group, &prefix_, &error, d.header_crc_)) {
           Release();
           return tensorflow::errors::DataLoss(d.name_, ": ", error);
+        }
+        TF_RETURN_IF_ERROR(input->GetNext(ctx, &extra, &end));
+        if (!end) {
+          Release();
+          return InvalidArgument(d.name_, ": a record's source must yield one element, got more");
         }
         if (next_ > prefix_.num_items()) {
           Release();

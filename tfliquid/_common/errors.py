@@ -20,6 +20,11 @@ class RejectedImageError(TfliquidError):
     """One source image cannot be converted as it is; the conversion goes on without it and reports it."""
 
 
+class CacheDirectoryError(TfliquidError, OSError):
+    """A MinIO cache directory cannot be used as asked (it cannot be created or written, or another process uses
+    it with settings that exclude this one); the message names the directory and the cause."""
+
+
 class ArgumentError(TfliquidError, ValueError, TypeError):
     """An argument of the wrong type or out of range. A ValueError and a TypeError both, so that callers catching
     either, as Python's own checks would lead them to, catch it."""

@@ -11,13 +11,15 @@ names, from the C++ registry), `minio_cache` (the cache object), `transform` (th
 `multiworker` (the policy simulators).
 """
 
+from tfliquid._common.errors import CacheDirectoryError
 from tfliquid.cache.item_format import CacheFormatError
 from tfliquid.cache.minio_cache import CacheStats, EpochStats, MinIOCache
 from tfliquid.cache.policies import store_policies
 from tfliquid.cache.simulation import Simulation, simulate
-from tfliquid.cache.transform import cached, each_pass, minio_cache
+from tfliquid.cache.transform import cached, each_pass, minio_cache, with_pass
 
 __all__ = [
+    "CacheDirectoryError",
     "CacheFormatError",
     "CacheStats",
     "EpochStats",
@@ -28,4 +30,5 @@ __all__ = [
     "minio_cache",
     "simulate",
     "store_policies",
+    "with_pass",
 ]

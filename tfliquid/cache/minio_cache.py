@@ -15,7 +15,7 @@ import uuid
 import tensorflow as tf
 
 from tfliquid._common.checks import check_directory, check_int
-from tfliquid._common.errors import ArgumentError, op_error_message
+from tfliquid._common.errors import ArgumentError, CacheDirectoryError, op_error_message
 from tfliquid._lib import load_ops
 from tfliquid.cache.policies import cache_attr_names
 from tfliquid.order import SeededOrder
@@ -120,6 +120,8 @@ class MinIOCache:
             load_ops().liquid_cache_open(**self.op_attrs)
         except tf.errors.InvalidArgumentError as e:
             raise ArgumentError(op_error_message(e)) from None
+        except tf.errors.OpError as e:  # the directory: not creatable or writable, or in use under other settings
+            raise CacheDirectoryError(op_error_message(e)) from None
 
     @property
     def name(self) -> str:

@@ -105,6 +105,19 @@ def each_pass(cache: MinIOCache | None, make_dataset, epoch=-1) -> tf.data.Datas
     return _CacheOpDataset(variant, tf.TensorSpec([], tf.int64)).flat_map(make_dataset)
 
 
+def with_pass(cache: MinIOCache | None, dataset: tf.data.Dataset, epoch=-1) -> tf.data.Dataset:
+    """The elements of `dataset` as (pass_id, element) pairs: pass_id is a new pass of `cache`, begun each time the
+    result is iterated (as `each_pass` begins one), -1 without a cache. Unlike `each_pass`, `dataset` stays the
+    pipeline's input, so tf.data service can split it (`ShardingPolicy.DYNAMIC`): each worker's iterator counts in
+    a pass of its own cache. `epoch`: as `each_pass`'s."""
+    if cache is None:
+        return dataset.map(lambda *element: (tf.constant(-1, tf.int64), element[0] if len(element) == 1 else element))
+    variant = load_ops().liquid_cache_with_pass_dataset(
+        dataset._variant_tensor, tf.cast(epoch, tf.int64), **cache.op_attrs
+    )
+    return _CacheOpDataset(variant, (tf.TensorSpec([], tf.int64), dataset.element_spec), [dataset])
+
+
 def typed_key(key: tf.Tensor) -> tf.Tensor:
     """The cache's name of a dataset key: its dtype, ":", its value ("string:a.jpg", "int64:1"). The integer 1 and
     the string "1" are different items, so pipelines sharing a cache never get each other's items."""
@@ -199,22 +212,18 @@ def minio_cache(
 
             return planned.flat_map(fetch_into_cache)
 
-        def one_pass(pass_id):
-            def read(key):
-                items = cached(
-                    tf.data.Dataset.from_tensors(key).map(fetch), typed_key(key), item_of(key), cache, pass_id
-                )
-                return items.concatenate(prefetched(pass_id)) if prefetch_bandwidth else items
+        def read(pass_id, key):
+            items = cached(tf.data.Dataset.from_tensors(key).map(fetch), typed_key(key), item_of(key), cache, pass_id)
+            return items.concatenate(prefetched(pass_id)) if prefetch_bandwidth else items
 
-            if num_parallel_calls is None or num_parallel_calls == 1:
-                return keys.interleave(read, cycle_length=1)
-            return keys.interleave(
-                read,
-                cycle_length=num_parallel_calls,
-                num_parallel_calls=num_parallel_calls,
-                deterministic=deterministic,
-            )
-
-        return each_pass(cache, one_pass)
+        keys_in_passes = with_pass(cache, keys)  # the keys stay the input: tf.data service can split them
+        if num_parallel_calls is None or num_parallel_calls == 1:
+            return keys_in_passes.interleave(read, cycle_length=1)
+        return keys_in_passes.interleave(
+            read,
+            cycle_length=num_parallel_calls,
+            num_parallel_calls=num_parallel_calls,
+            deterministic=deterministic,
+        )
 
     return _apply_fn

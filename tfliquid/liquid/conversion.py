@@ -335,7 +335,12 @@ def _manifest(source, names, weights, plans, entries, state, encoding, images_pe
             entry = by_path.get(relative)
             if entry is None:  # every image of this record was rejected
                 continue
-            fmt.records.add(path=relative, num_images=entry.num_items, num_bytes=entry.group_ends[-1])
+            fmt.records.add(
+                path=relative,
+                num_images=entry.num_items,
+                num_bytes=entry.group_ends[-1],
+                header_crc32c=entry.header_crc32c,
+            )
             fmt.num_images += entry.num_items
             fmt.num_bytes += entry.group_ends[-1]
             manifest.conversion.lossy_images += state.lossy.get(relative, 0)

@@ -28,10 +28,16 @@ from tfliquid.cache.transform import cached, each_pass
 from tfliquid.liquid import format as liquid_format
 from tfliquid.liquid import items as liquid_items
 from tfliquid.order.seeded_order import SeededOrder, checked_order, derived_seed
-from tfliquid.records.dataset import RecordDataset, RecordFilesDataset, prefix_name, record_bytes
+from tfliquid.records.dataset import (
+    RecordDataset,
+    RecordFilesDataset,
+    prefix_name,
+    record_bytes,
+    record_identities,
+)
 
 AUTOTUNE = tf.data.AUTOTUNE
-# What the cache stores besides a record's bytes: its name ("record:FILE#bytes=N") and the item
+# What the cache stores besides a record's bytes: its name ("record:FILE#bytes=N#header=CRC") and the item
 # framing (docs/formats/cache.md). Records are chosen for the cache with this much room each.
 _CACHE_OVERHEAD_PER_RECORD = 512
 # The salts of the seeds of records and of batches in an order (tfliquid.order.derived_seed).
@@ -62,8 +68,10 @@ class _RecordReader:
     images, one RecordDataset per record (one read, CRC checked, through `cache` if given)."""
 
     def __init__(self, dataset: LiquidDataset, shuffle, decode, with_keys, num_parallel_reads, num_parallel_calls):
-        self._filenames = tf.constant([os.path.join(dataset.path, r.path) for r in dataset._records])
+        # Absolute: the files name the records in a cache's keys (see PCRDataset).
+        self._filenames = tf.constant([os.path.join(os.path.abspath(dataset.path), r.path) for r in dataset._records])
         self._sizes = tf.constant([r.num_bytes for r in dataset._records], tf.int64)
+        self._header_crcs = record_identities(dataset._records)
         self._channels = dataset.channels
         self._with_hits = dataset.cache is not None  # every stream yields "cached", for one element spec
         self._shuffle, self._decode, self._with_keys = shuffle, decode, with_keys
@@ -79,7 +87,8 @@ class _RecordReader:
             filename, size = tf.gather(self._filenames, i), tf.gather(self._sizes, i)
             source = record_bytes(filename, size)
             if cache is not None:
-                source = cached(source, prefix_name(filename, size), i, cache, cache_pass, with_hit=True)
+                name = prefix_name(filename, size, tf.gather(self._header_crcs, i))
+                source = cached(source, name, i, cache, cache_pass, with_hit=True)
             elif self._with_hits:
                 source = source.map(lambda data: (tf.constant(False), data))
             return RecordDataset(

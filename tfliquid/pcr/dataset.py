@@ -19,11 +19,17 @@ from tfliquid._common.checks import check_dataset_path, check_int
 from tfliquid._common.errors import ArgumentError
 from tfliquid._lib import crc32c_fast, load_ops
 from tfliquid.cache.minio_cache import MinIOCache
-from tfliquid.cache.transform import cached, each_pass
+from tfliquid.cache.transform import cached, with_pass
 from tfliquid.jpeg.sized import check_size, decode_jpeg, decode_jpeg_at_size
 from tfliquid.order.seeded_order import SeededOrder, checked_order, derived_seed
 from tfliquid.pcr import format as pcr_format
-from tfliquid.records.dataset import RecordDataset, RecordFilesDataset, prefix_name, record_bytes
+from tfliquid.records.dataset import (
+    RecordDataset,
+    RecordFilesDataset,
+    prefix_name,
+    record_bytes,
+    record_identities,
+)
 
 AUTOTUNE = tf.data.AUTOTUNE
 _RECORD_SEEDS = 1  # the salt of records' seeds in an order (tfliquid.order.derived_seed)
@@ -40,14 +46,14 @@ def record_images(
     cache=None,
     cache_pass=-1,
     item=-1,
-    header_crc32c=None,
+    header_crc32c=-1,
     with_context=False,
 ) -> tf.data.Dataset:
     """The images of one PCR record at `scan_group` (an int64 scalar, or a tf.Variable read now): one read of its
-    prefix (through `cache`, if given, in pass `cache_pass` as item `item` of its order), checked against the
-    record's identity `header_crc32c` (the index's; None or -1: unchecked), then its images as progressive JPEGs
-    cut at that group: {"image", "label" [, "key"]} [, "context": where the image is, "FILE: image KEY at scan group
-    G", for the errors of its decode]."""
+    prefix (through `cache`, if given, in pass `cache_pass` as item `item` of its order, named with the record's
+    identity), checked against the record's identity `header_crc32c` (the index's; -1: none, unchecked), then its
+    images as progressive JPEGs cut at that group: {"image", "label" [, "key"]} [, "context": where the image is,
+    "FILE: image KEY at scan group G", for the errors of its decode]."""
     ends = tf.convert_to_tensor(prefix_ends, tf.int64)
     num_groups = tf.size(ends, out_type=tf.int64)
 
@@ -55,7 +61,7 @@ def record_images(
         length = tf.gather(ends, tf.minimum(group, num_groups) - 1)
         source = record_bytes(filename, length)
         if cache is not None:
-            source = cached(source, prefix_name(filename, length), item, cache, cache_pass)
+            source = cached(source, prefix_name(filename, length, header_crc32c), item, cache, cache_pass)
         images = RecordDataset(
             source,
             filename,
@@ -134,7 +140,13 @@ class PCRRecordDataset(tf.data.Dataset):
         if scan_group is None:
             scan_group = len(prefix_ends) if isinstance(prefix_ends, (list, tuple)) else tf.size(prefix_ends)
         self._impl = record_images(
-            filename, prefix_ends, scan_group, seed, shuffle=shuffle, with_keys=with_keys, header_crc32c=header_crc32c
+            filename,
+            prefix_ends,
+            scan_group,
+            seed,
+            shuffle=shuffle,
+            with_keys=with_keys,
+            header_crc32c=-1 if header_crc32c is None else header_crc32c,
         )
         super().__init__(self._impl._variant_tensor)
 
@@ -239,19 +251,22 @@ class PCRDataset(RecordFilesDataset):
     def _build(self, decode, shuffle, seed, num_parallel_reads, with_keys):
         index = self._index
         num_groups = index.num_scan_groups
-        filenames = tf.constant([os.path.join(self._path, r.path) for r in index.records])
+        # Absolute: the files name the records in a cache's keys, which a relative path from another working
+        # directory (another dataset) must not share.
+        filenames = tf.constant([os.path.join(os.path.abspath(self._path), r.path) for r in index.records])
         # One row of G ends per record: a record with fewer scan groups reads whole at the groups beyond its own.
         padded_ends = [
             [pcr_format.prefix_end(r.prefix_ends, g) for g in range(1, num_groups + 1)] for r in index.records
         ]
         prefix_ends = tf.constant(padded_ends, dtype=tf.int64)
-        identities = [pcr_format.record_identity(r) for r in index.records]
-        header_crcs = tf.constant([-1 if crc is None else crc for crc in identities], dtype=tf.int64)
+        header_crcs = record_identities(index.records)
 
-        def images_of(records, cache_pass):
-            """The images of `records` ((record, its images' shuffle seed) pairs)."""
+        def images_of(records, epoch=-1):
+            """The images of `records` ((record, its images' shuffle seed) pairs), read in a pass of the cache
+            (of the order's `epoch`). The records stay the pipeline's input, so tf.data service can split them."""
 
-            def open_record(i, record_seed):
+            def open_record(cache_pass, record):
+                i, record_seed = record
                 return record_images(
                     tf.gather(filenames, i),
                     tf.gather(prefix_ends, i),
@@ -266,9 +281,10 @@ class PCRDataset(RecordFilesDataset):
                     with_context=decode,
                 )
 
+            records_in_passes = with_pass(self._cache, records, epoch)
             if num_parallel_reads == 1:  # a plain interleave: no thread hand-off per image
-                return records.interleave(open_record, cycle_length=1)
-            return records.interleave(
+                return records_in_passes.interleave(open_record, cycle_length=1)
+            return records_in_passes.interleave(
                 open_record, cycle_length=num_parallel_reads, num_parallel_calls=num_parallel_reads
             )
 
@@ -280,7 +296,7 @@ class PCRDataset(RecordFilesDataset):
                 records = tf.data.Dataset.zip(records, record_seeds)
             else:
                 records = records.map(lambda i: (i, tf.constant(0, tf.int64)))
-            images = each_pass(self._cache, lambda cache_pass: images_of(records, cache_pass))
+            images = images_of(records)
         else:
             # The order fixes the records' order; each record's images are shuffled by a seed of (epoch, record),
             # so that a rerun or a restarted worker reads the same. One cache pass per epoch, told its epoch.
@@ -294,11 +310,7 @@ class PCRDataset(RecordFilesDataset):
 
                 return tf.data.Dataset.from_tensor_slices(order.epoch_keys(epoch)).map(with_seed)
 
-            images = self._epochs.flat_map(
-                lambda epoch: each_pass(
-                    self._cache, lambda cache_pass: images_of(records_of_epoch(epoch), cache_pass), epoch=epoch
-                )
-            )
+            images = self._epochs.flat_map(lambda epoch: images_of(records_of_epoch(epoch), epoch))
         if decode:
             # As many decodes in flight as cores, not AUTOTUNE: under throttled reads tf.data's autotuner starves
             # this map now and then, and a whole epoch takes twice as long. Decoding is CPU work: one call per core

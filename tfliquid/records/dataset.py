@@ -37,9 +37,23 @@ def record_bytes(filename, length) -> tf.data.Dataset:
     return _OpDataset(variant, tf.TensorSpec([], tf.string))
 
 
-def prefix_name(filename, length) -> tf.Tensor:
-    """What names the first `length` bytes of record file `filename`, e.g. for a cache: "record:FILE#bytes=N"."""
-    return tf.strings.join(["record:", filename, "#bytes=", tf.strings.as_string(tf.cast(length, tf.int64))])
+def prefix_name(filename, length, header_crc32c=-1) -> tf.Tensor:
+    """What names the first `length` bytes of record file `filename` (an absolute path), e.g. for a cache:
+    "record:FILE#bytes=N#header=CRC", CRC being the record's identity from its index or manifest
+    (`record_identities`); "record:FILE#bytes=N" for a record whose index lists none (-1)."""
+    name = tf.strings.join(["record:", filename, "#bytes=", tf.strings.as_string(tf.cast(length, tf.int64))])
+    header_crc32c = tf.cast(header_crc32c, tf.int64)
+    # Ten digits, so that records of equal sizes make items of equal sizes.
+    identity = tf.strings.as_string(header_crc32c, width=10, fill="0")
+    with_identity = tf.strings.join([name, "#header=", identity])
+    return tf.where(header_crc32c >= 0, with_identity, name)
+
+
+def record_identities(entries) -> tf.Tensor:
+    """int64 [len(entries)]: the identity that each index or manifest entry lists for its record (the header
+    CRC32C of its preamble, which covers its keys, labels, part sizes and group CRCs), -1 where it lists none (an
+    index written before identities were recorded)."""
+    return tf.constant([e.header_crc32c if e.HasField("header_crc32c") else -1 for e in entries], tf.int64)
 
 
 class RecordDataset(tf.data.Dataset):
