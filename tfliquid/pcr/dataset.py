@@ -12,6 +12,8 @@ records opened after the assignment, without rebuilding the pipeline.
 from __future__ import annotations
 
 import os
+import random
+import uuid
 
 import tensorflow as tf
 
@@ -21,6 +23,7 @@ from tfliquid._lib import crc32c_fast, load_ops
 from tfliquid.cache.minio_cache import MinIOCache
 from tfliquid.cache.transform import cached, each_pass
 from tfliquid.jpeg.sized import check_size, decode_jpeg, decode_jpeg_at_size
+from tfliquid.order.iterations import numbered_iterations, seeded_shuffle
 from tfliquid.order.seeded_order import SeededOrder, checked_order, derived_seed
 from tfliquid.pcr import format as pcr_format
 from tfliquid.records.dataset import RecordDataset, RecordFilesDataset, prefix_name, record_bytes
@@ -235,12 +238,16 @@ class PCRDataset(RecordFilesDataset):
         if self._order is None:
             records = tf.data.Dataset.range(len(index.records))
             if shuffle:
-                records = records.shuffle(len(index.records), seed=seed, reshuffle_each_iteration=True)
-                record_seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
-                records = tf.data.Dataset.zip(records, record_seeds)
+                # Every iteration's order is a function of (seed, iteration), which the pipeline checkpoints:
+                # a restored iterator reads the later epochs of a repeat as the uninterrupted one.
+                iterations = uuid.uuid4().hex
+                seed = random.getrandbits(63) if seed is None else seed
+                records = seeded_shuffle(records, iterations, seed)
             else:
                 records = records.map(lambda i: (i, tf.constant(0, tf.int64)))
             images = each_pass(self._cache, lambda cache_pass: images_of(records, cache_pass))
+            if shuffle:
+                images = numbered_iterations(images, iterations)
         else:
             # The order fixes the records' order; each record's images are shuffled by a seed of (epoch, record),
             # so that a rerun or a restarted worker reads the same. One cache pass per epoch, told its epoch.
