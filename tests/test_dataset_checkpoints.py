@@ -96,3 +96,29 @@ def test_a_clairvoyant_pipeline_restores_in_a_new_process(pcr1, tmp_path):
     restored = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert restored.returncode == 0, restored.stderr[-2000:]
     assert restored.stdout.split() == full[head_length:]
+
+
+@pytest.mark.parametrize("kind", ["pcr", "liquid", "liquid cache"])
+def test_a_restore_late_in_an_epoch_reads_every_later_epoch_as_the_uninterrupted_run(pcr, liquid_photos, kind, tmp_path):
+    """A checkpoint taken once a parallel interleave has opened every record of the epoch saves no position of a
+    shuffle or a random draw before it: the orders of the later epochs must come from what the pipeline saves."""
+    make = {
+        "pcr": lambda: tfliquid.PCRDataset(pcr, decode=False, with_keys=True, seed=3, num_parallel_reads=2).repeat(3),
+        "liquid": lambda: tfliquid.LiquidDataset(
+            liquid_photos, 4, seed=3, decode=False, with_keys=True, num_parallel_reads=2
+        ).repeat(3),
+        "liquid cache": lambda: tfliquid.LiquidDataset(
+            liquid_photos, 4, seed=3, decode=False, with_keys=True, num_parallel_reads=2, cache=1 << 16, epochs=3
+        ),
+    }[kind]
+    full = [x["key"].numpy() for x in make()]
+    per_epoch = len(full) // 3
+    first, second = full[:per_epoch], full[per_epoch : 2 * per_epoch]
+    assert sorted(first) == sorted(second) and first != second  # every epoch reshuffled
+    iterator = iter(make())
+    for _ in range(per_epoch - 2):
+        next(iterator)
+    saved = tf.train.Checkpoint(iterator=iterator).save(str(tmp_path / "ckpt"))
+    restored = iter(make())
+    tf.train.Checkpoint(iterator=restored).restore(saved)
+    assert [x["key"].numpy() for x in restored] == full[per_epoch - 2 :]
