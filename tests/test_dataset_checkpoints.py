@@ -99,7 +99,7 @@ def test_a_clairvoyant_pipeline_restores_in_a_new_process(pcr1, tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["pcr", "liquid", "liquid cache"])
-def test_a_restore_late_in_an_epoch_reads_every_later_epoch_as_the_uninterrupted_run(pcr, liquid_photos, kind, tmp_path):
+def test_a_restore_late_in_an_epoch_reads_the_later_epochs_as_the_uninterrupted_run(pcr, liquid_photos, kind, tmp_path):
     """A checkpoint taken once a parallel interleave has opened every record of the epoch saves no position of a
     shuffle or a random draw before it: the orders of the later epochs must come from what the pipeline saves."""
     make = {

@@ -183,7 +183,8 @@ def test_dynamic_sharding_is_refused_in_one_line(mixed):
     address = dispatcher.target.split("://")[1]
     workers = [service.WorkerServer(service.WorkerConfig(dispatcher_address=address)) for _ in range(2)]  # noqa: F841
     ds = tfliquid.LiquidDataset(str(mixed), batch_size=10, seed=1, with_keys=True, decode=False)
-    distributed = ds.apply(service.distribute(processing_mode=service.ShardingPolicy.DYNAMIC, service=dispatcher.target))
+    dynamic = service.distribute(processing_mode=service.ShardingPolicy.DYNAMIC, service=dispatcher.target)
+    distributed = ds.apply(dynamic)
     with pytest.raises(tf.errors.FailedPreconditionError, match="LiquidDataset cannot be sharded dynamically"):
         list(distributed)
 
