@@ -215,6 +215,26 @@ def test_a_restarted_worker_ranks_and_evicts_what_its_directory_holds(pcr_of_sin
     assert hits(tmp_path / "restarted", 5, 5) == uninterrupted[5:]
 
 
+def test_a_restarted_lru_worker_evicts_what_its_directory_holds(tmp_path):
+    """The items a first life left are the least recently used of a restarted one: evicted first, so the directory
+    stays within its budget (they were never evicted, and new items were admitted beyond it)."""
+
+    def fetch(key):
+        return tf.strings.as_string(key, width=200)  # with two-digit keys, every item the same size
+
+    def read(keys, cache):
+        list(tf.data.Dataset.from_tensor_slices(keys).apply(tfliquid.minio_cache(fetch, cache=cache)))
+        stats = cache.stats()
+        cache.release()
+        return stats
+
+    item = read(np.array([10]), tfliquid.MinIOCache(1 << 20)).bytes
+    open_cache = lambda: tfliquid.MinIOCache(10 * item, directory=str(tmp_path / "lru"), policy="lru")  # noqa: E731
+    assert read(np.arange(10, 30), open_cache()).items == 10
+    restarted = read(np.arange(30, 50), open_cache())
+    assert restarted.items == 10 and restarted.bytes <= 10 * item
+
+
 def test_clairvoyant_refuses_what_it_cannot_plan():
     with pytest.raises(ValueError, match="needs the keys' seeded order"):
         tfliquid.MinIOCache(1000, policy="clairvoyant")

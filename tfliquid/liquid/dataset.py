@@ -27,8 +27,8 @@ from tfliquid.cache.minio_cache import MinIOCache
 from tfliquid.cache.transform import cached, each_pass
 from tfliquid.liquid import format as liquid_format
 from tfliquid.liquid import items as liquid_items
-from tfliquid.order.iterations import unsplittable
-from tfliquid.order.seeded_order import SeededOrder, checked_order, derived_seed, each_iteration, epoch_of
+from tfliquid.order.iterations import each_iteration, epoch_of, unsplittable
+from tfliquid.order.seeded_order import SeededOrder, checked_order, derived_seed
 from tfliquid.records.dataset import RecordDataset, RecordFilesDataset, prefix_name, record_bytes
 
 AUTOTUNE = tf.data.AUTOTUNE

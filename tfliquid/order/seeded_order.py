@@ -17,7 +17,6 @@ from tfliquid._common.errors import ArgumentError
 
 FORMAT_VERSION = 1
 ROUNDS = 6
-_EPOCH_SEEDS = 3  # the salt of an iteration's epochs (epoch_of), beside the datasets' salts of records and batches
 HORIZON_EPOCHS_PER_WORKER = 64
 _U64 = np.uint64
 
@@ -204,24 +203,3 @@ def derived_seed(seed: int, epoch, index, salt: int = 0):
     for value in (epoch, index):
         key = tf.random.experimental.stateless_fold_in(key, tf.cast(value, tf.int64))
     return tf.random.stateless_uniform([], key, minval=None, maxval=None, dtype=tf.int64)
-
-
-def each_iteration(seed: int | None, make_dataset):
-    """make_dataset(iteration), started anew every time the result is iterated, `iteration` an int64 scalar tensor
-    that is a function of (`seed`, how many times the result was iterated before): TensorFlow's per-iteration random
-    draw, taken when an iteration starts and held by its iterator until it ends. So a checkpoint taken anywhere in an
-    iteration saves the draws' state, and the iterations after a restore draw as the uninterrupted run's did: an
-    order derived from `iteration` alone (`epoch_of`, `derived_seed`) replays exactly. (Draws and shuffles that feed
-    a parallel interleave lose their state once it has taken every record: a checkpoint then saves no position of
-    them, and the iterations after a restore reshuffle otherwise.)"""
-    import tensorflow as tf
-
-    return tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).take(1).flat_map(make_dataset)
-
-
-def epoch_of(iteration, index):
-    """The epoch of a seeded order (an int64 scalar tensor in [0, 2^62)) that read `index` of an iteration of
-    `each_iteration` reads: its epochs are a function of the iteration and their index."""
-    import tensorflow as tf
-
-    return tf.bitwise.bitwise_and(derived_seed(0, iteration, index, _EPOCH_SEEDS), tf.constant((1 << 62) - 1, tf.int64))
