@@ -148,8 +148,11 @@ class PCRDataset(RecordFilesDataset):
         scales (1/8, 1/4, 1/2, 1) whose image is at least that size, then resized bilinearly (aspect ratio not
         kept). Decoding costs less CPU the smaller the scale, so a low scan group read for a small model input
         decodes several times faster (docs/formats/pcr.md). None: the full size.
-      shuffle: shuffle record order and the images within each record, anew each epoch.
-      seed: makes the shuffles repeatable.
+      shuffle: shuffle record order and the images within each record, anew each epoch (each iteration of the
+        dataset: a `repeat`'s epoch, Keras' iterator of each epoch), by a seeded order of the iteration's number
+        (docs/formats/seeded-order.md), which checkpoints keep: a restored iterator reads the later epochs as the
+        uninterrupted one.
+      seed: makes the shuffles repeatable (without it, every dataset object draws its own).
       num_parallel_reads: records read concurrently.
       with_keys: also yield "key", the image's key (its source file name) when the dataset stored keys.
       cache: a `tfliquid.MinIOCache` for the records read (each record's prefix at the scan group read is one
