@@ -235,6 +235,24 @@ def test_a_restarted_lru_worker_evicts_what_its_directory_holds(tmp_path):
     assert restarted.items == 10 and restarted.bytes <= 10 * item
 
 
+def test_a_worker_resuming_at_a_later_epoch_tells_minio_cache_each_epoch():
+    """A new cache (a restarted process) cannot place reads it counts from epoch 0 in epoch 4; told each epoch's
+    number, it ranks them as the order says."""
+    order = SeededOrder(200, 0, num_workers=4, worker_index=0)
+    cache = tfliquid.MinIOCache(1 << 20, policy="clairvoyant", order=order)  # room for every item
+    fetch = lambda key: tf.fill([100], key)  # noqa: E731
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"tell minio_cache each epoch's number \(epoch=\)"):
+        list(order.dataset(epochs=1, first_epoch=4).apply(tfliquid.minio_cache(fetch, cache=cache)))
+    cache = tfliquid.MinIOCache(1 << 20, policy="clairvoyant", order=order)
+    resumed = order.epochs_dataset(2, first_epoch=4).flat_map(
+        lambda e: tf.data.Dataset.from_tensor_slices(order.epoch_keys(e)).apply(
+            tfliquid.minio_cache(fetch, cache=cache, epoch=e)
+        )
+    )
+    assert [int(x[0]) for x in resumed.as_numpy_iterator()] == order.keys(4).tolist() + order.keys(5).tolist()
+    assert [e.hits for e in cache.stats().epochs] == [0, len(set(order.keys(4)) & set(order.keys(5)))]
+
+
 def test_clairvoyant_refuses_what_it_cannot_plan():
     with pytest.raises(ValueError, match="needs the keys' seeded order"):
         tfliquid.MinIOCache(1000, policy="clairvoyant")

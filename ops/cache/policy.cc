@@ -269,7 +269,8 @@ class ClairvoyantPolicy : public Policy {
         absl::StrCat("the clairvoyant cache policy's worker ", order_.worker_index(), " of ", order_.num_workers(),
                      " read item ", item, ", which its seeded order does not give it in epoch ", epochs.front(),
                      known_epoch >= 0 ? "" : absl::StrCat(" (read ", reads, ")"), ": read the keys of SeededOrder(",
-                     order_.ToString(), ") in order"));
+                     order_.ToString(), ") in order",
+                     known_epoch >= 0 ? "" : ", from epoch 0 on, or tell minio_cache each epoch's number (epoch=)"));
   }
 
   const uint64_t capacity_;
