@@ -174,6 +174,85 @@ def test_directory_store_evicts_for_a_process_holding_it_alone(tmp_path):
     assert "is in use by another process whose cache policy evicts" in other.stderr
 
 
+@pytest.fixture(scope="module")
+def pcr_of_single_images(tmp_path_factory) -> str:
+    """24 small crops of the shipped photos (3 classes), one per record."""
+    from tfliquid.samples.photos import load_photos
+
+    root = tmp_path_factory.mktemp("clairvoyant")
+    photos = [photo.convert("RGB") for _, photo in load_photos()]
+    rng = np.random.default_rng(0)
+    for i in range(24):
+        photo, side = photos[i % len(photos)], int(rng.integers(40, 96))
+        x, y = int(rng.integers(0, photo.width - side)), int(rng.integers(0, photo.height - side))
+        (root / "photos" / f"class{i % 3}").mkdir(parents=True, exist_ok=True)
+        photo.crop((x, y, x + side, y + side)).save(root / "photos" / f"class{i % 3}" / f"{i:03d}.jpg", quality=90)
+    tfliquid.pcr.convert(str(root / "photos"), str(root / "pcr"), images_per_record=1, progress=False)
+    return str(root / "pcr")
+
+
+def test_a_restarted_worker_ranks_and_evicts_what_its_directory_holds(pcr_of_single_images, tmp_path):
+    """A worker that opens its directory again (a restart at epoch 5) goes on as if it had never stopped: the items
+    its first life left are evicted by the same rule as the ones it admits (they stayed forever, and the restarted
+    worker hit fewer than on an empty directory)."""
+    path = pcr_of_single_images
+    order = SeededOrder(tfliquid.PCRDataset(path).num_records, seed=0, num_workers=2, worker_index=0)
+    capacity = 9000  # 3 to 5 of the records of a slice of 12
+
+    def hits(directory, first_epoch, epochs):
+        cache = tfliquid.MinIOCache(capacity, directory=str(directory), policy="clairvoyant", order=order)
+        ds = tfliquid.PCRDataset(
+            path, decode=False, cache=cache, epochs=epochs, first_epoch=first_epoch, num_parallel_reads=1, shuffle=False
+        )
+        assert sum(1 for _ in ds) == sum(order.slice_length for _ in range(epochs))
+        stats = cache.stats()
+        cache.release()  # the process lets the directory go, as one that stops
+        return [epoch.hits for epoch in stats.epochs]
+
+    uninterrupted = hits(tmp_path / "uninterrupted", 0, 10)
+    first_life = hits(tmp_path / "restarted", 0, 5)
+    assert first_life == uninterrupted[:5]
+    assert hits(tmp_path / "restarted", 5, 5) == uninterrupted[5:]
+
+
+def test_a_restarted_lru_worker_evicts_what_its_directory_holds(tmp_path):
+    """The items a first life left are the least recently used of a restarted one: evicted first, so the directory
+    stays within its budget (they were never evicted, and new items were admitted beyond it)."""
+
+    def fetch(key):
+        return tf.strings.as_string(key, width=200)  # with two-digit keys, every item the same size
+
+    def read(keys, cache):
+        list(tf.data.Dataset.from_tensor_slices(keys).apply(tfliquid.minio_cache(fetch, cache=cache)))
+        stats = cache.stats()
+        cache.release()
+        return stats
+
+    item = read(np.array([10]), tfliquid.MinIOCache(1 << 20)).bytes
+    open_cache = lambda: tfliquid.MinIOCache(10 * item, directory=str(tmp_path / "lru"), policy="lru")  # noqa: E731
+    assert read(np.arange(10, 30), open_cache()).items == 10
+    restarted = read(np.arange(30, 50), open_cache())
+    assert restarted.items == 10 and restarted.bytes <= 10 * item
+
+
+def test_a_worker_resuming_at_a_later_epoch_tells_minio_cache_each_epoch():
+    """A new cache (a restarted process) cannot place reads it counts from epoch 0 in epoch 4; told each epoch's
+    number, it ranks them as the order says."""
+    order = SeededOrder(200, 0, num_workers=4, worker_index=0)
+    cache = tfliquid.MinIOCache(1 << 20, policy="clairvoyant", order=order)  # room for every item
+    fetch = lambda key: tf.fill([100], key)  # noqa: E731
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"tell minio_cache each epoch's number \(epoch=\)"):
+        list(order.dataset(epochs=1, first_epoch=4).apply(tfliquid.minio_cache(fetch, cache=cache)))
+    cache = tfliquid.MinIOCache(1 << 20, policy="clairvoyant", order=order)
+    resumed = order.epochs_dataset(2, first_epoch=4).flat_map(
+        lambda e: tf.data.Dataset.from_tensor_slices(order.epoch_keys(e)).apply(
+            tfliquid.minio_cache(fetch, cache=cache, epoch=e)
+        )
+    )
+    assert [int(x[0]) for x in resumed.as_numpy_iterator()] == order.keys(4).tolist() + order.keys(5).tolist()
+    assert [e.hits for e in cache.stats().epochs] == [0, len(set(order.keys(4)) & set(order.keys(5)))]
+
+
 def test_clairvoyant_refuses_what_it_cannot_plan():
     with pytest.raises(ValueError, match="needs the keys' seeded order"):
         tfliquid.MinIOCache(1000, policy="clairvoyant")

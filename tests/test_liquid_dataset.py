@@ -175,6 +175,20 @@ def test_tf_data_service_round_trip_keeps_the_batches(mixed):
         assert [sum(f == name for f in batch["format"]) for name in (b"png", b"raw", b"l3")] == row.tolist()
 
 
+def test_dynamic_sharding_is_refused_in_one_line(mixed):
+    """Dynamic sharding would split every stream and the batch pattern apart between the workers, each worker's
+    pattern then asking for images its streams do not have: images were lost without an error."""
+    service = tf.data.experimental.service
+    dispatcher = service.DispatchServer()
+    address = dispatcher.target.split("://")[1]
+    workers = [service.WorkerServer(service.WorkerConfig(dispatcher_address=address)) for _ in range(2)]  # noqa: F841
+    ds = tfliquid.LiquidDataset(str(mixed), batch_size=10, seed=1, with_keys=True, decode=False)
+    dynamic = service.distribute(processing_mode=service.ShardingPolicy.DYNAMIC, service=dispatcher.target)
+    distributed = ds.apply(dynamic)
+    with pytest.raises(tf.errors.FailedPreconditionError, match="LiquidDataset cannot be sharded dynamically"):
+        list(distributed)
+
+
 def test_tf_data_autotune_is_off_downstream_unless_asked_for(mixed):
     # The default holds back TF 2.21's autotune model, which ran this pipeline's decodes at one core's speed for
     # whole epochs (docs/liquid.md); every stage after the dataset inherits the option, as tf.data merges them.

@@ -34,6 +34,9 @@ RANKS = {
     ("Liquid>RecordDataset", "input_dataset"): None,
     ("Liquid>CacheDataset", "input_dataset"): None,
     ("Liquid>StallStampDataset", "input_dataset"): None,
+    ("Liquid>UnsplittableDataset", "input_dataset"): None,
+    ("Liquid>IterationDataset", "input_dataset"): None,
+    ("Liquid>SeededShuffleDataset", "input_dataset"): None,
 }
 MODES = ("eager", "hidden shape", "static shape")
 SIZES = (0, -1, 2**31 - 1, 2**32, 2**62, -(2**63))

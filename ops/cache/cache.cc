@@ -124,6 +124,11 @@ int64_t Cache::BeginPass(int64_t epoch) {
   return static_cast<int64_t>(passes_.size()) - 1;
 }
 
+void Cache::RestorePass(int64_t pass, int64_t epoch) {
+  tensorflow::mutex_lock lock(mu_);
+  PassLocked(pass).epoch = epoch;
+}
+
 Cache::Pass& Cache::PassLocked(int64_t pass) {
   // A pass id from before a Release and re-creation of the cache still counts, in a pass of its own.
   if (pass < 0) pass = 0;

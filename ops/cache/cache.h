@@ -57,6 +57,8 @@ class Cache {
   // A new pass over the keys (an epoch, when the keys are a dataset's): its id for Lookup and Insert. `epoch`:
   // the epoch of the cache's seeded order that the pass reads, or -1 (not known, or no order).
   int64_t BeginPass(int64_t epoch);
+  // Pass `pass` (an id from a checkpoint, of this process or another) reads `epoch`, as when it began.
+  void RestorePass(int64_t pass, int64_t epoch);
   // The item named `name` (`item`: its number in the cache's order, or -1), looked up in pass `pass`.
   absl::Status Lookup(const std::string& name, int64_t item, int64_t pass, std::vector<tensorflow::Tensor>* values,
                       bool* hit);

@@ -349,29 +349,34 @@ class CacheWithPassDatasetOp : public UnaryDatasetOpKernel {
 // read, from the op's one scalar input.
 
 using ComputeValues = absl::Status (*)(Cache* cache, double input, std::vector<int64_t>* values);
+// Sets up again what the cache kept beside values computed before a checkpoint (nullptr: nothing).
+using RestoreValues = void (*)(Cache* cache, double input, const std::vector<int64_t>& values);
 
 template <typename InputT>
 class CacheSourceOp : public DatasetOpKernel {
  public:
-  CacheSourceOp(OpKernelConstruction* ctx, const char* input_name, const char* type, ComputeValues compute)
-      : DatasetOpKernel(ctx), input_name_(input_name), type_(type), compute_(compute) {
+  CacheSourceOp(OpKernelConstruction* ctx, const char* input_name, const char* type, ComputeValues compute,
+                RestoreValues restore = nullptr)
+      : DatasetOpKernel(ctx), input_name_(input_name), type_(type), compute_(compute), restore_(restore) {
     OP_REQUIRES_OK(ctx, cache::ConfigFromAttrs(ctx, &config_));
   }
 
   void MakeDataset(OpKernelContext* ctx, DatasetBase** output) override {
     InputT input;
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, input_name_, &input));
-    *output = new Dataset(ctx, config_, type_, compute_, input);
+    *output = new Dataset(ctx, config_, type_, compute_, restore_, input);
   }
 
  private:
   // Holds copies of the kernel's settings: a dataset can outlive the kernel that made it.
   class Dataset : public ComputedDataset {
    public:
-    Dataset(OpKernelContext* ctx, Config config, const char* type, ComputeValues compute, InputT input)
+    Dataset(OpKernelContext* ctx, Config config, const char* type, ComputeValues compute, RestoreValues restore,
+            InputT input)
         : ComputedDataset(ctx, type, tensorflow::DT_INT64, /*save_elements=*/true),
           config_(std::move(config)),
           compute_(compute),
+          restore_(restore),
           input_(input) {}
 
     absl::Status Compute(IteratorContext* ctx, std::vector<Tensor>* elements) const override {
@@ -396,6 +401,16 @@ class CacheSourceOp : public DatasetOpKernel {
           "shard statically (ShardingPolicy.HINT, or OFF with each worker's own records) or leave the cache out");
     }
 
+    absl::Status Restored(const std::vector<Tensor>& elements) const override {
+      if (restore_ == nullptr) return absl::OkStatus();
+      std::shared_ptr<Cache> cache;
+      TF_RETURN_IF_ERROR(Cache::Get(config_, &cache));
+      std::vector<int64_t> values;
+      for (const Tensor& element : elements) values.push_back(element.scalar<int64_t>()());
+      restore_(cache.get(), input_, values);
+      return absl::OkStatus();
+    }
+
    protected:
     absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
                                     Node** output) const override {
@@ -407,18 +422,26 @@ class CacheSourceOp : public DatasetOpKernel {
    private:
     const Config config_;
     const ComputeValues compute_;
+    const RestoreValues restore_;
     const InputT input_;
   };
 
   const char* const input_name_;
   const char* const type_;
   const ComputeValues compute_;
+  const RestoreValues restore_;
   Config config_;
 };
 
 absl::Status BeginPass(Cache* cache, double epoch, std::vector<int64_t>* values) {
   values->push_back(cache->BeginPass(static_cast<int64_t>(epoch)));
   return absl::OkStatus();
+}
+
+// A pass restored from a checkpoint, perhaps of another process, whose cache never began it: its reads are
+// placed in its epoch again (the clairvoyant policy ranks them by it).
+void RestorePass(Cache* cache, double epoch, const std::vector<int64_t>& values) {
+  for (int64_t pass : values) cache->RestorePass(pass, static_cast<int64_t>(epoch));
 }
 
 absl::Status PlanPrefetch(Cache* cache, double reads, std::vector<int64_t>* values) {
@@ -430,7 +453,8 @@ absl::Status PlanPrefetch(Cache* cache, double reads, std::vector<int64_t>* valu
 
 class CachePassDatasetOp : public CacheSourceOp<int64_t> {
  public:
-  explicit CachePassDatasetOp(OpKernelConstruction* ctx) : CacheSourceOp(ctx, "epoch", "CachePass", &BeginPass) {}
+  explicit CachePassDatasetOp(OpKernelConstruction* ctx)
+      : CacheSourceOp(ctx, "epoch", "CachePass", &BeginPass, &RestorePass) {}
 };
 
 class CachePrefetchDatasetOp : public CacheSourceOp<double> {

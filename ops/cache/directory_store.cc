@@ -193,7 +193,9 @@ class DirectoryStore : public Store {
           "MinIO cache directory ", directory_, " was created with capacity_bytes=", ledger.capacity,
           " but this cache asks for ", capacity_, ": use the same capacity, or another (or an emptied) directory");
     }
-    return ReclaimAndJoin();
+    TF_RETURN_IF_ERROR(ReclaimAndJoin());
+    if (info_.evicts) TellPolicyWhatIsHeld();
+    return absl::OkStatus();
   }
 
   absl::Status Lookup(const ItemKey& key, std::vector<Tensor>* values, bool* found) override {
@@ -367,6 +369,41 @@ class DirectoryStore : public Store {
     if (decoded == Decoded::kOk) *found = true;
     if (decoded == Decoded::kDamaged) Discard(path, st.st_ino, error);
     return absl::OkStatus();
+  }
+
+  // The items a process that held the directory before left in it, named to the policy (an evicting one, whose
+  // process holds the directory alone), so that it can evict them too. An unreadable header is skipped: a read
+  // of that item finds it damaged and removes it.
+  void TellPolicyWhatIsHeld() {
+    tensorflow::mutex_lock lock(policy_mu_);
+    ForEachEntry(directory_ + "/items", [&](const std::string& sub) {
+      ForEachEntry(directory_ + "/items/" + sub, [&](const std::string& name) {
+        std::string key;
+        uint64_t size;
+        if (ReadItemKey(directory_ + "/items/" + sub + "/" + name, &key, &size)) policy_->Held(key, size);
+      });
+    });
+  }
+
+  // The key an item file holds (docs/formats/cache.md) and the file's size.
+  static bool ReadItemKey(const std::string& path, std::string* key, uint64_t* size) {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    char header[16];
+    uint32_t key_length = 0;
+    struct stat st;
+    bool ok = fstat(fd, &st) == 0 && ReadAll(fd, header, sizeof(header)) &&
+              std::memcmp(header, kItemMagic, sizeof(kItemMagic)) == 0;
+    if (ok) std::memcpy(&key_length, header + 8, 4);
+    ok = ok && key_length >= 1 && key_length <= kMaxKeyBytes &&
+         sizeof(header) + key_length <= static_cast<uint64_t>(st.st_size);
+    if (ok) {
+      key->resize(key_length);
+      ok = pread(fd, key->data(), key_length, sizeof(header)) == static_cast<ssize_t>(key_length);
+      *size = static_cast<uint64_t>(st.st_size);
+    }
+    close(fd);
+    return ok;
   }
 
   std::string TmpDir() const { return directory_ + "/tmp"; }

@@ -1,7 +1,9 @@
 #include "cache/policy.h"
 
 #include <algorithm>
+#include <iterator>
 #include <list>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -46,6 +48,12 @@ class LruPolicy : public Policy {
     return absl::OkStatus();
   }
 
+  // Least recently used of all: nothing is known of when it was used.
+  void Held(const std::string& name, uint64_t size_bytes) override {
+    recency_.push_back(name);
+    items_.emplace(name, Entry{size_bytes, std::prev(recency_.end())});
+  }
+
   bool Admit(const ItemKey& key, uint64_t size_bytes, uint64_t used_bytes, std::vector<std::string>* victims) override {
     if (size_bytes > capacity_) return false;
     while (used_bytes + size_bytes > capacity_ && !recency_.empty()) {
@@ -86,6 +94,14 @@ class ClairvoyantPolicy : public Policy {
     absl::Status status = ItemOf(key, &item);
     if (status.ok()) status = NextUseAfterThisRead(item, key.epoch, &next_use);
     if (!status.ok()) return status;
+    if (auto held = held_.find(key.name); held != held_.end()) {
+      // Held before this policy began: ranked from its first hit on, as if admitted before.
+      if (hit && !cached_.contains(item)) {
+        cached_[item] = Entry{next_use, held->second, key.name};
+        by_next_use_.insert({next_use, item});
+      }
+      held_.erase(held);
+    }
     auto it = cached_.find(item);
     if (it != cached_.end()) {
       by_next_use_.erase({it->second.next_use, item});
@@ -127,6 +143,8 @@ class ClairvoyantPolicy : public Policy {
     by_next_use_.insert({next_use, item});
     return true;
   }
+
+  void Held(const std::string& name, uint64_t size_bytes) override { held_[name] = size_bytes; }
 
   // The simulator's prefetch step for step (tfliquid.cache.multiworker): the credit grows by `reads` per read and
   // buys the upcoming reads of items not cached in the epoch being read, soonest first, while each displaces only
@@ -172,11 +190,29 @@ class ClairvoyantPolicy : public Policy {
   // plan; displaced stored items are named in *victims.
   bool MakeRoom(uint64_t next_use, uint64_t used_bytes, uint64_t size_bytes, std::vector<std::string>* victims) {
     std::vector<uint64_t> displaced;
+    std::vector<std::string> displaced_held;
     uint64_t freed = 0;
-    for (auto it = by_next_use_.rbegin(); used_bytes - freed + size_bytes > capacity_; ++it) {
+    // Items held before this policy began and not read since, whose next use is not known (only their names
+    // are), go first unless a ranked one is needed later than the start of the next epoch, which they are (a
+    // held item of this epoch is hit, and so ranked, before this epoch ends).
+    const uint64_t held_next_use = (now_ / order_.slice_length() + 1) * order_.slice_length();
+    auto held = held_.begin();
+    for (auto it = by_next_use_.rbegin(); used_bytes - freed + size_bytes > capacity_;) {
+      const bool ranked_later = it != by_next_use_.rend() && it->first > held_next_use;
+      if (held != held_.end() && !ranked_later && held_next_use > next_use) {
+        displaced_held.push_back(held->first);
+        freed += std::min(held->second, used_bytes - freed);
+        ++held;
+        continue;
+      }
       if (it == by_next_use_.rend() || it->first <= next_use) return false;
       displaced.push_back(it->second);
       freed += std::min(cached_[it->second].size, used_bytes - freed);
+      ++it;
+    }
+    for (std::string& victim : displaced_held) {
+      held_.erase(victim);
+      victims->push_back(std::move(victim));
     }
     for (uint64_t victim : displaced) {
       if (!Unplan(victim)) victims->push_back(cached_[victim].key);
@@ -233,7 +269,8 @@ class ClairvoyantPolicy : public Policy {
         absl::StrCat("the clairvoyant cache policy's worker ", order_.worker_index(), " of ", order_.num_workers(),
                      " read item ", item, ", which its seeded order does not give it in epoch ", epochs.front(),
                      known_epoch >= 0 ? "" : absl::StrCat(" (read ", reads, ")"), ": read the keys of SeededOrder(",
-                     order_.ToString(), ") in order"));
+                     order_.ToString(), ") in order",
+                     known_epoch >= 0 ? "" : ", from epoch 0 on, or tell minio_cache each epoch's number (epoch=)"));
   }
 
   const uint64_t capacity_;
@@ -243,6 +280,8 @@ class ClairvoyantPolicy : public Policy {
   absl::flat_hash_map<uint64_t, Entry> cached_;  // what this policy admitted and has not evicted
   std::set<std::pair<uint64_t, uint64_t>> by_next_use_;  // (next use, item) of the same items
   absl::flat_hash_map<uint64_t, uint64_t> pending_;      // missed items' next uses, until offered to Admit
+  // Items the store held before this policy began, not read since: name -> size, in a fixed order to evict them.
+  std::map<std::string, uint64_t> held_;
   // Prefetch: items planned and not yet offered (in cached_ already), with the room reserved for each.
   absl::flat_hash_map<uint64_t, uint64_t> planned_;
   uint64_t reserved_bytes_ = 0;

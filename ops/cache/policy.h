@@ -40,6 +40,11 @@ class Policy {
   virtual bool Admit(const ItemKey& key, uint64_t size_bytes, uint64_t used_bytes,
                      std::vector<std::string>* victims) = 0;
 
+  // An item the store held before this policy began (a directory that a restarted process opens again), under
+  // `name`, of `size_bytes`: the policy may rank it from its first access, and evict it. Policies that never evict
+  // need not know it.
+  virtual void Held(const std::string& name, uint64_t size_bytes) {}
+
   // Prefetch (Lobster): after a read, `reads` more background reads may be spent on the upcoming items of the
   // policy's order that it would keep, soonest first. The policy names them in *items (their names are
   // "int64:ITEM", as tfliquid.minio_cache names integer keys), treats them as stored from now on (their room made, by

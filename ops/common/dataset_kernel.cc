@@ -56,7 +56,7 @@ class ComputedDataset::Iterator : public DatasetIterator<ComputedDataset> {
     }
     next_ = static_cast<size_t>(next);
     computed_ = saved != 0;
-    return absl::OkStatus();
+    return computed_ ? dataset()->Restored(elements_) : absl::OkStatus();
   }
 
  private:

@@ -112,6 +112,9 @@ class ComputedDataset : public DatasetBase {
 
   // The elements, each a scalar of the dataset's dtype; errors end the iteration as errors.
   virtual absl::Status Compute(IteratorContext* ctx, std::vector<Tensor>* elements) const = 0;
+  // Called when an iterator is restored with saved elements (computed by the process that saved them, maybe
+  // another), so that state kept beside them outside the checkpoint (a cache's pass) can be set up again.
+  virtual absl::Status Restored(const std::vector<Tensor>& elements) const { return absl::OkStatus(); }
 
   std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override;
   const DataTypeVector& output_dtypes() const override { return dtypes_; }

@@ -12,16 +12,16 @@ namespace {
 
 constexpr int kRounds = 6;
 
-uint64_t Mix(uint64_t x) {  // SplitMix64's finaliser
+int BitLength(uint64_t v) { return v == 0 ? 0 : 64 - __builtin_clzll(v); }
+
+}  // namespace
+
+uint64_t SplitMix(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
 }
-
-int BitLength(uint64_t v) { return v == 0 ? 0 : 64 - __builtin_clzll(v); }
-
-}  // namespace
 
 absl::Status SeededOrder::Make(uint64_t num_items, uint64_t seed, uint64_t num_workers, uint64_t worker_index,
                                SeededOrder* order) {
@@ -69,19 +69,19 @@ uint64_t SeededOrder::SliceStart(uint64_t worker) const {
 
 uint64_t SeededOrder::Feistel(uint64_t value, uint64_t epoch, bool inverse) const {
   const uint64_t mask = (uint64_t{1} << half_bits_) - 1;
-  const uint64_t base = Mix(seed_ ^ Mix(epoch));
+  const uint64_t base = SplitMix(seed_ ^ SplitMix(epoch));
   uint64_t keys[kRounds];
-  for (int r = 0; r < kRounds; ++r) keys[r] = Mix(base + static_cast<uint64_t>(r));
+  for (int r = 0; r < kRounds; ++r) keys[r] = SplitMix(base + static_cast<uint64_t>(r));
   uint64_t left = value >> half_bits_, right = value & mask;
   if (inverse) {
     for (int r = kRounds - 1; r >= 0; --r) {
       const uint64_t previous_right = left;
-      left = right ^ (Mix(left ^ keys[r]) & mask);
+      left = right ^ (SplitMix(left ^ keys[r]) & mask);
       right = previous_right;
     }
   } else {
     for (int r = 0; r < kRounds; ++r) {
-      const uint64_t next_right = left ^ (Mix(right ^ keys[r]) & mask);
+      const uint64_t next_right = left ^ (SplitMix(right ^ keys[r]) & mask);
       left = right;
       right = next_right;
     }

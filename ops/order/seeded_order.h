@@ -15,6 +15,9 @@
 namespace tfliquid {
 namespace order {
 
+// SplitMix64's finaliser, the mixing function of the order's rounds.
+uint64_t SplitMix(uint64_t x);
+
 class SeededOrder {
  public:
   static constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();

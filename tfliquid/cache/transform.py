@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from tfliquid._common.checks import check_number
+from tfliquid._common.checks import check_int, check_number
 from tfliquid._common.errors import ArgumentError
 from tfliquid._lib import load_ops
 from tfliquid.cache.minio_cache import MinIOCache
@@ -132,6 +132,7 @@ def minio_cache(
     num_parallel_calls=AUTOTUNE,
     deterministic: bool | None = None,
     prefetch_bandwidth: float = 0.0,
+    epoch=-1,
 ):
     """A `Dataset.apply` transform: a dataset of keys -> what `fetch(key)` returns, through a MinIO cache.
 
@@ -151,6 +152,11 @@ def minio_cache(
         place of items needed later (never into an epoch not yet read: the reader may stop before it). They run
         in the same parallel call, after its own read, so ahead of the consumer; the stats count them as
         `prefetch_reads`, apart from the demand misses. 0: none.
+      epoch: the epoch of a clairvoyant cache's order that the keys are (`SeededOrder.keys(epoch)`: an int or an
+        int64 scalar tensor); its policy places every read in it. -1 (the default): the keys are the order's from
+        its epoch 0 on, placed by counting the reads, which a worker resuming at a later epoch cannot do: read
+        each epoch apart, `order.epochs_dataset(epochs, first_epoch).flat_map(lambda e:
+        tf.data.Dataset.from_tensor_slices(order.epoch_keys(e)).apply(minio_cache(fetch, cache=cache, epoch=e)))`.
 
     The keys must be scalar strings (e.g. file paths) or integers; they name the items, so a key must always
     fetch the same item. An integer key is also the item's number in a clairvoyant cache's order. Partial epochs
@@ -173,6 +179,8 @@ def minio_cache(
             f"capacity_bytes={capacity_bytes} contradicts the cache's {cache.capacity_bytes}; give one or the other"
         )
     prefetch_bandwidth = check_number("prefetch_bandwidth", prefetch_bandwidth, 0, what="a number of reads")
+    if not isinstance(epoch, tf.Tensor):
+        epoch = check_int("epoch (or -1)", epoch, -1)
     if prefetch_bandwidth and cache.order is None:
         raise ArgumentError(
             "prefetch_bandwidth needs a cache that knows the keys' future: "
@@ -216,7 +224,7 @@ def minio_cache(
             items = cached(tf.data.Dataset.from_tensors(key).map(fetch), typed_key(key), item_of(key), cache, pass_id)
             return items.concatenate(prefetched(pass_id)) if prefetch_bandwidth else items
 
-        keys_in_passes = with_pass(cache, keys)  # the keys stay the input: tf.data service can split them
+        keys_in_passes = with_pass(cache, keys, epoch)  # the keys stay the input: tf.data service can split them
         if num_parallel_calls is None or num_parallel_calls == 1:
             return keys_in_passes.interleave(read, cycle_length=1)
         return keys_in_passes.interleave(

@@ -27,6 +27,7 @@ from tfliquid.cache.minio_cache import MinIOCache
 from tfliquid.cache.transform import cached, each_pass
 from tfliquid.liquid import format as liquid_format
 from tfliquid.liquid import items as liquid_items
+from tfliquid.order.iterations import each_iteration, epoch_of, unsplittable
 from tfliquid.order.seeded_order import SeededOrder, checked_order, derived_seed
 from tfliquid.records.dataset import (
     RecordDataset,
@@ -42,6 +43,13 @@ AUTOTUNE = tf.data.AUTOTUNE
 _CACHE_OVERHEAD_PER_RECORD = 512
 # The salts of the seeds of records and of batches in an order (tfliquid.order.derived_seed).
 _RECORD_SEEDS, _BATCH_SEEDS = 1, 2
+# What tf.data service's dynamic sharding is told: it would split every stream and the batch pattern apart, and each
+# worker's pattern would then take images its streams do not have.
+_NO_DYNAMIC_SHARDING = (
+    "LiquidDataset cannot be sharded dynamically (tf.data service ShardingPolicy.DYNAMIC): its batches take each "
+    "format's share of a pass that one worker reads whole; use processing_mode='parallel_epochs', or give each "
+    "worker its part with order=SeededOrder(..., num_workers, worker_index) (docs/scale-out.md)"
+)
 
 
 class _Stream:
@@ -258,6 +266,7 @@ class LiquidDataset(RecordFilesDataset):
             pipeline = self._build(read, shuffle, seed, epochs)
         else:
             pipeline = self._build_ordered(read, shuffle, seed, self._order.epochs_dataset(epochs, first_epoch))
+        pipeline = unsplittable(pipeline, _NO_DYNAMIC_SHARDING)
         if not tf_autotune:
             options = tf.data.Options()
             options.autotune.enabled = False
@@ -302,42 +311,54 @@ class LiquidDataset(RecordFilesDataset):
         return _nonempty([stream for pair in pairs for stream in pair], counts)
 
     def _build(self, read: _RecordReader, shuffle, seed, epochs: int | None):
-        """Without an order: each stream's records shuffled anew every epoch, the streams taken by a pattern of
-        precomputed batch counts. Without a cache, every stream and the pattern run through all the epochs (each
-        epoch's pattern takes each stream's images of that epoch exactly, so they stay in step); with one, every
-        epoch is a cache pass, restarted."""
-        stream_epochs = epochs if self._cache is None else 1
+        """Without an order: each stream's records in a seeded permutation of every epoch, the streams taken by a
+        pattern of precomputed batch counts. Without a cache, every stream and the pattern run through all the
+        epochs (each epoch's pattern takes each stream's images of that epoch exactly, so they stay in step); with
+        one, every epoch is a cache pass, restarted. Every iteration reads other epochs (`each_iteration`): their
+        orders and seeds are a function of (seed, iteration, epoch), so a restored iterator reads the same."""
+        count = (1 << 62) if epochs is None else epochs
+        counts = tf.constant(self._counts, tf.int64)
 
-        # Built outside the pass that reads them, so that the pass's function holds no stateful op (a shuffle's
-        # seed generator) and its iterator checkpoints; every pass reshuffles them anew.
-        def records_of(stream: _Stream) -> tf.data.Dataset:
-            records = tf.data.Dataset.from_tensor_slices(tf.constant(stream.records, tf.int64))
+        def records_of(k: int, stream: _Stream, epoch) -> tf.data.Dataset:
+            """Stream k's records in epoch `epoch` (of its own seeded order), each with its images' shuffle seed."""
+            records = tf.constant(stream.records, tf.int64)
             if not shuffle:
-                return records.repeat(stream_epochs).map(lambda i: (i, tf.constant(0, tf.int64)))
-            records = records.shuffle(len(stream.records), seed=seed, reshuffle_each_iteration=True)
-            records = records.repeat(stream_epochs)  # reshuffled every epoch
-            return tf.data.Dataset.zip(records, tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True))
+                return tf.data.Dataset.from_tensor_slices(records).map(lambda i: (i, tf.constant(0, tf.int64)))
+            permuted = tf.gather(records, SeededOrder(len(stream.records), seed=k).epoch_keys(epoch))
+            return tf.data.Dataset.from_tensor_slices(permuted).map(
+                lambda i: (i, derived_seed(0, epoch, i, _RECORD_SEEDS))
+            )
 
-        stream_records = [records_of(stream) for stream in self._streams]
-        rows = tf.data.Dataset.from_tensor_slices(tf.constant(self._counts, tf.int64)).repeat(stream_epochs)
-        row_seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
-        pattern = _pattern(tf.data.Dataset.zip(rows, row_seeds), len(self._streams), shuffle)
+        def rows_of(epoch) -> tf.data.Dataset:
+            """Every batch's counts in epoch `epoch`, with the seed that shuffles its elements."""
+            rows = tf.data.Dataset.from_tensor_slices(counts).enumerate()
+            return rows.map(lambda b, row: (row, derived_seed(0, epoch, b, _BATCH_SEEDS)))
 
-        def one_pass(cache_pass):
+        def one_pass(cache_pass, pass_epochs: tf.data.Dataset):
             streams = [
                 read(
                     stream.format,
-                    records,
+                    pass_epochs.flat_map(lambda epoch, k=k, stream=stream: records_of(k, stream, epoch)),
                     self._cache if stream.cached else None,
                     cache_pass,
                     ahead=2 * int(self._counts[:, k].max()),
                 )
-                for k, (stream, records) in enumerate(zip(self._streams, stream_records))
+                for k, stream in enumerate(self._streams)
             ]
+            pattern = _pattern(pass_epochs.flat_map(rows_of), len(self._streams), shuffle)
             return tf.data.Dataset.choose_from_datasets(streams, pattern, stop_on_empty_dataset=True)
 
-        passes = each_pass(self._cache, one_pass)
-        return passes if self._cache is None or epochs == 1 else passes.repeat(epochs)
+        def one_iteration(iteration):
+            iteration_epochs = tf.data.Dataset.range(count).map(lambda j: epoch_of(iteration, j))
+            if self._cache is None:
+                return one_pass(tf.constant(-1, tf.int64), iteration_epochs)
+            return iteration_epochs.flat_map(
+                lambda epoch: each_pass(
+                    self._cache, lambda cache_pass: one_pass(cache_pass, tf.data.Dataset.from_tensors(epoch))
+                )
+            )
+
+        return each_iteration(seed, one_iteration)
 
     def _build_ordered(self, read: _RecordReader, shuffle, seed, epochs: tf.data.Dataset):
         """With an order: per epoch, this worker's slice of the records split by format in the order's sequence,

@@ -12,6 +12,8 @@ records opened after the assignment, without rebuilding the pipeline.
 from __future__ import annotations
 
 import os
+import random
+import uuid
 
 import tensorflow as tf
 
@@ -21,6 +23,7 @@ from tfliquid._lib import crc32c_fast, load_ops
 from tfliquid.cache.minio_cache import MinIOCache
 from tfliquid.cache.transform import cached, with_pass
 from tfliquid.jpeg.sized import check_size, decode_jpeg, decode_jpeg_at_size
+from tfliquid.order.iterations import numbered_iterations, seeded_shuffle
 from tfliquid.order.seeded_order import SeededOrder, checked_order, derived_seed
 from tfliquid.pcr import format as pcr_format
 from tfliquid.records.dataset import (
@@ -193,8 +196,11 @@ class PCRDataset(RecordFilesDataset):
         scales (1/8, 1/4, 1/2, 1) whose image is at least that size, then resized bilinearly (aspect ratio not
         kept). Decoding costs less CPU the smaller the scale, so a low scan group read for a small model input
         decodes several times faster (docs/formats/pcr.md). None: the full size.
-      shuffle: shuffle record order and the images within each record, anew each epoch.
-      seed: makes the shuffles repeatable.
+      shuffle: shuffle record order and the images within each record, anew each epoch (each iteration of the
+        dataset: a `repeat`'s epoch, Keras' iterator of each epoch), by a seeded order of the iteration's number
+        (docs/formats/seeded-order.md), which checkpoints keep: a restored iterator reads the later epochs as the
+        uninterrupted one.
+      seed: makes the shuffles repeatable (without it, every dataset object draws its own).
       num_parallel_reads: records read concurrently.
       with_keys: also yield "key", the image's key (its source file name) when the dataset stored keys.
       cache: a `tfliquid.MinIOCache` for the records read (each record's prefix at the scan group read is one
@@ -291,12 +297,16 @@ class PCRDataset(RecordFilesDataset):
         if self._order is None:
             records = tf.data.Dataset.range(len(index.records))
             if shuffle:
-                records = records.shuffle(len(index.records), seed=seed, reshuffle_each_iteration=True)
-                record_seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
-                records = tf.data.Dataset.zip(records, record_seeds)
+                # Every iteration's order is a function of (seed, iteration), which the pipeline checkpoints:
+                # a restored iterator reads the later epochs of a repeat as the uninterrupted one.
+                iterations = uuid.uuid4().hex
+                seed = random.getrandbits(63) if seed is None else seed
+                records = seeded_shuffle(records, iterations, seed)
             else:
                 records = records.map(lambda i: (i, tf.constant(0, tf.int64)))
             images = images_of(records)
+            if shuffle:
+                images = numbered_iterations(images, iterations)
         else:
             # The order fixes the records' order; each record's images are shuffled by a seed of (epoch, record),
             # so that a rerun or a restarted worker reads the same. One cache pass per epoch, told its epoch.
