@@ -195,9 +195,9 @@ def pcr_photos(photo_folder, tmp_path_factory):
 @pytest.mark.slow
 def test_dynamic_sharding_reads_every_element_of_a_cached_pipeline_once(pcr_photos, liquid_photos):
     """Under ShardingPolicy.DYNAMIC the keys of minio_cache and the records of PCRDataset(cache=) are split
-    between the workers: every element arrives exactly once, in each of two epochs. LiquidDataset(cache=) reads its
-    records inside each pass of the cache, where no split reaches: refused in words, not with TensorFlow's "the
-    dataset is not unary"."""
+    between the workers: every element arrives exactly once, in each of two epochs. LiquidDataset(cache=), whose
+    batches hold each format's share of a pass one worker reads whole, is refused in words, not with TensorFlow's
+    "the dataset is not unary"."""
     service = tf.data.experimental.service
     dispatcher = service.DispatchServer()
     address = dispatcher.target.split("://")[1]
@@ -222,9 +222,8 @@ def test_dynamic_sharding_reads_every_element_of_a_cached_pipeline_once(pcr_phot
         got = collections.Counter(x["key"] for x in distributed(images, f"pcr-{epoch}").as_numpy_iterator())
         assert got == expected
     liquid = tfliquid.LiquidDataset(liquid_photos, batch_size=4, cache=tfliquid.MinIOCache(1 << 24, name="dynamic-l"))
-    with pytest.raises(tf.errors.UnimplementedError) as raised:
+    with pytest.raises(tf.errors.FailedPreconditionError) as raised:
         list(distributed(liquid, "liquid"))
-    assert "cannot be sharded with ShardingPolicy.DYNAMIC" in raised.value.message
-    assert "shard statically (ShardingPolicy.HINT" in raised.value.message
+    assert "LiquidDataset cannot be sharded dynamically" in raised.value.message
     for worker in workers:
         worker.stop()

@@ -37,6 +37,7 @@ RANKS = {
     ("Liquid>UnsplittableDataset", "input_dataset"): None,
     ("Liquid>IterationDataset", "input_dataset"): None,
     ("Liquid>SeededShuffleDataset", "input_dataset"): None,
+    ("Liquid>CacheWithPassDataset", "input_dataset"): None,
 }
 MODES = ("eager", "hidden shape", "static shape")
 SIZES = (0, -1, 2**31 - 1, 2**32, 2**62, -(2**63))

@@ -322,11 +322,18 @@ class CacheWithPassDatasetOp : public UnaryDatasetOpKernel {
         return SaveInput(ctx, writer, input_impl_);
       }
 
-      // The restored iterator goes on counting in the saved pass, as Liquid>CachePassDataset's does.
+      // The restored iterator goes on counting in the saved pass, as Liquid>CachePassDataset's does; the cache,
+      // perhaps of another process that never began that pass, is told the pass's epoch again (the clairvoyant
+      // policy ranks its reads by it).
       absl::Status RestoreInternal(IteratorContext* ctx, IteratorStateReader* reader) override {
         {
           mutex_lock lock(mu_);
           TF_RETURN_IF_ERROR(reader->ReadScalar(prefix(), "pass", &pass_));
+          if (pass_ >= 0) {
+            std::shared_ptr<Cache> cache;
+            TF_RETURN_IF_ERROR(Cache::Get(dataset()->config_, &cache));
+            cache->RestorePass(pass_, dataset()->epoch_);
+          }
         }
         return RestoreInput(ctx, reader, input_impl_);
       }
