@@ -121,6 +121,35 @@ def test_overwrite_leaves_only_the_new_conversions_records(crops, tmp_path):
     assert len(listed) == 3 and on_disk == listed
 
 
+def test_no_old_manifest_is_ever_read_over_new_records(crops, tmp_path):
+    """An overwrite removes the old manifest before it writes a record; a manifest over records another conversion
+    wrote (copied back, say) is refused at their first read, by the identity it lists for each record."""
+    dst = tmp_path / "dst"
+    tfliquid.liquid.convert(str(crops), str(dst), formats="raw", images_per_record=40, progress=False)
+    old_manifest = (dst / liquid_format.MANIFEST_FILENAME).read_bytes()
+    src = tmp_path / "src"
+    shutil.copytree(crops, src)
+    (src / "astronaut" / "empty.png").write_bytes(b"")
+    with pytest.raises(tfliquid.ConversionError, match="empty.png"):
+        tfliquid.liquid.convert(
+            str(src),
+            str(dst),
+            formats="raw",
+            images_per_record=40,
+            seed=1,
+            overwrite=True,
+            on_error="raise",
+            progress=False,
+        )
+    assert not (dst / liquid_format.MANIFEST_FILENAME).exists()
+    tfliquid.liquid.convert(
+        str(crops), str(dst), formats="raw", images_per_record=40, seed=1, overwrite=True, progress=False
+    )
+    (dst / liquid_format.MANIFEST_FILENAME).write_bytes(old_manifest)
+    with pytest.raises(tf.errors.DataLossError, match=r"records/.*: offset \d+: header CRC32C"):
+        list(tfliquid.LiquidDataset(str(dst), batch_size=8, decode=False))
+
+
 def test_unreadable_images_are_rejected_and_listed(crops, tmp_path):
     src = tmp_path / "src"
     shutil.copytree(crops, src)

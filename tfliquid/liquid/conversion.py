@@ -188,7 +188,9 @@ def convert(
         for name, items in zip(names, assigned):
             format_of_item[items] = liquid_items.FORMAT_INDEX[name]
         spec = LiquidJobSpec(format_of_item, encoding, verify)
-        entries = record_job.convert_records(source, plan, dst, state, report, spec, verify, overwrite, run)
+        entries = record_job.convert_records(
+            source, plan, dst, state, report, spec, verify, overwrite, run, liquid_format.MANIFEST_FILENAME
+        )
         if not any(e is not None for e in entries):
             raise ConversionError(f"{src}: no image could be converted (the report lists why):\n{report}")
         manifest = _manifest(source, names, weights, plans, entries, state, encoding, images_per_record, seed)

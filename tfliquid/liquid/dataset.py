@@ -108,6 +108,7 @@ class _RecordReader:
                 item_format="raw" if raw_pixels else "bytes",
                 item_channels=self._channels if raw_pixels else 0,
                 item_key="image",
+                header_crc32c=tf.gather(self._header_crcs, i),
             )
 
         items = records.interleave(

@@ -18,7 +18,6 @@ written without it, the report lists it with the reason, and the CLI exits with 
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import time
@@ -120,11 +119,9 @@ def convert(
         state = record_job.State(dst, record_job.plan_fingerprint(source, settings), overwrite)
         report = ConversionReport(dst, file_kind="record", lossy_reason="re-encoded lossily (they were not JPEGs)")
         spec = PCRJobSpec(quality, keep_markers, script, rescript_progressive, verify)
-        if overwrite:
-            # Before any record is replaced: a run killed midway must not leave the old index beside new records.
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(os.path.join(dst, pcr_format.INDEX_FILENAME))
-        entries = record_job.convert_records(source, plan, dst, state, report, spec, verify, overwrite, run)
+        entries = record_job.convert_records(
+            source, plan, dst, state, report, spec, verify, overwrite, run, pcr_format.INDEX_FILENAME
+        )
         written = [pcr_format.index_entry(e) for e in entries if e is not None]
         if not written:
             raise ConversionError(f"{src}: no image could be converted (the report lists why):\n{report}")
