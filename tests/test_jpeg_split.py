@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from tfliquid.jpeg.ops import jpeg_to_progressive
+from tfliquid.jpeg.ops import check_jpeg, jpeg_to_progressive
 from tfliquid.jpeg.scans import (
     EOI,
     MAX_SCANS,
@@ -216,22 +216,26 @@ def _segment(code: int, fields: bytes) -> bytes:
     return bytes([0xFF, code]) + (len(fields) + 2).to_bytes(2, "big") + fields
 
 
+# A 256x256 grey progressive JPEG: its DC scan, then its AC scan (an end-of-band run over every block, in 3 bytes:
+# each such scan is a pass over the image for 11 bytes; libjpeg takes a first scan sent again), and a scan naming a
+# Huffman table never defined, which decoding stops at.
+_BOMB_HEAD = (
+    b"\xff\xd8"
+    + _segment(0xDB, b"\x00" + b"\x01" * 64)
+    + _segment(0xC2, b"\x08\x01\x00\x01\x00\x01\x01\x11\x00")
+    + _segment(0xC4, b"\x00\x01" + b"\x00" * 15 + b"\x00")  # DC: one code, "0", for a difference of 0
+    + _segment(0xC4, b"\x10\x01" + b"\x00" * 15 + b"\xe0")  # AC: one code, "0", for an end-of-band run
+    + _segment(0xDA, b"\x01\x01\x00\x00\x00\x00")
+    + b"\x00" * 128  # each block's DC: "0"
+)
+_END_OF_BAND_RUN = _segment(0xDA, b"\x01\x01\x00\x01\x3f\x00") + b"\x7f\xff\x00"  # "0" then 32767 blocks
+_UNDEFINED_TABLE = _segment(0xDA, b"\x01\x01\x01\x01\x3f\x00") + b"\x7f\xff\x00"
+
+
 def test_a_progressive_jpeg_of_too_many_scans_is_refused_before_its_scans_are_decoded():
-    """A 256x256 grey progressive JPEG whose AC scan (an end-of-band run over every block, in 3 bytes: each such
-    scan is a pass over the image for 11 bytes) is sent 80 times (libjpeg takes a first scan sent again), then a
-    scan naming a Huffman table never defined, which decoding would stop at. The conversion refuses it from its
-    markers, at the SOS of scan 65, before decoding: the undefined table is never reached."""
-    head = (
-        b"\xff\xd8"
-        + _segment(0xDB, b"\x00" + b"\x01" * 64)
-        + _segment(0xC2, b"\x08\x01\x00\x01\x00\x01\x01\x11\x00")
-        + _segment(0xC4, b"\x00\x01" + b"\x00" * 15 + b"\x00")  # DC: one code, "0", for a difference of 0
-        + _segment(0xC4, b"\x10\x01" + b"\x00" * 15 + b"\xe0")  # AC: one code, "0", for an end-of-band run
-        + _segment(0xDA, b"\x01\x01\x00\x00\x00\x00")
-        + b"\x00" * 128  # each block's DC: "0"
-    )
-    end_of_band_run = _segment(0xDA, b"\x01\x01\x00\x01\x3f\x00") + b"\x7f\xff\x00"  # "0" then 32767 blocks
-    undefined_table = _segment(0xDA, b"\x01\x01\x01\x01\x3f\x00") + b"\x7f\xff\x00"
+    """The AC scan sent 80 times, then the undefined table: the conversion refuses it from its markers, at the SOS
+    of scan 65, before decoding: the undefined table is never reached."""
+    head, end_of_band_run, undefined_table = _BOMB_HEAD, _END_OF_BAND_RUN, _UNDEFINED_TABLE
     with pytest.raises(tf.errors.InvalidArgumentError, match="Huffman table 0x[0-9a-f]+ was not defined"):
         jpeg_to_progressive(head + end_of_band_run * 60 + undefined_table + EOI, "bomb.jpg")
     jpeg = head + end_of_band_run * 80 + undefined_table + EOI
@@ -304,3 +308,18 @@ def test_is_jpeg_is_progressive_frame_info(zoo):
         frame_info(b"\xff\xd8" + minimal_scan(b"") + EOI)
     with pytest.raises(JpegError, match=r"^offset 2: frame header of 2 bytes is too short"):
         frame_info(b"\xff\xd8\xff\xc2\x00\x04\x08\x00" + minimal_scan(b"") + EOI)
+
+
+@pytest.mark.parametrize("read", ["check_jpeg", "rescript"])
+def test_every_strict_read_refuses_more_than_500_scans_before_decoding_them(read):
+    """Reads that take any number of scans (a JPEG checked before TensorFlow decodes it, a progressive JPEG given
+    another script) count them from the markers too, against a limit no encoder comes near."""
+    jpeg = _BOMB_HEAD + _END_OF_BAND_RUN * 520 + _UNDEFINED_TABLE + EOI
+    with pytest.raises(tf.errors.InvalidArgumentError) as refusal:
+        if read == "check_jpeg":
+            check_jpeg(jpeg, "bomb.jpg")
+        else:
+            jpeg_to_progressive(jpeg, "bomb.jpg", rescript_progressive=True)
+    scan_501 = len(_BOMB_HEAD) + 499 * len(_END_OF_BAND_RUN)
+    assert f"more than 500 scans (at byte {scan_501})" in refusal.value.message
+    check_jpeg(_BOMB_HEAD + _END_OF_BAND_RUN * 20 + EOI)  # a scan sent again is no error: only the count is

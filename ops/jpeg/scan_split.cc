@@ -141,10 +141,10 @@ ScanSplitResult ScanEnds(const uint8_t* data, size_t size) {
   return result;
 }
 
-size_t ExcessScanOffset(const uint8_t* data, size_t size) {
+size_t ExcessScanOffset(const uint8_t* data, size_t size, size_t limit) {
   size_t scans = 0, excess = 0;
   WalkSegments(data, size, [&](const Segment& segment) {
-    if (segment.code == kSos && ++scans > kMaxScans) excess = segment.offset;
+    if (segment.code == kSos && ++scans > limit) excess = segment.offset;
     return excess == 0;
   });
   return excess;

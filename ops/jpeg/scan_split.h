@@ -28,9 +28,9 @@ struct ScanSplitResult {
 
 ScanSplitResult ScanEnds(const uint8_t* data, size_t size);
 
-// The offset of the SOS marker of scan kMaxScans + 1, read from the markers alone, or 0 when there are no more
-// than kMaxScans scans (or the markers end before: ScanEnds says what is wrong).
-size_t ExcessScanOffset(const uint8_t* data, size_t size);
+// The offset of the SOS marker of scan `limit` + 1, read from the markers alone, or 0 when there are no more
+// than `limit` scans (or the markers end before: ScanEnds says what is wrong).
+size_t ExcessScanOffset(const uint8_t* data, size_t size, size_t limit = kMaxScans);
 
 inline constexpr uint8_t kSos = 0xDA;
 inline constexpr uint8_t kDht = 0xC4;

@@ -2,6 +2,7 @@
 
 #include "jpeg/progressive_writer.h"
 #include "jpeg/scan_script.h"
+#include "jpeg/scan_split.h"
 #include "jpeg/strict_libjpeg.h"
 
 #include <string>
@@ -106,6 +107,13 @@ Outcome ReadWithLibjpeg(Session* s, const uint8_t* data, size_t size, bool keep_
 
 bool ReadCoefficients(Session* s, const uint8_t* data, size_t size, bool keep_markers, const ScanScript* script,
                       std::string* error) {
+  // Counted from the markers before libjpeg reads any scan: each scan of a progressive JPEG may be a pass over
+  // every block for a few bytes, so a file of repeated scans costs time in proportion to their number.
+  if (const size_t excess = ExcessScanOffset(data, size, kMaxReadScans); excess != 0) {
+    *error = "more than " + std::to_string(kMaxReadScans) + " scans (at byte " + std::to_string(excess) +
+             "): no encoder writes so many, and each may cost a pass over the whole image";
+    return false;
+  }
   s->src.err = s->dst.err = StrictErrors(&s->err);
   s->size = size;
   switch (ReadWithLibjpeg(s, data, size, keep_markers, script)) {

@@ -11,6 +11,11 @@
 
 namespace tfliquid::jpeg {
 
+// The most scans a JPEG read whole may have. No encoder writes more than a few dozen (a progressive script sends
+// each coefficient band of each component, at most once per bit); libjpeg-turbo suggests a limit of this order
+// for its own decoders (TJPARAM_SCANLIMIT, djpeg -maxscans) against files of repeated scans.
+inline constexpr size_t kMaxReadScans = 500;
+
 // Copies the DCT coefficients of the JPEG in [data, data + size), baseline or progressive, into a progressive JPEG
 // with the scans of `script` and optimised Huffman tables: `jpegtran -progressive -optimize -copy none` (the
 // standard script) or `jpegtran -scans FILE -optimize -copy none`, byte for byte, or `-copy all` when
@@ -22,7 +27,8 @@ namespace tfliquid::jpeg {
 // Returns true and sets *out, or returns false and sets *error to libjpeg's message and the byte offset. Unlike
 // jpegtran, corruption that libjpeg would recover from by filling blocks with grey (truncated or damaged
 // entropy-coded data, a broken progression) is an error, and so is a frame header claiming more 8x8 blocks than
-// the data can code, and so is a custom script for another number of components. Never exits or prints; thread-safe (no
+// the data can code, and so is a file of more than kMaxReadScans scans (counted from the markers, before any is
+// read), and so is a custom script for another number of components. Never exits or prints; thread-safe (no
 // shared state).
 bool TranscodeToProgressive(const uint8_t* data, size_t size, bool keep_markers, const ScanScript& script,
                             std::string* out, std::string* error);
