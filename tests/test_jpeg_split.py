@@ -1,6 +1,7 @@
 """Tests of the scan-splitting reference (tfliquid/jpeg/scans.py) against real JPEGs (tests/jpeg_samples.py)."""
 
 import io
+import subprocess
 
 import numpy as np
 import pytest
@@ -323,3 +324,22 @@ def test_every_strict_read_refuses_more_than_500_scans_before_decoding_them(read
     scan_501 = len(_BOMB_HEAD) + 499 * len(_END_OF_BAND_RUN)
     assert f"more than 500 scans (at byte {scan_501})" in refusal.value.message
     check_jpeg(_BOMB_HEAD + _END_OF_BAND_RUN * 20 + EOI)  # a scan sent again is no error: only the count is
+
+
+def test_what_a_strict_read_sees_of_a_cut_arithmetic_coded_scan(zoo, tmp_path):
+    """The documented bound of strict reading (docs/reliability.md): an arithmetic-coded scan cut short is refused
+    when nothing follows the cut, and read with zeros in place of the missing bytes when a marker does (T.81 lets
+    an encoder drop a scan's trailing zero bytes, so the decoder must read them as zeros: no count tells the cut).
+    Huffman-coded scans cut before a marker are refused."""
+    source = tmp_path / "baseline.jpg"
+    source.write_bytes(zoo["baseline_420"])
+    arithmetic = subprocess.run(["jpegtran", "-arithmetic", str(source)], check=True, capture_output=True).stdout
+    check_jpeg(arithmetic)
+    scan = arithmetic.index(b"\xff\xda")
+    cut = scan + (len(arithmetic) - scan) // 2
+    with pytest.raises(tf.errors.InvalidArgumentError, match="corrupt JPEG"):
+        check_jpeg(arithmetic[:cut])
+    check_jpeg(arithmetic[:cut] + EOI)  # the bound: read as the whole file's prefix followed by zeros
+    huffman = zoo["baseline_420"]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="corrupt JPEG"):
+        check_jpeg(huffman[: huffman.index(b"\xff\xda") + (len(huffman) - huffman.index(b"\xff\xda")) // 2] + EOI)
