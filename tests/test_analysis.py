@@ -444,10 +444,9 @@ def test_thread_plan(png_files):
     assert [b[0].shape[0] for b in batches] == [BATCH, BATCH]
 
 
-def _dense_model(steps_per_execution: int = 1, hidden_layers: int = 1):
+def _dense_model(steps_per_execution: int = 1):
     keras.utils.set_random_seed(0)
-    hidden = [keras.layers.Dense(1024, activation="relu") for _ in range(hidden_layers)]
-    model = keras.Sequential([keras.Input((256,)), *hidden, keras.layers.Dense(2)])
+    model = keras.Sequential([keras.Input((256,)), keras.layers.Dense(1024, activation="relu"), keras.layers.Dense(2)])
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     model.compile("adam", loss, steps_per_execution=steps_per_execution)
     return model
@@ -473,8 +472,8 @@ def input_bound(tmp_path_factory):
     tfliquid.io.set_read_bandwidth(None)
 
 
-def _fit(data, monitor, epochs=3, steps_per_execution=1, hidden_layers=1, **fit):
-    history = _dense_model(steps_per_execution, hidden_layers).fit(
+def _fit(data, monitor, epochs=3, steps_per_execution=1, **fit):
+    history = _dense_model(steps_per_execution).fit(
         monitor.instrument(data), epochs=epochs, shuffle=False, verbose=0, callbacks=[monitor], **fit
     )
     return history.history
@@ -488,14 +487,12 @@ def test_stall_monitor_tells_an_input_bound_job_from_a_model_bound_one(input_bou
     # validation (not instrumented here: not measured) left out.
     assert min(stalled[1:]) > 0.6 and stalled[0] < min(stalled[1:]), stalled
     assert "val_data_stall_fraction" not in waiting
-    # Model-bound: two hidden layers of 1024 make a step several milliseconds, where fetching a batch from memory
-    # takes a fraction of one (with one layer the two were close: the job waited on input a third of its time).
-    # Epochs of 256 steps (over a second): before each later epoch's first step Keras drops the iterator it made at
-    # the last epoch's end and makes another, which counts as waiting (docs/analysis.md) and took 0.05-0.2 s on a
-    # busy machine, half of a 64-step epoch.
-    computing = _fit(fast.repeat(4), tfliquid.keras.StallMonitor(), hidden_layers=2)
+    # Model-bound: a step computes for milliseconds where a batch from memory takes microseconds. One iterator for
+    # all epochs (steps_per_epoch on a repeated dataset): otherwise Keras deletes each epoch's iterator at the next
+    # epoch's first step, which counts as waiting and took seconds on a loaded machine (docs/analysis.md).
+    computing = _fit(fast.repeat(), tfliquid.keras.StallMonitor(), steps_per_epoch=64)
     fractions = computing["data_stall_fraction"]
-    assert max(fractions) < 0.3, computing
+    assert np.median(fractions) < 0.2, computing  # the median epoch: a pause in one epoch does not decide
     assert all(rate > 0 for rate in computing["input_rate"])
 
 

@@ -27,14 +27,21 @@ sources=("$root/ops/jpeg/scan_split.cc" "$root/ops/jpeg/scan_script.cc" "$root/o
   "$root/ops/jpeg/progressive_writer.cc" "$root/ops/jpeg/strict_libjpeg.cc" "$root/ops/jpeg/scaled_decode.cc" "$root/ops/jpeg/spectral_decode.cc"
   "$root/ops/tests/jpeg_test.cc")
 flags=(-std=c++17 -Wall -Wextra -Werror -pthread -I"$root/ops")
-# The two builds side by side (each on a core); `wait PID` keeps each one's exit status.
-g++ -O2 "${flags[@]}" "${sources[@]}" -ljpeg -o "$work/jpeg_test" &
-plain=$!
-g++ -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
-  "${flags[@]}" "${sources[@]}" -ljpeg -o "$work/jpeg_test_asan" &
-sanitized=$!
-wait "$plain"
-wait "$sanitized"
+sanitize=(-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+source "$root/ops/tests/compiler.sh"
+# Both builds side by side, one compiler per source; `wait PID` keeps each one's exit status.
+compiles=() plain_objects=() sanitized_objects=()
+for source in "${sources[@]}"; do
+  plain_objects+=("$work/$(basename "$source").o")
+  "${cxx[@]}" -O2 "${flags[@]}" -c "$source" -o "${plain_objects[-1]}" &
+  compiles+=($!)
+  sanitized_objects+=("$work/$(basename "$source").asan.o")
+  "${cxx[@]}" "${sanitize[@]}" "${flags[@]}" -c "$source" -o "${sanitized_objects[-1]}" &
+  compiles+=($!)
+done
+for pid in "${compiles[@]}"; do wait "$pid"; done
+g++ -O2 "${flags[@]}" "${plain_objects[@]}" -ljpeg -o "$work/jpeg_test"
+g++ "${sanitize[@]}" "${flags[@]}" "${sanitized_objects[@]}" -ljpeg -o "$work/jpeg_test_asan"
 
 "$work/jpeg_test" "$iterations" "${jpegs[@]}"
 echo "under ASan/UBSan:"

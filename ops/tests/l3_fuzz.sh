@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the L3 decoder's fuzz target (ops/tests/l3_fuzz.cc) under ASan/UBSan and runs its mutation loop for
 # SECONDS on seed L3 files, after replaying the saved crashes of ops/tests/l3_crashes (regressions). Two builds
-# share the time: the decoder as it runs here (SIMD row loops on x86; two thirds) and its scalar loops alone
-# (-DTFLIQUID_L3_SCALAR, the code other CPUs run; one third).
+# share the time, side by side: the decoder as it runs here (SIMD row loops on x86; two thirds) and its scalar
+# loops alone (-DTFLIQUID_L3_SCALAR, the code other CPUs run; one third).
 # A new finding is saved in ops/tests/l3_crashes as crash-HASH and fails the run.
 #
 # Usage: ops/tests/l3_fuzz.sh SECONDS [SEED_DIR]
@@ -33,13 +33,14 @@ for source in "$root"/ops/l3/*.cc; do
 done
 flags=(-std=c++17 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
   -Wall -Wextra -Werror -I"$root/ops")
+source "$root/ops/tests/compiler.sh"
 compiles=()
 for variant in simd scalar; do
   mkdir -p "$work/$variant"
   defines=()
   [[ "$variant" == scalar ]] && defines=(-DTFLIQUID_L3_SCALAR)
   for source in "${codec[@]}" "$root/ops/tests/l3_fuzz.cc"; do  # one compiler per file, as setup.py does
-    g++ "${flags[@]}" "${defines[@]}" -c "$source" -o "$work/$variant/$(basename "$source").o" &
+    "${cxx[@]}" "${flags[@]}" "${defines[@]}" -c "$source" -o "$work/$variant/$(basename "$source").o" &
     compiles+=($!)
   done
 done
@@ -61,12 +62,20 @@ fi
 mkdir -p "$crash_dir"
 seed_args=()
 [[ -n "${L3_FUZZ_SEED:-}" ]] && seed_args=(--seed "$L3_FUZZ_SEED")
-status=0
-echo "SIMD row loops:"
-"$work/l3_fuzz_simd" --seconds $(( seconds * 2 / 3 )) "${seed_args[@]}" --crash-dir "$crash_dir" "$seed_dir"/*.l3 ||
-  status=$?
-echo "scalar row loops:"
+# The two side by side (a core each), their reports printed in turn.
+"$work/l3_fuzz_simd" --seconds $(( seconds * 2 / 3 )) "${seed_args[@]}" --crash-dir "$crash_dir" "$seed_dir"/*.l3 \
+  > "$work/simd.out" 2> "$work/simd.err" &
+simd=$!
 "$work/l3_fuzz_scalar" --seconds $(( (seconds + 2) / 3 )) "${seed_args[@]}" --crash-dir "$crash_dir" \
-  "$seed_dir"/*.l3 || status=$?
+  "$seed_dir"/*.l3 > "$work/scalar.out" 2> "$work/scalar.err" &
+scalar=$!
+status=0
+wait "$simd" || status=$?
+wait "$scalar" || status=$?
+for variant in simd scalar; do
+  [[ "$variant" == simd ]] && echo "SIMD row loops:" || echo "scalar row loops:"
+  cat "$work/$variant.out"
+  cat "$work/$variant.err" >&2
+done
 rmdir "$crash_dir" 2> /dev/null || true  # left only when it holds a crash
 exit "$status"

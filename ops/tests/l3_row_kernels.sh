@@ -8,11 +8,14 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 flags=(-std=c++17 -Wall -Wextra -Werror -I"$root/ops")
-g++ -O2 "${flags[@]}" "$root/ops/tests/l3_row_kernels_test.cc" -o "$work/test" &
+sanitize=(-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+source "$root/ops/tests/compiler.sh"
+"${cxx[@]}" -O2 "${flags[@]}" -c "$root/ops/tests/l3_row_kernels_test.cc" -o "$work/test.o" &
 optimised=$!
-g++ -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer "${flags[@]}" \
-  "$root/ops/tests/l3_row_kernels_test.cc" -o "$work/test_asan"
+"${cxx[@]}" "${sanitize[@]}" "${flags[@]}" -c "$root/ops/tests/l3_row_kernels_test.cc" -o "$work/test_asan.o"
 wait "$optimised"
+g++ -O2 "$work/test.o" -o "$work/test"
+g++ "${sanitize[@]}" "$work/test_asan.o" -o "$work/test_asan"
 "$work/test"
 echo "under ASan/UBSan:"
 "$work/test_asan"

@@ -33,6 +33,9 @@ CUDA_SOURCES = [
     if path.stem.startswith(("cuda_api", "l3_gpu")) or path.stem in ("device", "verify", "timing")
 ]
 WARNINGS = ["-Wall", "-Wextra", "-Werror"]
+# Put in front of each compile where it is installed: ccache makes unchanged sources free to build again (it caches
+# compiles, not links).
+LAUNCHER = ["ccache"] if shutil.which("ccache") else []
 
 
 def cuda_include() -> Path | None:
@@ -59,7 +62,7 @@ def compile_sources(
     and core. `compiler` may be nvcc, which hands the files to its host compiler with the toolkit's headers."""
     warnings = WARNINGS if compiler != "nvcc" else ["-Xcompiler=" + ",".join(WARNINGS)]
     folder.mkdir(parents=True, exist_ok=True)
-    compile_flags = [compiler, "-std=c++17", *warnings, *flags, f"-I{OPS}", f"-I{include}"]
+    compile_flags = [*LAUNCHER, compiler, "-std=c++17", *warnings, *flags, f"-I{OPS}", f"-I{include}"]
     objects = {folder / f"{source.parent.name}_{source.stem}.o": source for source in sources}
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count()) as pool:
         list(pool.map(_run, [[*compile_flags, "-c", str(source), "-o", str(obj)] for obj, source in objects.items()]))
@@ -78,9 +81,11 @@ def build_driver(output: Path, include: Path, flags: tuple[str, ...] = ("-O2",))
 def build_cpu_driver_library(output: Path, include: Path, flags: tuple[str, ...] = ("-O2",)) -> Path:
     """Compiles tests/cuda_host/cuda_driver.cc, the driver API on the CPU, into a library to load in libcuda's
     place (TFLIQUID_CUDA_DRIVER_LIBRARY)."""
+    source = CUDA_HOST / "cuda_driver.cc"
+    obj = output.with_suffix(".o")
     _run(
-        ["c++", "-std=c++20", "-shared", "-fPIC", "-pthread", *WARNINGS, *flags]
-        + [f"-I{CUDA_HOST}", f"-I{OPS / 'l3'}", f"-I{OPS}", f"-I{include}", str(CUDA_HOST / "cuda_driver.cc")]
-        + ["-o", str(output)]
+        [*LAUNCHER, "c++", "-std=c++20", "-fPIC", "-pthread", *WARNINGS, *flags]
+        + [f"-I{CUDA_HOST}", f"-I{OPS / 'l3'}", f"-I{OPS}", f"-I{include}", "-c", str(source), "-o", str(obj)]
     )
+    _run(["c++", "-shared", "-pthread", *flags, str(obj), "-o", str(output)])
     return output

@@ -29,9 +29,9 @@ class StallMonitor(keras.callbacks.Callback):
 
     Waiting for input is the time each train step waited for its batches, timed where they are asked for (so any
     `steps_per_execution` works, and tracing the first step is not waiting), and the time before the first step
-    (making the epoch's iterator). An epoch's training time runs from its start to its last step's end: deleting
-    the iterator after that, and validation, are left out. Put the monitor before callbacks that read the logs
-    (TensorBoard, CSVLogger).
+    (making the epoch's iterator; without `steps_per_epoch`, Keras also deletes the last epoch's there). An epoch's
+    training time runs from its start to its last step's end: what Keras does with the input after that, and
+    validation, are left out. Put the monitor before callbacks that read the logs (TensorBoard, CSVLogger).
     The data model.fit trains on must be this monitor's `instrument(...)`: if the first train step took no batch
     from it, the monitor raises `tfliquid.ArgumentError` rather than log a stall of 0. It measures one process.
     """
