@@ -46,12 +46,14 @@ bench: $(INSTALLED)
 	$(PY) -m benchmarks.service
 	$(PY) -m benchmarks.clairvoyant
 
-# jpegtran/cjpeg (tests, fixtures) and the libjpeg headers (the lossless transcoder links libjpeg).
+# jpegtran/cjpeg (tests, fixtures), the libjpeg headers (the lossless transcoder links libjpeg) and ccache (the
+# C++ tests' sanitizer builds compile again only what changed: ops/tests/compiler.sh).
 system-deps:
-	@if ! command -v jpegtran >/dev/null || ! command -v cjpeg >/dev/null || [ ! -f /usr/include/jpeglib.h ]; then \
-	  echo "installing Debian packages libjpeg-turbo-progs libjpeg-dev"; \
+	@if ! command -v jpegtran >/dev/null || ! command -v cjpeg >/dev/null || [ ! -f /usr/include/jpeglib.h ] \
+	    || ! command -v ccache >/dev/null; then \
+	  echo "installing Debian packages libjpeg-turbo-progs libjpeg-dev ccache"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq libjpeg-turbo-progs libjpeg-dev >/dev/null; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq libjpeg-turbo-progs libjpeg-dev ccache >/dev/null; \
 	fi
 
 $(PY):

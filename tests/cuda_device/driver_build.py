@@ -34,8 +34,10 @@ CUDA_SOURCES = [
 ]
 WARNINGS = ["-Wall", "-Wextra", "-Werror"]
 # Put in front of each compile where it is installed: ccache makes unchanged sources free to build again (it caches
-# compiles, not links).
+# compiles, not links). Paths below the checkout are hashed relative to it, and the working directory not at all, so
+# that another clone of the same sources finds them built (as ops/tests/compiler.sh does).
 LAUNCHER = ["ccache"] if shutil.which("ccache") else []
+CCACHE_ENV = {"CCACHE_BASEDIR": os.environ.get("CCACHE_BASEDIR", str(ROOT)), "CCACHE_NOHASHDIR": "1"}
 
 
 def cuda_include() -> Path | None:
@@ -50,7 +52,7 @@ def cuda_include() -> Path | None:
 
 
 def _run(command: list[str]) -> None:
-    result = subprocess.run(command, capture_output=True, text=True)
+    result = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **CCACHE_ENV})
     if result.returncode != 0:
         raise RuntimeError(f"{' '.join(command)}\n{result.stdout}{result.stderr}")
 
