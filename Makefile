@@ -65,7 +65,12 @@ $(VENV)/.deps-installed: requirements-dev.txt | $(PY)
 	$(PIP) check  # apache-beam (the [beam] extra) must resolve beside TensorFlow: protobuf, grpcio, numpy
 	touch $@
 
+# ccache, where installed, makes a rebuild (another clone, an edited source) compile only what changed: paths below
+# the checkout are hashed relative to it, and the working directory not at all.
 $(INSTALLED): $(VENV)/.deps-installed $(SOURCES) | system-deps
+	if command -v ccache >/dev/null; then \
+	  export CC="ccache gcc" CXX="ccache g++" CCACHE_BASEDIR="$(CURDIR)" CCACHE_NOHASHDIR=1; \
+	fi; \
 	$(PIP) install -q --no-build-isolation --no-deps -e .
 	touch $@
 

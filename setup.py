@@ -79,7 +79,9 @@ class BuildTensorFlowOps(build_ext):
 
     def build_extensions(self):
         tf = _tensorflow()
-        generated = os.path.join(os.path.abspath(self.build_temp), "generated")
+        # Beside the sources, not in the build's temporary folder: the same path in every build, so that a compiler
+        # cache (the Makefile puts ccache in front where it is installed) finds unchanged sources built.
+        generated = os.path.join(HERE, "build", "generated")
         write_embedded_sources(generated)
         compile_flags = tf.sysconfig.get_compile_flags()
         link_flags = tf.sysconfig.get_link_flags()
