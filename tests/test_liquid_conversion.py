@@ -8,6 +8,7 @@ import shutil
 import numpy as np
 import pytest
 import tensorflow as tf
+from PIL import Image
 
 import tfliquid
 from tfliquid import cli
@@ -122,31 +123,32 @@ def test_overwrite_leaves_only_the_new_conversions_records(crops, tmp_path):
 
 
 def test_no_old_manifest_is_ever_read_over_new_records(crops, tmp_path):
-    """An overwrite removes the old manifest before it writes a record; a manifest over records another conversion
-    wrote (copied back, say) is refused at their first read, by the identity it lists for each record."""
+    """An overwrite removes the old manifest before it writes a record; a manifest over a record another conversion
+    wrote (copied back, say) is refused at its read by the identity it lists, even where the sizes agree."""
     dst = tmp_path / "dst"
     tfliquid.liquid.convert(str(crops), str(dst), formats="raw", images_per_record=40, progress=False)
     old_manifest = (dst / liquid_format.MANIFEST_FILENAME).read_bytes()
-    src = tmp_path / "src"
-    shutil.copytree(crops, src)
-    (src / "astronaut" / "empty.png").write_bytes(b"")
+    failing = tmp_path / "failing"
+    shutil.copytree(crops, failing)
+    (failing / "astronaut" / "empty.png").write_bytes(b"")
     with pytest.raises(tfliquid.ConversionError, match="empty.png"):
         tfliquid.liquid.convert(
-            str(src),
+            str(failing),
             str(dst),
             formats="raw",
             images_per_record=40,
-            seed=1,
             overwrite=True,
             on_error="raise",
             progress=False,
         )
     assert not (dst / liquid_format.MANIFEST_FILENAME).exists()
-    tfliquid.liquid.convert(
-        str(crops), str(dst), formats="raw", images_per_record=40, seed=1, overwrite=True, progress=False
-    )
+    changed = tmp_path / "changed"  # one image mirrored: its record keeps its size, not its bytes
+    shutil.copytree(crops, changed)
+    mirrored = sorted((changed / "astronaut").iterdir())[0]
+    Image.open(mirrored).transpose(Image.Transpose.FLIP_LEFT_RIGHT).save(mirrored, format="JPEG")
+    tfliquid.liquid.convert(str(changed), str(dst), formats="raw", images_per_record=40, overwrite=True, progress=False)
     (dst / liquid_format.MANIFEST_FILENAME).write_bytes(old_manifest)
-    with pytest.raises(tf.errors.DataLossError, match=r"records/.*: offset \d+: header CRC32C"):
+    with pytest.raises(tf.errors.DataLossError, match=r"records/.*: offset \d+: header CRC32C .* index lists"):
         list(tfliquid.LiquidDataset(str(dst), batch_size=8, decode=False))
 
 
