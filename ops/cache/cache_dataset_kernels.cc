@@ -254,38 +254,18 @@ class CacheWithPassDatasetOp : public UnaryDatasetOpKernel {
   }
 
  private:
-  class Dataset : public UnaryDataset {
+  class Dataset : public ForwardingDataset<Dataset> {
    public:
     Dataset(OpKernelContext* ctx, const DatasetBase* input, Config config, int64_t epoch)
-        : UnaryDataset(ctx, input, "CacheWithPass"), config_(std::move(config)), epoch_(epoch) {
+        : ForwardingDataset(ctx, input, "CacheWithPass"), config_(std::move(config)), epoch_(epoch) {
       AddOutput(tensorflow::DT_INT64, PartialTensorShape({}));
       AddInputOutputs();
     }
 
-    std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
-      return std::make_unique<Iterator>(Iterator::Params{this, IteratorPrefix(prefix)});
-    }
-
-    int64_t CardinalityInternal(tensorflow::data::CardinalityOptions options) const override {
-      return input_->Cardinality(options);
-    }
-
-   protected:
-    absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
-                                    Node** output) const override {
-      Attrs attrs;
-      cache::AppendAttrs(config_, &attrs);
-      return AddDatasetNode(ctx, b, this, input_, attrs, output, epoch_);
-    }
-
-   private:
-    class Iterator : public DatasetIterator<Dataset> {
+    // Yields the input's elements, each after the id of the pass it belongs to.
+    class Iterator : public ForwardingDataset::Iterator {
      public:
-      explicit Iterator(const Params& params) : DatasetIterator<Dataset>(params) {}
-
-      absl::Status Initialize(IteratorContext* ctx) override {
-        return dataset()->input_->MakeIterator(ctx, this, prefix(), &input_impl_);
-      }
+      using ForwardingDataset::Iterator::Iterator;
 
       absl::Status GetNextInternal(IteratorContext* ctx, std::vector<Tensor>* out_tensors,
                                    bool* end_of_sequence) override {
@@ -300,7 +280,7 @@ class CacheWithPassDatasetOp : public UnaryDatasetOpKernel {
           pass = pass_;
         }
         std::vector<Tensor> element;
-        TF_RETURN_IF_ERROR(input_impl_->GetNext(ctx, &element, end_of_sequence));
+        TF_RETURN_IF_ERROR(ForwardingDataset::Iterator::GetNextInternal(ctx, &element, end_of_sequence));
         if (*end_of_sequence) return absl::OkStatus();
         out_tensors->emplace_back(ctx->allocator({}), tensorflow::DT_INT64, TensorShape({}));
         out_tensors->back().scalar<int64_t>()() = pass;
@@ -309,17 +289,12 @@ class CacheWithPassDatasetOp : public UnaryDatasetOpKernel {
       }
 
      protected:
-      std::shared_ptr<tensorflow::data::model::Node> CreateNode(
-          IteratorContext*, tensorflow::data::model::Node::Args args) const override {
-        return tensorflow::data::model::MakeKnownRatioNode(std::move(args), /*ratio=*/1);
-      }
-
       absl::Status SaveInternal(SerializationContext* ctx, IteratorStateWriter* writer) override {
         {
           mutex_lock lock(mu_);
           TF_RETURN_IF_ERROR(writer->WriteScalar(prefix(), "pass", pass_));
         }
-        return SaveInput(ctx, writer, input_impl_);
+        return ForwardingDataset::Iterator::SaveInternal(ctx, writer);
       }
 
       // The restored iterator goes on counting in the saved pass, as Liquid>CachePassDataset's does; the cache,
@@ -335,15 +310,23 @@ class CacheWithPassDatasetOp : public UnaryDatasetOpKernel {
             cache->RestorePass(pass_, dataset()->epoch_);
           }
         }
-        return RestoreInput(ctx, reader, input_impl_);
+        return ForwardingDataset::Iterator::RestoreInternal(ctx, reader);
       }
 
      private:
       mutex mu_;
       int64_t pass_ TF_GUARDED_BY(mu_) = -1;  // begun at the first element
-      std::unique_ptr<IteratorBase> input_impl_;
     };
 
+   protected:
+    absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
+                                    Node** output) const override {
+      Attrs attrs;
+      cache::AppendAttrs(config_, &attrs);
+      return AddDatasetNode(ctx, b, this, input_, attrs, output, epoch_);
+    }
+
+   private:
     const Config config_;
     const int64_t epoch_;
   };

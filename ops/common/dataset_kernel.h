@@ -1,5 +1,6 @@
-// What tfliquid's dataset kernels share: tf.data's names, a base for datasets of one input dataset, and a base for
-// source datasets whose elements are computed when first read.
+// What tfliquid's dataset kernels share: tf.data's names, a base for datasets of one input dataset (and one for those
+// that yield an element per input element), and a base for source datasets whose elements are computed when first
+// read.
 #ifndef TFLIQUID_OPS_COMMON_DATASET_KERNEL_H_
 #define TFLIQUID_OPS_COMMON_DATASET_KERNEL_H_
 
@@ -101,6 +102,55 @@ class UnaryDataset : public DatasetBase {
   const std::string type_;
   DataTypeVector dtypes_;
   std::vector<PartialTensorShape> shapes_;
+};
+
+// A UnaryDataset with an element for each of its input's (so as many), made by `Self::Iterator`: this class's
+// Iterator, which yields the input's elements unchanged, or Self's own, usually derived from it (public, so that this
+// class can make it). Self derives from ForwardingDataset<Self>.
+template <typename Self>
+class ForwardingDataset : public UnaryDataset {
+ public:
+  using UnaryDataset::UnaryDataset;
+
+  std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
+    using SelfIterator = typename Self::Iterator;
+    return std::make_unique<SelfIterator>(
+        typename SelfIterator::Params{static_cast<const Self*>(this), IteratorPrefix(prefix)});
+  }
+  int64_t CardinalityInternal(tensorflow::data::CardinalityOptions options) const override {
+    return input_->Cardinality(options);
+  }
+
+  // Makes the input's iterator when initialized, yields its elements, and saves and restores it. An iterator that
+  // does more derives from it and overrides a method, calling this one's in it (its own state saved and restored
+  // before the input's, under its prefix).
+  class Iterator : public DatasetIterator<Self> {
+   public:
+    explicit Iterator(const typename DatasetIterator<Self>::Params& params) : DatasetIterator<Self>(params) {}
+
+    absl::Status Initialize(IteratorContext* ctx) override {
+      return this->dataset()->input_->MakeIterator(ctx, this, this->prefix(), &input_impl_);
+    }
+    absl::Status GetNextInternal(IteratorContext* ctx, std::vector<Tensor>* out_tensors,
+                                 bool* end_of_sequence) override {
+      return input_impl_->GetNext(ctx, out_tensors, end_of_sequence);
+    }
+
+   protected:
+    std::shared_ptr<tensorflow::data::model::Node> CreateNode(IteratorContext*,
+                                                              tensorflow::data::model::Node::Args args) const override {
+      return tensorflow::data::model::MakeKnownRatioNode(std::move(args), /*ratio=*/1);
+    }
+    absl::Status SaveInternal(SerializationContext* ctx, IteratorStateWriter* writer) override {
+      return this->SaveInput(ctx, writer, input_impl_);
+    }
+    absl::Status RestoreInternal(IteratorContext* ctx, IteratorStateReader* reader) override {
+      return this->RestoreInput(ctx, reader, input_impl_);
+    }
+
+   private:
+    std::unique_ptr<IteratorBase> input_impl_;
+  };
 };
 
 // A source dataset of scalars computed when it is first read (a file's bytes, a variable's value, a cache's pass).

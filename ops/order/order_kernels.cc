@@ -56,19 +56,13 @@ class UnsplittableDatasetOp : public UnaryDatasetOpKernel {
   }
 
  private:
-  class Dataset : public UnaryDataset {
+  class Dataset : public ForwardingDataset<Dataset> {
    public:
     Dataset(OpKernelContext* ctx, const DatasetBase* input, std::string reason)
-        : UnaryDataset(ctx, input, "Unsplittable"), reason_(std::move(reason)) {
+        : ForwardingDataset(ctx, input, "Unsplittable"), reason_(std::move(reason)) {
       AddInputOutputs();
     }
 
-    std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
-      return std::make_unique<Iterator>(Iterator::Params{this, IteratorPrefix(prefix)});
-    }
-    int64_t CardinalityInternal(tensorflow::data::CardinalityOptions options) const override {
-      return input_->Cardinality(options);
-    }
     absl::Status MakeSplitProviders(std::vector<std::unique_ptr<tensorflow::data::SplitProvider>>*) const override {
       return tensorflow::errors::FailedPrecondition(reason_);
     }
@@ -80,34 +74,6 @@ class UnsplittableDatasetOp : public UnaryDatasetOpKernel {
     }
 
    private:
-    class Iterator : public DatasetIterator<Dataset> {
-     public:
-      explicit Iterator(const Params& params) : DatasetIterator<Dataset>(params) {}
-
-      absl::Status Initialize(IteratorContext* ctx) override {
-        return dataset()->input_->MakeIterator(ctx, this, prefix(), &input_impl_);
-      }
-      absl::Status GetNextInternal(IteratorContext* ctx, std::vector<Tensor>* out_tensors,
-                                   bool* end_of_sequence) override {
-        return input_impl_->GetNext(ctx, out_tensors, end_of_sequence);
-      }
-
-     protected:
-      std::shared_ptr<tensorflow::data::model::Node> CreateNode(
-          IteratorContext*, tensorflow::data::model::Node::Args args) const override {
-        return tensorflow::data::model::MakeKnownRatioNode(std::move(args), /*ratio=*/1);
-      }
-      absl::Status SaveInternal(SerializationContext* ctx, IteratorStateWriter* writer) override {
-        return SaveInput(ctx, writer, input_impl_);
-      }
-      absl::Status RestoreInternal(IteratorContext* ctx, IteratorStateReader* reader) override {
-        return RestoreInput(ctx, reader, input_impl_);
-      }
-
-     private:
-      std::unique_ptr<IteratorBase> input_impl_;
-    };
-
     const std::string reason_;
   };
 
@@ -144,30 +110,16 @@ class IterationDatasetOp : public UnaryDatasetOpKernel {
   }
 
  private:
-  class Dataset : public UnaryDataset {
+  class Dataset : public ForwardingDataset<Dataset> {
    public:
     Dataset(OpKernelContext* ctx, const DatasetBase* input, std::string name)
-        : UnaryDataset(ctx, input, "Iteration"), name_(std::move(name)), iterations_(IterationsNamed(name_)) {
+        : ForwardingDataset(ctx, input, "Iteration"), name_(std::move(name)), iterations_(IterationsNamed(name_)) {
       AddInputOutputs();
     }
 
-    std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
-      return std::make_unique<Iterator>(Iterator::Params{this, IteratorPrefix(prefix)});
-    }
-    int64_t CardinalityInternal(tensorflow::data::CardinalityOptions options) const override {
-      return input_->Cardinality(options);
-    }
-
-   protected:
-    absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
-                                    Node** output) const override {
-      return AddDatasetNode(ctx, b, this, input_, {Attr(kIterationsAttr, name_)}, output);
-    }
-
-   private:
-    class Iterator : public DatasetIterator<Dataset> {
+    class Iterator : public ForwardingDataset::Iterator {
      public:
-      explicit Iterator(const Params& params) : DatasetIterator<Dataset>(params) {}
+      using ForwardingDataset::Iterator::Iterator;
 
       // Numbers this iteration, then makes the input's iterators, which read the number.
       absl::Status Initialize(IteratorContext* ctx) override {
@@ -177,21 +129,13 @@ class IterationDatasetOp : public UnaryDatasetOpKernel {
           iteration_ = iterations.next++;
           iterations.current = iteration_;
         }
-        return dataset()->input_->MakeIterator(ctx, this, prefix(), &input_impl_);
-      }
-      absl::Status GetNextInternal(IteratorContext* ctx, std::vector<Tensor>* out_tensors,
-                                   bool* end_of_sequence) override {
-        return input_impl_->GetNext(ctx, out_tensors, end_of_sequence);
+        return ForwardingDataset::Iterator::Initialize(ctx);
       }
 
      protected:
-      std::shared_ptr<tensorflow::data::model::Node> CreateNode(
-          IteratorContext*, tensorflow::data::model::Node::Args args) const override {
-        return tensorflow::data::model::MakeKnownRatioNode(std::move(args), /*ratio=*/1);
-      }
       absl::Status SaveInternal(SerializationContext* ctx, IteratorStateWriter* writer) override {
         TF_RETURN_IF_ERROR(writer->WriteScalar(prefix(), "iteration", iteration_));
-        return SaveInput(ctx, writer, input_impl_);
+        return ForwardingDataset::Iterator::SaveInternal(ctx, writer);
       }
       // The input's iterators restore their own number; the iteration after this one is numbered next.
       absl::Status RestoreInternal(IteratorContext* ctx, IteratorStateReader* reader) override {
@@ -203,14 +147,20 @@ class IterationDatasetOp : public UnaryDatasetOpKernel {
           iterations.current = iteration_;
           iterations.next = iteration_ + 1;
         }
-        return RestoreInput(ctx, reader, input_impl_);
+        return ForwardingDataset::Iterator::RestoreInternal(ctx, reader);
       }
 
      private:
       int64_t iteration_ = 0;
-      std::unique_ptr<IteratorBase> input_impl_;
     };
 
+   protected:
+    absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
+                                    Node** output) const override {
+      return AddDatasetNode(ctx, b, this, input_, {Attr(kIterationsAttr, name_)}, output);
+    }
+
+   private:
     const std::string name_;
     Iterations& iterations_;
   };
@@ -237,10 +187,10 @@ class SeededShuffleDatasetOp : public UnaryDatasetOpKernel {
   }
 
  private:
-  class Dataset : public UnaryDataset {
+  class Dataset : public ForwardingDataset<Dataset> {
    public:
     Dataset(OpKernelContext* ctx, const DatasetBase* input, std::string name, int64_t seed)
-        : UnaryDataset(ctx, input, "SeededShuffle"),
+        : ForwardingDataset(ctx, input, "SeededShuffle"),
           name_(std::move(name)),
           seed_(seed),
           iterations_(IterationsNamed(name_)) {
@@ -248,20 +198,7 @@ class SeededShuffleDatasetOp : public UnaryDatasetOpKernel {
       AddOutput(tensorflow::DT_INT64, PartialTensorShape({}));
     }
 
-    std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
-      return std::make_unique<Iterator>(Iterator::Params{this, IteratorPrefix(prefix)});
-    }
-    int64_t CardinalityInternal(tensorflow::data::CardinalityOptions options) const override {
-      return input_->Cardinality(options);
-    }
-
-   protected:
-    absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
-                                    Node** output) const override {
-      return AddDatasetNode(ctx, b, this, input_, {Attr(kIterationsAttr, name_), Attr(kSeedAttr, seed_)}, output);
-    }
-
-   private:
+    // Reads the whole input at its first element, then yields it in this iteration's order.
     class Iterator : public DatasetIterator<Dataset> {
      public:
       explicit Iterator(const Params& params) : DatasetIterator<Dataset>(params) {}
@@ -354,6 +291,13 @@ class SeededShuffleDatasetOp : public UnaryDatasetOpKernel {
       order::SeededOrder order_ TF_GUARDED_BY(mu_);  // a permutation of the elements' indices, per iteration
     };
 
+   protected:
+    absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
+                                    Node** output) const override {
+      return AddDatasetNode(ctx, b, this, input_, {Attr(kIterationsAttr, name_), Attr(kSeedAttr, seed_)}, output);
+    }
+
+   private:
     const std::string name_;
     const int64_t seed_;
     Iterations& iterations_;

@@ -29,41 +29,24 @@ class StallStampDatasetOp : public UnaryDatasetOpKernel {
   }
 
  private:
-  class Dataset : public UnaryDataset {
+  class Dataset : public ForwardingDataset<Dataset> {
    public:
     Dataset(OpKernelContext* ctx, const DatasetBase* input, std::string ring_name,
             std::shared_ptr<stall::Counters> counters)
-        : UnaryDataset(ctx, input, "StallStamp"), ring_name_(std::move(ring_name)), counters_(std::move(counters)) {
+        : ForwardingDataset(ctx, input, "StallStamp"),
+          ring_name_(std::move(ring_name)),
+          counters_(std::move(counters)) {
       AddInputOutputs();
     }
 
-    std::unique_ptr<IteratorBase> MakeIteratorInternal(const std::string& prefix) const override {
-      return std::make_unique<Iterator>(Iterator::Params{this, IteratorPrefix(prefix)});
-    }
-
-    int64_t CardinalityInternal(tensorflow::data::CardinalityOptions options) const override {
-      return input_->Cardinality(options);
-    }
-
-   protected:
-    absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
-                                    tensorflow::Node** output) const override {
-      return AddDatasetNode(ctx, b, this, input_, {Attr(kStallRingAttr, ring_name_)}, output);
-    }
-
-   private:
-    class Iterator : public DatasetIterator<Dataset> {
+    class Iterator : public ForwardingDataset::Iterator {
      public:
-      explicit Iterator(const Params& params) : DatasetIterator<Dataset>(params) {}
-
-      absl::Status Initialize(IteratorContext* ctx) override {
-        return dataset()->input_->MakeIterator(ctx, this, prefix(), &input_impl_);
-      }
+      using ForwardingDataset::Iterator::Iterator;
 
       absl::Status GetNextInternal(IteratorContext* ctx, std::vector<Tensor>* out_tensors,
                                    bool* end_of_sequence) override {
         const auto asked = std::chrono::steady_clock::now();
-        TF_RETURN_IF_ERROR(input_impl_->GetNext(ctx, out_tensors, end_of_sequence));
+        TF_RETURN_IF_ERROR(ForwardingDataset::Iterator::GetNextInternal(ctx, out_tensors, end_of_sequence));
         const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
         if (*end_of_sequence || out_tensors->empty()) {
           dataset()->counters_->Add(waited, 0, 0);
@@ -73,25 +56,15 @@ class StallStampDatasetOp : public UnaryDatasetOpKernel {
         dataset()->counters_->Add(waited, 1, first.dims() > 0 ? first.dim_size(0) : 1);
         return absl::OkStatus();
       }
-
-     protected:
-      std::shared_ptr<tensorflow::data::model::Node> CreateNode(
-          IteratorContext* ctx, tensorflow::data::model::Node::Args args) const override {
-        return tensorflow::data::model::MakeKnownRatioNode(std::move(args), /*ratio=*/1);
-      }
-
-      absl::Status SaveInternal(SerializationContext* ctx, IteratorStateWriter* writer) override {
-        return SaveInput(ctx, writer, input_impl_);
-      }
-
-      absl::Status RestoreInternal(IteratorContext* ctx, IteratorStateReader* reader) override {
-        return RestoreInput(ctx, reader, input_impl_);
-      }
-
-     private:
-      std::unique_ptr<IteratorBase> input_impl_;
     };
 
+   protected:
+    absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
+                                    tensorflow::Node** output) const override {
+      return AddDatasetNode(ctx, b, this, input_, {Attr(kStallRingAttr, ring_name_)}, output);
+    }
+
+   private:
     const std::string ring_name_;
     const std::shared_ptr<stall::Counters> counters_;
   };
