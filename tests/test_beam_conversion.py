@@ -146,7 +146,8 @@ def test_beam_run_killed_midway_is_completed_by_a_rerun(tmp_path):
     assert 0 < partial < 60
 
     # Rerun with the local runner: it keeps Beam's complete records, and removes what the killed pipeline left.
-    options = dict(images_per_record=4, seed=5, verify=True, progress=False)
+    # (Without --verify, which decodes every image at every scan group: the reruns' bytes are what is compared.)
+    options = dict(images_per_record=4, seed=5, progress=False)
     rerun = tfliquid.pcr.convert(str(src), str(tmp_path / "beam"), **options)
     assert rerun.images == 240 and (rerun.files_skipped, rerun.files_written) == (partial, 60 - partial)
     local = tfliquid.pcr.convert(str(src), str(tmp_path / "local"), **options)  # the CLI's options, in process
