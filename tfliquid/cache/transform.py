@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from tfliquid._common.checks import check_int, check_number
 from tfliquid._common.errors import ArgumentError
+from tfliquid._common.op_dataset import OpDataset
 from tfliquid._lib import load_ops
 from tfliquid.cache.minio_cache import MinIOCache
 
@@ -37,21 +38,6 @@ _STORABLE = {
     tf.uint32,
     tf.uint64,
 }
-
-
-class _CacheOpDataset(tf.data.Dataset):
-    """One of the cache's dataset ops: its variant, its element spec and the dataset it wraps (if any)."""
-
-    def __init__(self, variant, element_spec, inputs=()):
-        self._spec, self._wrapped = element_spec, list(inputs)
-        super().__init__(variant)
-
-    @property
-    def element_spec(self):
-        return self._spec
-
-    def _inputs(self):
-        return self._wrapped
 
 
 def cached(
@@ -89,7 +75,7 @@ def cached(
         **cache.op_attrs,
     )
     spec = (tf.TensorSpec([], tf.bool), dataset.element_spec) if with_hit else dataset.element_spec
-    return _CacheOpDataset(variant, spec, [dataset])
+    return OpDataset(variant, spec, [dataset])
 
 
 def each_pass(cache: MinIOCache | None, make_dataset, epoch=-1) -> tf.data.Dataset:
@@ -102,7 +88,7 @@ def each_pass(cache: MinIOCache | None, make_dataset, epoch=-1) -> tf.data.Datas
     if cache is None:
         return make_dataset(tf.constant(-1, tf.int64))
     variant = load_ops().liquid_cache_pass_dataset(tf.cast(epoch, tf.int64), **cache.op_attrs)
-    return _CacheOpDataset(variant, tf.TensorSpec([], tf.int64)).flat_map(make_dataset)
+    return OpDataset(variant, tf.TensorSpec([], tf.int64)).flat_map(make_dataset)
 
 
 def with_pass(cache: MinIOCache | None, dataset: tf.data.Dataset, epoch=-1) -> tf.data.Dataset:
@@ -115,7 +101,7 @@ def with_pass(cache: MinIOCache | None, dataset: tf.data.Dataset, epoch=-1) -> t
     variant = load_ops().liquid_cache_with_pass_dataset(
         dataset._variant_tensor, tf.cast(epoch, tf.int64), **cache.op_attrs
     )
-    return _CacheOpDataset(variant, (tf.TensorSpec([], tf.int64), dataset.element_spec), [dataset])
+    return OpDataset(variant, (tf.TensorSpec([], tf.int64), dataset.element_spec), [dataset])
 
 
 def typed_key(key: tf.Tensor) -> tf.Tensor:
@@ -211,7 +197,7 @@ def minio_cache(
             variant = load_ops().liquid_cache_prefetch_dataset(
                 tf.constant(float(prefetch_bandwidth), tf.float64), **cache.op_attrs
             )
-            planned = _CacheOpDataset(variant, tf.TensorSpec([], tf.int64))
+            planned = OpDataset(variant, tf.TensorSpec([], tf.int64))
 
             def fetch_into_cache(item):
                 key = tf.cast(item, key_spec.dtype)

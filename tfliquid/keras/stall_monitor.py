@@ -16,6 +16,7 @@ import keras
 import tensorflow as tf
 
 from tfliquid._common.errors import ArgumentError
+from tfliquid._common.op_dataset import OpDataset
 from tfliquid._lib import load_ops
 
 
@@ -49,7 +50,7 @@ class StallMonitor(keras.callbacks.Callback):
         options = tf.data.Options()
         # tf.data would otherwise add a prefetch after the op, which would then time its own requests.
         options.experimental_optimization.inject_prefetch = False
-        return _Stamped(dataset.prefetch(tf.data.AUTOTUNE), self._ring).with_options(options)
+        return _stamped(dataset.prefetch(tf.data.AUTOTUNE), self._ring).with_options(options)
 
     def _read(self) -> tuple[float, int, int]:
         """(seconds waited, batches taken, items taken) by every dataset this monitor instrumented, so far."""
@@ -112,16 +113,7 @@ class StallMonitor(keras.callbacks.Callback):
                 logs["val_data_stall_fraction"] = min(1.0, validation[1] / validation[0])
 
 
-class _Stamped(tf.data.Dataset):
+def _stamped(dataset: tf.data.Dataset, ring: str) -> tf.data.Dataset:
     """`dataset`'s elements unchanged, each request timed into the named counters (Liquid>StallStampDataset)."""
-
-    def __init__(self, dataset: tf.data.Dataset, ring: str):
-        self._input = dataset
-        super().__init__(load_ops().liquid_stall_stamp_dataset(dataset._variant_tensor, ring=ring))
-
-    @property
-    def element_spec(self):
-        return self._input.element_spec
-
-    def _inputs(self):
-        return [self._input]
+    variant = load_ops().liquid_stall_stamp_dataset(dataset._variant_tensor, ring=ring)
+    return OpDataset(variant, dataset.element_spec, [dataset])

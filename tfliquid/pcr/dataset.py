@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from tfliquid._common.checks import check_dataset_path, check_int
 from tfliquid._common.errors import ArgumentError
+from tfliquid._common.op_dataset import OpDataset
 from tfliquid._lib import crc32c_fast, load_ops
 from tfliquid.cache.minio_cache import MinIOCache
 from tfliquid.cache.transform import cached, with_pass
@@ -87,25 +88,15 @@ def record_images(
         return images.map(with_where)
 
     if isinstance(scan_group, tf.Variable):  # read by a dataset op of ours (ops/pcr/scan_group_variable.cc)
-        return _ScanGroupDataset(scan_group, num_groups).flat_map(at_group)
+        return _scan_group_dataset(scan_group, num_groups).flat_map(at_group)
     return at_group(tf.cast(scan_group, tf.int64))
 
 
-class _ScanGroupDataset(tf.data.Dataset):
-    """One element: the value of a scan group variable, read when this dataset is made."""
-
-    def __init__(self, variable: tf.Variable, num_scan_groups):
-        token = scan_group_variable_token(variable)
-        super().__init__(
-            load_ops().liquid_scan_group_dataset(variable.handle, num_scan_groups, scan_group_variable_token=token)
-        )
-
-    @property
-    def element_spec(self):
-        return tf.TensorSpec([], tf.int64)
-
-    def _inputs(self):
-        return []
+def _scan_group_dataset(variable: tf.Variable, num_scan_groups) -> tf.data.Dataset:
+    """One element: the value of a scan group variable, read when the dataset is iterated."""
+    token = scan_group_variable_token(variable)
+    variant = load_ops().liquid_scan_group_dataset(variable.handle, num_scan_groups, scan_group_variable_token=token)
+    return OpDataset(variant, tf.TensorSpec([], tf.int64))
 
 
 class PCRRecordDataset(tf.data.Dataset):

@@ -11,30 +11,16 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from tfliquid._common.op_dataset import OpDataset
 from tfliquid._lib import load_ops
 from tfliquid.records.format import MAX_GROUPS
-
-
-class _OpDataset(tf.data.Dataset):
-    """A dataset that is one op's variant with a known element spec."""
-
-    def __init__(self, variant, element_spec):
-        self._spec = element_spec
-        super().__init__(variant)
-
-    @property
-    def element_spec(self):
-        return self._spec
-
-    def _inputs(self):
-        return []
 
 
 def record_bytes(filename, length) -> tf.data.Dataset:
     """One element, the scalar string of bytes [0, `length`) of `filename`, read at once through tfliquid's read
     throttle (cancelled with its iterator). A shorter file is a DataLoss error naming it."""
     variant = load_ops().liquid_record_bytes_dataset(filename, tf.cast(length, tf.int64))
-    return _OpDataset(variant, tf.TensorSpec([], tf.string))
+    return OpDataset(variant, tf.TensorSpec([], tf.string))
 
 
 def prefix_name(filename, length, header_crc32c=-1) -> tf.Tensor:
