@@ -97,6 +97,7 @@ std::vector<uint32_t> Permutation(uint32_t n, bool shuffle, int64_t seed) {
 struct RecordSettings {
   bool shuffle = false;
   bool with_keys = false;
+  bool with_context = false;
   bool with_cache_hits = false;
   std::string item_format_name;
   const records::ItemFormat* item_format = nullptr;
@@ -108,6 +109,7 @@ class RecordDatasetOp : public UnaryDatasetOpKernel {
   explicit RecordDatasetOp(OpKernelConstruction* ctx) : UnaryDatasetOpKernel(ctx) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr(kShuffleAttr, &settings_.shuffle));
     OP_REQUIRES_OK(ctx, ctx->GetAttr(kWithKeysAttr, &settings_.with_keys));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kWithContextAttr, &settings_.with_context));
     OP_REQUIRES_OK(ctx, ctx->GetAttr(kWithCacheHitsAttr, &settings_.with_cache_hits));
     OP_REQUIRES_OK(ctx, ctx->GetAttr(kItemFormatAttr, &settings_.item_format_name));
     OP_REQUIRES_OK(ctx, ctx->GetAttr(kItemChannelsAttr, &settings_.item_channels));
@@ -148,8 +150,9 @@ class RecordDatasetOp : public UnaryDatasetOpKernel {
           seed_(seed),
           header_crc_(header_crc),
           settings_(std::move(settings)) {
-      // In the order tf.nest flattens {"cached", "item", "key", "label"}.
+      // In the order tf.nest flattens {"cached", "context", "item", "key", "label"}.
       if (settings_.with_cache_hits) AddOutput(tensorflow::DT_BOOL, PartialTensorShape({}));
+      if (settings_.with_context) AddOutput(tensorflow::DT_STRING, PartialTensorShape({}));
       AddOutput(settings_.item_format->dtype, settings_.item_format->Shape(settings_.item_channels));
       if (settings_.with_keys) AddOutput(tensorflow::DT_STRING, PartialTensorShape({}));
       AddOutput(tensorflow::DT_INT64, PartialTensorShape({}));
@@ -162,7 +165,9 @@ class RecordDatasetOp : public UnaryDatasetOpKernel {
    protected:
     absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
                                     Node** output) const override {
-      const Attrs attrs = {Attr(kShuffleAttr, settings_.shuffle), Attr(kWithKeysAttr, settings_.with_keys),
+      const Attrs attrs = {Attr(kShuffleAttr, settings_.shuffle),
+                           Attr(kWithKeysAttr, settings_.with_keys),
+                           Attr(kWithContextAttr, settings_.with_context),
                            Attr(kWithCacheHitsAttr, settings_.with_cache_hits),
                            Attr(kItemFormatAttr, settings_.item_format_name),
                            Attr(kItemChannelsAttr, settings_.item_channels)};
@@ -190,6 +195,13 @@ class RecordDatasetOp : public UnaryDatasetOpKernel {
           Tensor cached(ctx->allocator({}), tensorflow::DT_BOOL, TensorShape({}));
           cached.scalar<bool>()() = cached_;
           out_tensors->push_back(std::move(cached));
+        }
+        if (d.settings_.with_context) {
+          Tensor context(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
+          const std::string_view key = header.keys.empty() ? std::string_view() : std::string_view(header.keys[i]);
+          context.scalar<tstring>()() =
+              absl::StrCat(d.name_, ": image ", key, " at scan group ", std::min<int64_t>(d.group_, header.num_groups));
+          out_tensors->push_back(std::move(context));
         }
         Tensor item;
         const absl::Status emitted = d.settings_.item_format->emit(

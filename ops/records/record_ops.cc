@@ -30,6 +30,7 @@ REGISTER_OP(kRecordDatasetOp)
     .Output("handle: variant")
     .Attr(absl::StrCat(kShuffleAttr, ": bool = false"))
     .Attr(absl::StrCat(kWithKeysAttr, ": bool = false"))
+    .Attr(absl::StrCat(kWithContextAttr, ": bool = false"))
     .Attr(absl::StrCat(kWithCacheHitsAttr, ": bool = false"))
     .Attr(absl::StrCat(kItemFormatAttr, ": string = 'bytes'"))
     .Attr(absl::StrCat(kItemChannelsAttr, ": int >= 0 = 0"))
@@ -37,13 +38,14 @@ REGISTER_OP(kRecordDatasetOp)
     .SetShapeFn(ScalarInputsAndOutputs)
     .Doc(R"doc(
 The items of one record, whose bytes (the whole file, or a prefix of it that holds groups 1..group) the input
-dataset yields as its one element: ([cached,] item, [key,] label), the order in which tf.nest flattens
-{"cached", "item", "key", "label"}. The prefix is validated (preamble, header, CRC32C of every group read);
+dataset yields as its one element: ([cached,] [context,] item, [key,] label), the order in which tf.nest
+flattens {"cached", "context", "item", "key", "label"}. The prefix is validated (preamble, header, CRC32C of every group read);
 errors are DataLoss errors that start with `filename` (the record's file, which this op does not read) and the
 offset. group: 1-based; above the
 record's count means all its groups. seed, shuffle: emit the items in a seeded random order instead of stored
 order. header_crc32c: the record's identity, its preamble's header CRC32C, as its index lists it (-1: unchecked); a
-file whose preamble holds another is a DataLoss error. with_keys: also emit each item's key. with_cache_hits: the input's element is (hit, bytes) and every item
+file whose preamble holds another is a DataLoss error. with_keys: also emit each item's key. with_context: also emit where each item is,
+"FILENAME: image KEY at scan group G" (G: the groups read), for the errors of what decodes it. with_cache_hits: the input's element is (hit, bytes) and every item
 carries hit as "cached". item_format: what an item is emitted as ('bytes': its parts up to the group, as a
 string; other names are registered by the capabilities, see records/item_format.h); item_channels: C of formats
 that emit uint8 [H, W, C] pixels. On restore, the record is read again from a new input iterator.

@@ -10,6 +10,7 @@ inline constexpr char kRecordDatasetOp[] = "Liquid>RecordDataset";
 
 inline constexpr char kShuffleAttr[] = "shuffle";
 inline constexpr char kWithKeysAttr[] = "with_keys";
+inline constexpr char kWithContextAttr[] = "with_context";
 // The input's elements are (hit, bytes) pairs (a cache's, tfliquid/cache): every item carries the bool.
 inline constexpr char kWithCacheHitsAttr[] = "with_cache_hits";
 inline constexpr char kItemFormatAttr[] = "item_format";      // a name registered in records/item_format.h

@@ -64,6 +64,8 @@ class RecordDataset(tf.data.Dataset):
       item_key: the element's name for the item ("image" for PCR's and Liquid's images).
       header_crc32c: the record's identity (its preamble's header CRC32C) as its index lists it: a file whose
         preamble holds another is a DataLoss error naming it. None: unchecked.
+      with_context: also emit "context", where each item is ("NAME: image KEY at scan group G"), for the errors of
+        what decodes it.
     """
 
     def __init__(
@@ -79,9 +81,10 @@ class RecordDataset(tf.data.Dataset):
         item_channels: int = 0,
         item_key: str = "item",
         header_crc32c=None,
+        with_context: bool = False,
     ):
-        # The op's outputs are in the order tf.nest flattens {"cached", item_key, "key", "label"}.
-        assert "cached" < item_key < "key", item_key
+        # The op's outputs are in the order tf.nest flattens {"cached", "context", item_key, "key", "label"}.
+        assert "context" < item_key < "key", item_key
         with_cache_hits = isinstance(source.element_spec, tuple)
         variant = load_ops().liquid_record_dataset(
             source._variant_tensor,
@@ -91,6 +94,7 @@ class RecordDataset(tf.data.Dataset):
             tf.constant(-1, tf.int64) if header_crc32c is None else tf.cast(header_crc32c, tf.int64),
             shuffle=shuffle,
             with_keys=with_keys,
+            with_context=with_context,
             with_cache_hits=with_cache_hits,
             item_format=item_format,
             item_channels=item_channels,
@@ -102,6 +106,8 @@ class RecordDataset(tf.data.Dataset):
             self._spec["cached"] = tf.TensorSpec([], tf.bool)
         if with_keys:
             self._spec["key"] = tf.TensorSpec([], tf.string)
+        if with_context:
+            self._spec["context"] = tf.TensorSpec([], tf.string)
         self._source = source
         super().__init__(variant)
 
