@@ -102,8 +102,8 @@ class PCRRecordDataset(tf.data.Dataset):
         `tf.Variable` is read when the record is opened, and must then be in 1..len(prefix_ends).
       shuffle, seed: emit the images in a seeded random order instead of stored order.
       with_keys: also emit "key", the image's key as stored.
-      header_crc32c: the record's identity from its index entry (`tfliquid.pcr.format.record_identity`): a file
-        that holds another record is a DataLossError naming it. None: unchecked.
+      header_crc32c: the record's identity from its index entry (`RecordEntry.header_crc32c`, where the index
+        lists it): a file that holds another record is a DataLossError naming it. None: unchecked.
     """
 
     def __init__(

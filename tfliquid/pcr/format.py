@@ -104,12 +104,6 @@ def index_entry(written) -> pcr_pb2.RecordEntry:
     )
 
 
-def record_identity(record: pcr_pb2.RecordEntry) -> int | None:
-    """The identity the index lists for a record (its preamble's header CRC32C: readers refuse a file that holds
-    another), or None for an index written before identities were recorded."""
-    return record.header_crc32c if record.HasField("header_crc32c") else None
-
-
 def write_index(dataset_dir: str, index: pcr_pb2.DatasetIndex, crc: Callable[[bytes], int] = crc32c) -> None:
     """Writes the index (version 2) atomically (temp file + rename): readers see the old one or the new one."""
     data = message_file.encode(INDEX_MAGIC, INDEX_VERSION, index, crc)
