@@ -1,0 +1,220 @@
+"""The README's and the guides' commands and code blocks, run as written on a small dataset made here.
+
+Every fenced `sh` and `python` block of README.md and docs/*.md runs, in document order, in one working directory
+that holds what a reader starts from (`photos/`, a folder of real photos of mixed sizes and kinds in class
+subfolders; `photos192/`, one size; `train-*.tfrecord.gz`, TFRecords in the ImageNet layout; `scan.png`). A shell
+block runs with `tfliquid` on the PATH and must exit 0; a Python block runs in one namespace per document, as a
+reader pasting a guide's blocks into one session, given the names a reader's own code supplies (`model`, `prep`,
+... : `_reader_names`). Each block is run as written but for SHORTER (training epochs: the test checks that the code
+runs, not that it trains). A block identical to one already run is not run again.
+
+A block that needs what this machine cannot give (a cluster, a GPU machine, minutes of measurement) is listed in
+NOT_RUN with the reason and the test that runs its code instead; any other block, a new one included, runs.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import types
+
+import pytest
+from PIL import Image
+
+from tfliquid.samples import photos as sample_photos
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DOCUMENTS = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
+
+# (document, a line of the block) -> why it is not run here, and where its code is tested.
+NOT_RUN = {
+    ("README.md", "make demo"): "the set-up itself: `make test` runs this test",
+    ("README.md", "tfliquid analyze examples/analyze_pcr.py"): "minutes of measurement; "
+    "test_analysis.py::test_cli_on_the_example_script runs it with --quick",
+    ("README.md", "report = tfliquid.analysis.analyze(model, pipeline)"): "minutes of measurement; "
+    "test_analysis.py runs analyze() and plan_threads() on small pipelines",
+    ("README.md", "--runner beam"): "an Apache Beam run and a Flink cluster; test_beam_conversion.py runs the "
+    "DirectRunner",
+    ("README.md", "service.distribute("): "a tf.data service cluster; test_cache_service.py and "
+    "test_service_failures.py run the same pipeline on in-process servers",
+    ("docs/analysis.md", "tfliquid analyze examples/analyze_pcr.py"): "as in the README",
+    ("docs/analysis.md", "report = tfliquid.analysis.analyze(model, pipeline)"): "as in the README",
+    ("docs/benchmarks.md", "python -m benchmarks."): "a benchmark: minutes each",
+    ("docs/cache.md", "DispatchServer("): "a tf.data service cluster of two hosts; test_cache_service.py runs "
+    "partitioned caching on in-process servers",
+    ("docs/cache.md", "service.distribute("): "a tf.data service dispatcher; test_cache_service.py",
+    ("docs/l3.md", "make gpu-check"): "a GPU machine",
+    ("docs/scale-out.md", "--runner beam"): "an Apache Beam run; test_beam_conversion.py",
+    ("docs/scale-out.md", 'runner="beam"'): "an Apache Beam run; test_beam_conversion.py",
+    ("docs/scale-out.md", "service.distribute("): "a tf.data service cluster; test_service_failures.py and "
+    "test_cache_service.py",
+    ("docs/scale-out.md", "tfliquid serve "): "servers that run until stopped; test_service_failures.py",
+    ("docs/scale-out.md", ".shard(tf.data.experimental.SHARD_HINT"): "static sharding on a tf.data service "
+    "cluster; test_cache_service.py",
+}
+
+# (pattern, replacement): what is shortened, and why (see the module docstring).
+SHORTER = [(re.compile(r"\bepochs=\d+"), "epochs=1")]
+
+BLOCK = re.compile(r"^```(sh|python)\n(.*?)^```", re.S | re.M)
+
+
+def _blocks(document: str) -> list[tuple[int, str, str]]:
+    """(line, language, code) of each sh and python block of a document."""
+    text = (ROOT / document).read_text()
+    return [(text[: m.start()].count("\n") + 2, m.group(1), m.group(2)) for m in BLOCK.finditer(text)]
+
+
+def _not_run(document: str, code: str) -> str | None:
+    for (doc, line), reason in NOT_RUN.items():
+        if doc == document and line in code:
+            return reason
+    return None
+
+
+def _mixed_photos(root: pathlib.Path) -> None:
+    """photos/CLASS/...: JPEG crops of three sizes and PNG crops of two, in three classes."""
+    for size, seed in ((160, 1), (120, 2)):
+        sample_photos.write_image_folder(str(root / f"jpeg{size}"), 1, size=size, seed=seed)
+    classes = sorted(os.listdir(root / "jpeg160"))[:3]
+    for index, class_name in enumerate(classes):
+        (root / class_name).mkdir()
+        for size in (160, 120):
+            for name in os.listdir(root / f"jpeg{size}" / class_name):
+                shutil.copy(root / f"jpeg{size}" / class_name / name, root / class_name / f"{size}-{name}")
+        photo = Image.open(root / class_name / "160-0000.jpg")
+        for width, height in ((100, 75), (90 + index, 130)):
+            photo.resize((width, height)).save(root / class_name / f"{width}x{height}.png")
+    for size in (160, 120):
+        shutil.rmtree(root / f"jpeg{size}")
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> pathlib.Path:
+    """What a reader starts from, and a `tfliquid` command on the PATH."""
+    work = tmp_path_factory.mktemp("reader")
+    (work / "photos").mkdir()
+    _mixed_photos(work / "photos")
+    sample_photos.write_image_folder(str(work / "photos192"), 1, size=192, seed=3)
+    for shard in range(2):
+        folder = work / f"shard{shard}"
+        sample_photos.write_image_folder(str(folder), 2, size=96, seed=10 + shard)
+        sample_photos.write_tfrecords(str(folder), str(work / f"train-{shard:05d}-of-00002.tfrecord.gz"), "GZIP")
+        shutil.rmtree(folder)
+    Image.open(sample_photos.photo_path("skimage", "coffee.png")).convert("RGB").save(work / "scan.png")
+    bin_dir = work / "bin"
+    bin_dir.mkdir()
+    command = bin_dir / "tfliquid"
+    command.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m tfliquid "$@"\n')
+    command.chmod(0o755)
+    return work
+
+
+def _reader_names(work: pathlib.Path) -> dict:
+    """The names a reader's own code gives the blocks: a model that takes images of any size, a preprocess and
+    an augment, the paths of the photos, a fetch, the sizes and indices the reader chooses."""
+    import keras
+    import tensorflow as tf
+
+    import tfliquid
+
+    num_classes = 10
+
+    def any_size_model():
+        model = keras.Sequential(
+            [
+                keras.Input((None, None, 3)),
+                keras.layers.Rescaling(1 / 255),
+                keras.layers.Conv2D(8, 3, strides=4, activation="relu"),
+                keras.layers.GlobalAveragePooling2D(),
+                keras.layers.Dense(num_classes),
+            ]
+        )
+        model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        return model
+
+    def prep(element):
+        return tf.image.resize(element["image"], [64, 64]), element["label"]
+
+    def decode_and_augment(encoded):
+        image = tf.io.decode_image(encoded, channels=3, expand_animations=False)
+        return tf.image.random_flip_left_right(tf.image.resize(image, [64, 64]))
+
+    paths = sorted(str(p) for p in (work / "photos").glob("*/*"))
+    names = {}
+    if (work / "train-pcr").exists():  # made by the README's first block; the guides read it
+        train = tfliquid.PCRDataset(str(work / "train-pcr"))
+        names = {"num_records": train.num_records, "dataset": train.map(prep).batch(8)}
+        names["validation"] = names["dataset"]
+    return {
+        **names,
+        "tf": tf,
+        "keras": keras,
+        "tfliquid": tfliquid,
+        "model": any_size_model(),
+        "num_classes": num_classes,
+        "prep": prep,
+        "preprocess": prep,
+        "augment": prep,
+        "decode_and_augment": decode_and_augment,
+        "paths": paths,
+        "path": str(work / "photos-liquid"),
+        "fetch": lambda key: tf.strings.as_string(key),
+        "num_items": 64,
+        "W": 1,
+        "w": 0,
+        "b": 8,
+        "epochs": 2,
+        "capacity_bytes": 1 << 20,
+        "tensorboard": keras.callbacks.TensorBoard(str(work / "logs")),
+    }
+
+
+_already_run: set[str] = set()
+
+
+def _run_block(document: str, line: int, language: str, code: str, work: pathlib.Path, namespace: dict) -> None:
+    for pattern, replacement in SHORTER:
+        code = pattern.sub(replacement, code)
+    if code.strip() in _already_run:
+        return
+    where = f"{document}:{line}"
+    if language == "sh":
+        env = {**os.environ, "PATH": f"{work / 'bin'}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(ROOT)}
+        run = subprocess.run(["bash", "-e", "-c", code], cwd=work, env=env, capture_output=True, text=True)
+        assert run.returncode == 0, (
+            f"{where} exited {run.returncode}:\n{code}\n{run.stdout[-3000:]}{run.stderr[-3000:]}"
+        )
+    else:
+        # As a file of its own, so that AutoGraph finds the source of the block's functions and lambdas.
+        linecache.cache[where] = (len(code), None, code.splitlines(True), where)
+        exec(compile(code, where, "exec"), namespace)  # noqa: S102 (the documented code)
+    _already_run.add(code.strip())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_every_block_runs_as_written(document, workdir, monkeypatch):
+    monkeypatch.chdir(workdir)
+    namespace = None
+    for line, language, code in _blocks(document):
+        if _not_run(document, code):
+            continue
+        if language == "python" and namespace is None:
+            # A module of its own, as a reader's script is: AutoGraph looks functions' modules up.
+            module = types.ModuleType(f"reader_of_{pathlib.Path(document).stem}")
+            monkeypatch.setitem(sys.modules, module.__name__, module)
+            namespace = module.__dict__
+            namespace.update(_reader_names(workdir))
+        _run_block(document, line, language, code, workdir, namespace)
+
+
+def test_every_block_not_run_is_listed_with_a_reason_that_still_matches():
+    """A NOT_RUN entry names a block that exists: a reworded block is run again, not skipped by a stale entry."""
+    stale = [key for key in NOT_RUN if not any(key[1] in code for _, _, code in _blocks(key[0]) if key[0] in DOCUMENTS)]
+    assert stale == []
