@@ -141,9 +141,16 @@ def _reader_names(work: pathlib.Path) -> dict:
     def prep(element):
         return tf.image.resize(element["image"], [64, 64]), element["label"]
 
-    def decode_and_augment(encoded):
+    def decode_and_augment(encoded, label=None):
         image = tf.io.decode_image(encoded, channels=3, expand_animations=False)
-        return tf.image.random_flip_left_right(tf.image.resize(image, [64, 64]))
+        image = tf.image.random_flip_left_right(tf.image.resize(image, [64, 64]))
+        return image if label is None else (image, label)
+
+    classes = sorted(os.listdir(work / "photos"))
+
+    def label_of(path):
+        folder = tf.strings.split(path, os.sep)[-2]
+        return tf.argmax(tf.cast(tf.equal(folder, classes), tf.int32))
 
     paths = sorted(str(p) for p in (work / "photos").glob("*/*"))
     names = {}
@@ -162,6 +169,7 @@ def _reader_names(work: pathlib.Path) -> dict:
         "preprocess": prep,
         "augment": prep,
         "decode_and_augment": decode_and_augment,
+        "label_of": label_of,
         "paths": paths,
         "path": str(work / "photos-liquid"),
         "fetch": lambda key: tf.strings.as_string(key),

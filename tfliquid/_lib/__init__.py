@@ -17,7 +17,9 @@ from tfliquid._common.errors import TfliquidError
 _HERE = os.path.dirname(os.path.abspath(__file__))
 LIBRARY_PATH = os.path.join(_HERE, "_tfliquid_ops.so")
 _BUILD_INFO = re.compile(rb"tfliquid-built-for-tensorflow=([^;\x00]+);")
-REBUILD_COMMAND = "pip install --no-build-isolation --force-reinstall --no-deps ."
+# In a checkout, `make install` builds it into the checkout's .venv; elsewhere pip builds it against the TensorFlow
+# installed. A checkout's unbuilt tfliquid/ shadows an installed tfliquid for programs run from its root.
+REBUILD_COMMAND = "make install (in a checkout), or: pip install --no-build-isolation --force-reinstall --no-deps ."
 
 
 class OpLibraryError(TfliquidError, ImportError):
