@@ -18,7 +18,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from tfliquid._common.errors import ArgumentError, ConversionError, FormatError, TfliquidError
+from tfliquid._common.errors import (
+    ArgumentError,
+    ConversionError,
+    FormatError,
+    OperandError,
+    PathError,
+    TfliquidError,
+)
 from tfliquid._keras_registration import register_layers_with_keras
 from tfliquid._version import __version__
 
@@ -57,7 +64,16 @@ _LAZY = {
 
 register_layers_with_keras()  # a saved model with tfliquid's layers loads after `import tfliquid` alone
 
-__all__ = ["ArgumentError", "ConversionError", "FormatError", "TfliquidError", "__version__", *sorted(_LAZY)]
+__all__ = [
+    "ArgumentError",
+    "ConversionError",
+    "FormatError",
+    "OperandError",
+    "PathError",
+    "TfliquidError",
+    "__version__",
+    *sorted(_LAZY),
+]
 
 
 def __getattr__(name: str):

@@ -28,7 +28,14 @@ import tensorflow as tf
 from PIL import Image
 
 from tfliquid._common.checks import check_int
-from tfliquid._common.errors import ArgumentError, ConversionError, RejectedImageError, op_error_message
+from tfliquid._common.errors import (
+    ArgumentError,
+    ConversionError,
+    OperandError,
+    PathError,
+    RejectedImageError,
+    op_error_message,
+)
 from tfliquid._common.files import image_files, write_atomically
 from tfliquid._common.lock import locked_destination
 from tfliquid._common.progress import Progress
@@ -213,12 +220,12 @@ def _plan(src: str, dst: str) -> list[_Job]:
         target = dst if dst.lower().endswith(".l3") else os.path.join(dst, _l3_name(os.path.basename(src)))
         return [_Job(src, target)]
     if not os.path.isdir(src):
-        raise FileNotFoundError(f"{src}: no such file or folder")
+        raise PathError(f"{src}: no such file or folder")
     if os.path.exists(dst) and not os.path.isdir(dst):
-        raise ConversionError(f"{dst} is a file; the conversion of a folder needs a destination folder")
+        raise OperandError(f"{dst} is a file; the conversion of a folder needs a destination folder")
     sources = image_files(src, SOURCE_EXTENSIONS)
     if not sources:
-        raise ConversionError(f"{src}: no images ({', '.join(SOURCE_EXTENSIONS)}) found")
+        raise OperandError(f"{src}: no images ({', '.join(SOURCE_EXTENSIONS)}) found")
     jobs = [_Job(path, os.path.join(dst, _l3_name(os.path.relpath(path, src)))) for path in sources]
     _refuse_shared_targets(jobs)
     return jobs
@@ -234,7 +241,7 @@ def _refuse_shared_targets(jobs: list[_Job]) -> None:
     for job in jobs:
         other = first_source.setdefault(job.target, job.source)
         if other != job.source:
-            raise ConversionError(
+            raise OperandError(
                 f"{other} and {job.source} would both be converted to {job.target}; rename one of them"
             )
 

@@ -30,7 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfliquid._common import beam
-from tfliquid._common.errors import ConversionError, op_error_message
+from tfliquid._common.errors import ConversionError, OperandError, op_error_message
 from tfliquid._common.files import write_atomically
 from tfliquid._common.progress import Progress
 from tfliquid._common.report import ConversionReport
@@ -94,11 +94,11 @@ def check_destination(src: str, dst: str) -> None:
     """Refuses, before anything is written, a destination that is a file or lies in a source folder (it would be
     read as one more class, or as TFRecords)."""
     if os.path.exists(dst) and not os.path.isdir(dst):
-        raise ConversionError(f"{dst} is a file; the destination of a conversion is a directory")
+        raise OperandError(f"{dst} is a file; the destination of a conversion is a directory")
     if os.path.isdir(src):
         source, destination = os.path.realpath(src), os.path.realpath(dst)
         if os.path.commonpath([source, destination]) == source:
-            raise ConversionError(f"the destination {dst} is inside the source folder {src}; choose one outside it")
+            raise OperandError(f"the destination {dst} is inside the source folder {src}; choose one outside it")
 
 
 def remove_temporaries(dst: str) -> None:
@@ -162,7 +162,7 @@ class State:
             except (OSError, ValueError) as e:
                 raise ConversionError(f"{self.path} is unreadable ({e}); rerun with --overwrite") from None
             if previous.get("plan") != fingerprint:
-                raise ConversionError(
+                raise OperandError(
                     f"{dst} holds a conversion of other images or settings; use a new "
                     "destination or overwrite=True (--overwrite)"
                 )
