@@ -17,6 +17,7 @@ import concurrent.futures
 import dataclasses
 import errno
 import functools
+import glob
 import io
 import os
 import re
@@ -130,9 +131,10 @@ def convert(
     start = time.perf_counter()
     jobs = _plan(src, dst)
     report = ConversionReport(dst, lossy_reason="reduced to 8 bits or converted to RGB (not reversible)")
-    folder = os.path.dirname(jobs[0].target) if os.path.isfile(src) else dst
+    single = os.path.isfile(src)
+    folder = (os.path.dirname(jobs[0].target) or os.curdir) if single else dst  # scan.l3: the current folder
     with locked_destination(folder):
-        _remove_temporaries(folder)
+        _remove_temporaries(folder, jobs[0].target if single else None)
         # What each file's conversion is given, on either runner.
         settings = dict(
             profile=profile, verify=verify, overwrite=overwrite, reduce_16bit=reduce_16bit, on_error=run.on_error
@@ -206,12 +208,17 @@ def _converted_or_reason(job: _Job, on_error: str, **settings) -> tuple[_Convert
     return None, reason
 
 
-def _remove_temporaries(folder: str) -> None:
-    """Files a killed run was writing (NAME.tmp-PID). Safe only under the destination's lock."""
-    for dirpath, _, filenames in os.walk(folder):
-        for name in filenames:
-            if re.search(r"\.tmp-\d+$", name):
-                os.remove(os.path.join(dirpath, name))
+def _remove_temporaries(folder: str, single_target: str | None) -> None:
+    """Files a killed run was writing (NAME.tmp-PID) under `folder`; of `single_target` alone when one image is
+    converted, whose folder (the current one, say) holds what is not ours. Safe only under the destination's
+    lock."""
+    if single_target is not None:
+        paths = glob.glob(glob.escape(single_target) + ".tmp-*")
+    else:
+        paths = [os.path.join(dirpath, name) for dirpath, _, names in os.walk(folder) for name in names]
+    for path in paths:
+        if re.search(r"\.tmp-\d+$", path):
+            os.remove(path)
 
 
 def _plan(src: str, dst: str) -> list[_Job]:
@@ -241,9 +248,7 @@ def _refuse_shared_targets(jobs: list[_Job]) -> None:
     for job in jobs:
         other = first_source.setdefault(job.target, job.source)
         if other != job.source:
-            raise OperandError(
-                f"{other} and {job.source} would both be converted to {job.target}; rename one of them"
-            )
+            raise OperandError(f"{other} and {job.source} would both be converted to {job.target}; rename one of them")
 
 
 def _run_on_threads(function, jobs: list[_Job], workers: int, collect) -> None:
