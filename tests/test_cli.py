@@ -18,6 +18,17 @@ def crops(tmp_path_factory):
     return root
 
 
+def _files(root) -> dict[str, bytes]:
+    """Every file under root by relative path (the lock and state files aside), with its bytes."""
+    files = {}
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(folder, name)
+            with open(path, "rb") as f:
+                files[os.path.relpath(path, root)] = f.read()
+    return files
+
+
 def test_convert_l3_to_a_bare_file_name(crops, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     source = os.path.join(crops, sorted(os.listdir(crops))[0], "0000.jpg")
@@ -26,3 +37,17 @@ def test_convert_l3_to_a_bare_file_name(crops, tmp_path, monkeypatch):
     assert cli.main(["convert", "l3", source, "again.l3", "--quiet"]) == 0
     assert (tmp_path / "again.l3").read_bytes() == (tmp_path / "scan.l3").read_bytes()
     assert sorted(os.listdir(tmp_path)) == ["again.l3", "scan.l3"]  # no lock or temporary file left behind
+
+
+@pytest.mark.parametrize("kind", ["pcr", pytest.param("liquid", marks=pytest.mark.slow)])
+def test_workers_converts_the_same_bytes_as_the_default(crops, tmp_path, kind):
+    options = dict(images_per_record=4, progress=False)
+    if kind == "liquid":
+        options.update(formats="png,raw", ratio="1:1")
+    convert = getattr(tfliquid, kind).convert
+    assert convert(str(crops), str(tmp_path / "default"), **options).converted == 20
+    for workers in (1, 3):
+        assert convert(str(crops), str(tmp_path / f"{workers}"), workers=workers, **options).converted == 20
+        assert _files(tmp_path / f"{workers}") == _files(tmp_path / "default")
+    with pytest.raises(tfliquid.ArgumentError, match="workers is the local runner's"):
+        convert(str(crops), str(tmp_path / "beam"), workers=2, runner="beam", **options)

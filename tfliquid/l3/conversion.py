@@ -28,7 +28,6 @@ import numpy as np
 import tensorflow as tf
 from PIL import Image
 
-from tfliquid._common.checks import check_int
 from tfliquid._common.errors import (
     ArgumentError,
     ConversionError,
@@ -87,7 +86,6 @@ def convert(
     dst: str,
     *,
     profile: str = "default",
-    workers: int | None = None,
     verify: bool = False,
     overwrite: bool = False,
     reduce_16bit: bool = False,
@@ -112,22 +110,21 @@ def convert(
       src: a folder (searched recursively; hidden files and folders skipped) or a single image file.
       dst: the destination folder; for a single file, a `.l3` path is taken as the file to write.
       profile: "default" or "paper", the encoder settings (docs/formats/l3.md, Profiles).
-      workers: threads converting files at once; default: one per CPU.
       verify: decode every written file with `tfliquid.io.decode_l3` before renaming it into place and compare
         it with the pixels that were encoded; a mismatch is a failure of that file, which is not kept.
       overwrite: convert every file again; by default a `.l3` at least as new as its source and written with
         the same profile is skipped, so rerunning an interrupted conversion resumes it.
       reduce_16bit: store 16-bit images by their high byte (lossy) instead of refusing them.
       **options: how the conversion runs (`tfliquid._common.run_options.RunOptions`): on_error, progress, runner
-        ("local": `workers` threads here; "beam": an Apache Beam pipeline converting the same files the same way),
-        beam_options.
+        ("local": `workers` threads here, default one per CPU; "beam": an Apache Beam pipeline converting the same
+        files the same way), workers, beam_options.
     """
     if profile not in l3_format.PROFILES:
         raise ArgumentError(f"profile must be one of {l3_format.PROFILES}, got {profile!r}")
     run, unknown = take_run_options(options)
     if unknown:
         raise ArgumentError(f"unknown keyword arguments {sorted(unknown)}")
-    workers = (os.cpu_count() or 1) if workers is None else check_int("workers", workers, 1)
+    workers = run.workers or os.cpu_count() or 1
     start = time.perf_counter()
     jobs = _plan(src, dst)
     report = ConversionReport(dst, lossy_reason="reduced to 8 bits or converted to RGB (not reversible)")
