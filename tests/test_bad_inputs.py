@@ -38,6 +38,8 @@ def _cases(pcr_dataset, tmp_path):
         (lambda: tfliquid.PCRDataset(pcr_dataset).bytes_per_epoch(0), tfliquid.ArgumentError, "scan_group"),
         (lambda: tfliquid.PCRDataset(pcr_dataset).bytes_per_epoch(-5), tfliquid.ArgumentError, "scan_group"),
         (lambda: tfliquid.pcr.inspect(missing), tfliquid.PathError, "missing: no such file or folder"),
+        (lambda: tfliquid.inspect(missing), tfliquid.PathError, "missing: no such file or folder"),
+        (lambda: tfliquid.liquid.inspect(pcr_dataset), tfliquid.FormatError, "it is a PCR dataset"),
         (lambda: tfliquid.pcr.convert(missing, str(tmp_path / "out")), tfliquid.PathError, "missing: no such file"),
         (
             lambda: tfliquid.pcr.convert(pcr_dataset, str(tmp_path / "o"), images_per_record=2**40),

@@ -18,6 +18,13 @@ def crops(tmp_path_factory):
     return root
 
 
+@pytest.fixture(scope="module")
+def pcr_crops(crops, tmp_path_factory):
+    dst = tmp_path_factory.mktemp("cli") / "pcr"
+    tfliquid.pcr.convert(str(crops), str(dst), images_per_record=4, progress=False)
+    return dst
+
+
 def _files(root) -> dict[str, bytes]:
     """Every file under root by relative path (the lock and state files aside), with its bytes."""
     files = {}
@@ -51,3 +58,39 @@ def test_workers_converts_the_same_bytes_as_the_default(crops, tmp_path, kind):
         assert _files(tmp_path / f"{workers}") == _files(tmp_path / "default")
     with pytest.raises(tfliquid.ArgumentError, match="workers is the local runner's"):
         convert(str(crops), str(tmp_path / "beam"), workers=2, runner="beam", **options)
+
+
+def test_inspect_is_a_python_function_that_prints_as_the_command(pcr_crops, liquid_photos, capsys):
+    for path, kind in ((str(pcr_crops), tfliquid.pcr.PCRInspection), (liquid_photos, tfliquid.liquid.LiquidInspection)):
+        inspection = tfliquid.inspect(path)
+        assert isinstance(inspection, kind)
+        assert cli.main(["inspect", path]) == 0
+        assert capsys.readouterr().out == f"{inspection}\n"
+    pcr = tfliquid.pcr.inspect(str(pcr_crops))
+    assert pcr.images == 20 and pcr.records == 5 and pcr.classes == 10 and pcr.scan_groups[-1].percent_of_full == 100
+    liquid = tfliquid.liquid.inspect(liquid_photos)
+    assert liquid.images == 16 and [f.name for f in liquid.formats] == ["png", "raw"]
+    assert sum(f.images for f in liquid.formats) == liquid.images and liquid.ratio == "1:1"
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["--items", "300", "--capacity", "0.25", "--epochs", "3", "--policies", "lru,minio"],
+        ["--items", "300", "--capacity", "40", "--epochs", "3", "--workers", "3", "--prefetch-bandwidth", "0.5"],
+    ],
+)
+def test_simulate_cache_is_a_python_function_that_prints_as_the_command(options, capsys):
+    assert cli.main(["simulate", "cache", *options, "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    given = dict(zip(options[::2], options[1::2]))
+    simulation = tfliquid.cache.simulate_policies(
+        num_items=300,
+        capacity=float(given["--capacity"]) if "." in given["--capacity"] else int(given["--capacity"]),
+        epochs=3,
+        policies=given.get("--policies"),
+        num_workers=int(given["--workers"]) if "--workers" in given else None,
+        prefetch_bandwidth=float(given.get("--prefetch-bandwidth", 0)),
+        progress=False,
+    )
+    assert printed == f"{simulation}\n"

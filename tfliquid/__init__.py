@@ -4,6 +4,7 @@
     >>> tfliquid.pcr.convert("photos/", "photos-pcr/")          # or: tfliquid convert pcr photos/ photos-pcr/
     >>> ds = tfliquid.PCRDataset("photos-pcr/", scan_group=2)   # read every image at scan group 2
     >>> ds = files.apply(tfliquid.minio_cache(tf.io.read_file, 8 << 30))  # a never-evict cache of 8 GiB
+    >>> print(tfliquid.inspect("photos-pcr/"))                  # or: tfliquid inspect photos-pcr/
 
 One subpackage per capability: `tfliquid.pcr`, `tfliquid.l3`, `tfliquid.cache`, `tfliquid.liquid`,
 `tfliquid.analysis` (data-stall analysis); below them `tfliquid.records` (the record container PCR and Liquid
@@ -33,6 +34,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and
     from tfliquid import analysis, cache, data, io, jpeg, keras, l3, liquid, order, pcr, records, samples  # noqa: F401
     from tfliquid._lib import load_ops  # noqa: F401
     from tfliquid.cache import MinIOCache, minio_cache  # noqa: F401
+    from tfliquid.inspection import inspect  # noqa: F401
     from tfliquid.liquid import LiquidDataset  # noqa: F401
     from tfliquid.pcr import PCRDataset  # noqa: F401
 
@@ -42,6 +44,7 @@ _LAZY = {
     "LiquidDataset": ("tfliquid.liquid", "LiquidDataset"),
     "MinIOCache": ("tfliquid.cache", "MinIOCache"),
     "minio_cache": ("tfliquid.cache", "minio_cache"),
+    "inspect": ("tfliquid.inspection", "inspect"),
     "load_ops": ("tfliquid._lib", "load_ops"),
     **{
         name: (f"tfliquid.{name}", None)

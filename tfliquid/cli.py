@@ -305,16 +305,9 @@ def _add_inspect(verbs):
     p.add_argument("path", help="the dataset directory")
 
     def run(args):
-        from tfliquid.liquid import format as liquid_format
+        import tfliquid
 
-        if os.path.exists(os.path.join(args.path, liquid_format.MANIFEST_FILENAME)):
-            from tfliquid.liquid.inspection import format_inspection
-
-            print(format_inspection(args.path))
-            return
-        from tfliquid import pcr
-
-        print(pcr.format_inspection(pcr.inspect(args.path)))
+        print(tfliquid.inspect(args.path))
 
     p.set_defaults(run=run)
 
