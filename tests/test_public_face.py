@@ -51,7 +51,7 @@ def test_help_comes_first_with_no_tensorflow_log(tmp_path):
     quiet = subprocess.run(
         [sys.executable, "-m", "tfliquid", "inspect", str(missing)], capture_output=True, text=True, timeout=120
     )
-    assert quiet.returncode == 1  # the `python -m` entry point runs
+    assert quiet.returncode == 2  # the `python -m` entry point runs
     assert quiet.stderr.strip().splitlines() == [f"tfliquid: error: {missing}: no such file or folder"]
     verbose = subprocess.run(
         [sys.executable, "-m", "tfliquid", "inspect", str(missing), "--verbose"],
@@ -59,7 +59,7 @@ def test_help_comes_first_with_no_tensorflow_log(tmp_path):
         text=True,
         timeout=120,
     )
-    assert verbose.returncode == 1 and len(verbose.stderr.strip().splitlines()) > 1
+    assert verbose.returncode == 2 and len(verbose.stderr.strip().splitlines()) > 1
     usage = subprocess.run(
         [sys.executable, "-m", "tfliquid", "convert", "png", "a", "b"], capture_output=True, text=True, timeout=60
     )
