@@ -86,7 +86,7 @@ def train(train_dir: str, val_dir: str, args, autotune: bool) -> dict:
     """Fits the model under the read budget; returns fit time, bytes read, scan group, tuning and training
     seconds per epoch, and validation accuracy at full fidelity."""
     keras.utils.set_random_seed(0)
-    full = len(tfliquid.pcr.inspect(train_dir)["scan_groups"])
+    full = len(tfliquid.pcr.inspect(train_dir).scan_groups)
     train_set = tfliquid.PCRDataset(train_dir, scan_group=tf.Variable(full, dtype=tf.int64), seed=0)
     model = sample_model.small_cnn(train_set.num_classes)
     # Listed around the tuner: `before` to `after` at an epoch's begin is the tuner's work, `after` to the end is
@@ -170,10 +170,10 @@ def main():
     train_dir = pcr_split(args.workdir, "train", args.images_per_class, seed=0)
     val_dir = pcr_split(args.workdir, "val", max(args.images_per_class // 5, 1), seed=1)
     info = tfliquid.pcr.inspect(train_dir)
-    n, groups, full_bytes = info["images"], len(info["scan_groups"]), info["scan_groups"][-1]["read_bytes"]
+    n, groups, full_bytes = info.images, len(info.scan_groups), info.scan_groups[-1].read_bytes
     print(
         f"{n} training images ({full_bytes / 1e6:.1f} MB at full fidelity, {groups} scan groups), "
-        f"{tfliquid.pcr.inspect(val_dir)['images']} validation images; training reads at "
+        f"{tfliquid.pcr.inspect(val_dir).images} validation images; training reads at "
         f"{args.bandwidth / 1e6:.3g} MB/s (a full-fidelity epoch fetches for {full_bytes / args.bandwidth:.1f} s); "
         f"{args.epochs} epochs, batch {BATCH_SIZE}; {os.cpu_count()} cores"
     )

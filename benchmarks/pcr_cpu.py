@@ -176,7 +176,7 @@ def main():
     images = sum(len(files) for _, _, files in os.walk(folder))
     start = time.perf_counter()
     print(
-        f"{images} images {args.width}x{args.height} q90; PCR: {len(tfliquid.pcr.inspect(pcr)['scan_groups'])} "
+        f"{images} images {args.width}x{args.height} q90; PCR: {len(tfliquid.pcr.inspect(pcr).scan_groups)} "
         f"scan groups; {os.cpu_count()} cores; TensorFlow {tf.__version__}"
     )
     common.page_cached(args.workdir, lambda: None)()

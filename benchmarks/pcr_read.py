@@ -128,9 +128,9 @@ def main():
     progressive_tfrecord = pcr + ".tfrecord"
     write_progressive_tfrecords(pcr, progressive_tfrecord)
     info = tfliquid.pcr.inspect(pcr)
-    n = info["images"]
-    groups = [*range(1, len(info["scan_groups"])), None]  # None: full fidelity
-    group_bytes = {g: info["scan_groups"][(g or len(info["scan_groups"])) - 1]["read_bytes"] for g in groups}
+    n = info.images
+    groups = [*range(1, len(info.scan_groups)), None]  # None: full fidelity
+    group_bytes = {g: info.scan_groups[(g or len(info.scan_groups)) - 1].read_bytes for g in groups}
     readers = [
         ("TFRecord, original JPEGs", lambda t: tfrecord_pipeline(tfrecord, t), os.path.getsize(tfrecord)),
         (

@@ -150,7 +150,7 @@ def main():
     for name in names:
         info = tfliquid.pcr.inspect(datasets[name])
         size = sum(map(len, full[name]))
-        ladder = " ".join(f"{g['percent_of_full'] / 100:.2f}" for g in info["scan_groups"])
+        ladder = " ".join(f"{g.percent_of_full / 100:.2f}" for g in info.scan_groups)
         versus = f", {size / standard_bytes:.3f}x standard" if standard_bytes else ""
         print(f"  {name:<11} {size / baseline_bytes:.3f}x baseline{versus}; groups: {ladder}")
 
@@ -165,9 +165,9 @@ def main():
     print("\nMean PSNR (dB) of each scan group against full fidelity, at the group's share of the bytes (200 images):")
     for name in names:
         info = tfliquid.pcr.inspect(datasets[name])
-        groups = len(info["scan_groups"])
+        groups = len(info.scan_groups)
         cells = [
-            f"{psnr_at(full[name][:200], g):.1f}@{info['scan_groups'][g - 1]['percent_of_full'] / 100:.2f}"
+            f"{psnr_at(full[name][:200], g):.1f}@{info.scan_groups[g - 1].percent_of_full / 100:.2f}"
             for g in range(1, groups)
         ]
         print(f"  {name:<11} " + " ".join(cells), flush=True)
@@ -197,11 +197,9 @@ def main():
     )
     print("gradient with the full-fidelity one (the tuner takes the lowest group >= 0.8), at the group's bytes:")
     for name, (groups, similarity, info) in ladders.items():
-        cells = [
-            f"{similarity[g]:.2f}@{info['scan_groups'][g - 1]['percent_of_full'] / 100:.2f}" for g in range(1, groups)
-        ]
+        cells = [f"{similarity[g]:.2f}@{info.scan_groups[g - 1].percent_of_full / 100:.2f}" for g in range(1, groups)]
         chosen = next((g for g in range(1, groups) if similarity[g] >= 0.8), groups)
-        share = info["scan_groups"][chosen - 1]["percent_of_full"] / 100
+        share = info.scan_groups[chosen - 1].percent_of_full / 100
         print(f"  {name:<11} " + " ".join(cells) + f"  -> group {chosen}, {share:.2f} of the bytes")
 
 

@@ -42,7 +42,7 @@ def build_dataset(workdir: str) -> tuple[str, str]:
         print(tfliquid.pcr.convert(tfrecord, pcr_dir, images_per_record=128, scan_script=SCAN_SCRIPT, verify=True))
         paths[split] = pcr_dir
     print()
-    print(tfliquid.pcr.format_inspection(tfliquid.pcr.inspect(paths["train"])))
+    print(tfliquid.pcr.inspect(paths["train"]))
     return paths["train"], paths["val"]
 
 

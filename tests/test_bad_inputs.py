@@ -33,17 +33,20 @@ def _cases(pcr_dataset, tmp_path):
         (lambda: tfliquid.PCRDataset(pcr_dataset, scan_group=True), tfliquid.ArgumentError, "scan_group"),
         (lambda: tfliquid.PCRDataset(pcr_dataset, num_parallel_reads=0), tfliquid.ArgumentError, "num_parallel"),
         (lambda: tfliquid.PCRDataset(pcr_dataset, cache=8), TypeError, "MinIOCache"),
-        (lambda: tfliquid.PCRDataset(missing), FileNotFoundError, "missing is not a PCR dataset"),
+        (lambda: tfliquid.PCRDataset(missing), tfliquid.PathError, "missing: no such file or folder"),
+        (lambda: tfliquid.PCRDataset(str(tmp_path)), tfliquid.PathError, "is not a PCR dataset"),
         (lambda: tfliquid.PCRDataset(pcr_dataset).bytes_per_epoch(0), tfliquid.ArgumentError, "scan_group"),
         (lambda: tfliquid.PCRDataset(pcr_dataset).bytes_per_epoch(-5), tfliquid.ArgumentError, "scan_group"),
-        (lambda: tfliquid.pcr.inspect(missing), FileNotFoundError, "missing"),
-        (lambda: tfliquid.pcr.convert(missing, str(tmp_path / "out")), FileNotFoundError, "missing: no such file"),
+        (lambda: tfliquid.pcr.inspect(missing), tfliquid.PathError, "missing: no such file or folder"),
+        (lambda: tfliquid.inspect(missing), tfliquid.PathError, "missing: no such file or folder"),
+        (lambda: tfliquid.liquid.inspect(pcr_dataset), tfliquid.FormatError, "it is a PCR dataset"),
+        (lambda: tfliquid.pcr.convert(missing, str(tmp_path / "out")), tfliquid.PathError, "missing: no such file"),
         (
             lambda: tfliquid.pcr.convert(pcr_dataset, str(tmp_path / "o"), images_per_record=2**40),
             tfliquid.ArgumentError,
             "images_per_record",
         ),
-        (lambda: tfliquid.l3.convert(missing, str(tmp_path / "out")), FileNotFoundError, "missing"),
+        (lambda: tfliquid.l3.convert(missing, str(tmp_path / "out")), tfliquid.PathError, "missing"),
         (lambda: tfliquid.l3.convert(pcr_dataset, str(tmp_path / "o"), workers=0), tfliquid.ArgumentError, "workers"),
         (
             lambda: tfliquid.l3.convert(pcr_dataset, str(tmp_path / "o"), profile="fast"),
@@ -82,9 +85,10 @@ def _cases(pcr_dataset, tmp_path):
         ),
         (lambda: tfliquid.io.draw_read_bandwidth(-1, tf.constant(0)), tf.errors.InvalidArgumentError, ">= 0"),
         (lambda: tfliquid.io.set_read_bandwidth(-1.0), tfliquid.ArgumentError, "bytes_per_second"),
-        (lambda: tfliquid.LiquidDataset(missing, batch_size=8), tfliquid.FormatError, "not a Liquid dataset"),
+        (lambda: tfliquid.LiquidDataset(missing, batch_size=8), tfliquid.PathError, "missing: no such file"),
+        (lambda: tfliquid.LiquidDataset(str(tmp_path), batch_size=8), tfliquid.FormatError, "not a Liquid dataset"),
         (lambda: tfliquid.LiquidDataset(pcr_dataset, batch_size=8), tfliquid.FormatError, "it is a PCR dataset"),
-        (lambda: tfliquid.liquid.convert(missing, str(tmp_path / "l"), formats="png"), FileNotFoundError, "missing"),
+        (lambda: tfliquid.liquid.convert(missing, str(tmp_path / "l"), formats="png"), tfliquid.PathError, "missing"),
         (
             lambda: tfliquid.liquid.convert(pcr_dataset, str(tmp_path / "l"), formats="png,raw", ratio="1:-1"),
             tfliquid.ArgumentError,
@@ -102,7 +106,7 @@ def _cases(pcr_dataset, tmp_path):
         ),
         (lambda: liquid_format.decode_raw(b"\x89RAW"), tfliquid.FormatError, "offset 4"),
         (lambda: liquid_format.batch_counts([3, 4], 0), tfliquid.FormatError, "batch size"),
-        (lambda: profiling.profile(missing, "png,raw"), FileNotFoundError, "missing"),
+        (lambda: profiling.profile(missing, "png,raw"), tfliquid.PathError, "missing"),
         (lambda: profiling.profile(pcr_dataset, "png"), tfliquid.ArgumentError, "two distinct formats"),
         (lambda: profiling.profile(pcr_dataset, "png,raw", sample=1), tfliquid.ArgumentError, "sample"),
     ]
@@ -211,6 +215,8 @@ def test_every_bad_input_is_a_clear_exception(pcr_dataset, liquid_photos, tmp_pa
             one_line = not newer or isinstance(e, tf.errors.OpError) or "\n" not in message.strip()
             if pattern not in message or not one_line:
                 unclear.append((i, f"{type(e).__name__}: {message!r} lacks {pattern!r} or is not one line"))
+            elif not isinstance(e, (tfliquid.TfliquidError, tf.errors.OpError)):  # raised on purpose, so tfliquid's
+                unclear.append((i, f"{type(e).__name__} is not a tfliquid.TfliquidError: {message}"))
         except Exception as e:  # noqa: BLE001 - the point: any other exception is a finding
             unclear.append((i, f"{type(e).__name__}: {e}"))
     assert unclear == [], "\n".join(map(str, unclear))

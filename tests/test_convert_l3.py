@@ -310,7 +310,7 @@ def test_cli(photo_tree, tmp_path, capsys):
     assert "0 converted, 5 already converted" in capsys.readouterr().out
     assert cli.main(args + ["--overwrite", "--profile", "paper"]) == 0
     assert "5 converted" in capsys.readouterr().out
-    assert cli.main(["convert", "l3", str(tmp_path / "missing"), str(tmp_path / "x")]) == 1
+    assert cli.main(["convert", "l3", str(tmp_path / "missing"), str(tmp_path / "x")]) == 2
     assert "no such file or folder" in capsys.readouterr().err
 
     result = subprocess.run(

@@ -160,5 +160,5 @@ def test_cli_convert_and_inspect(photo_folder, tmp_path, capsys):
     assert [int(r[0]) for r in rows] == list(range(1, 11))
     percents = [float(r[2].rstrip("%")) for r in rows]
     assert percents == sorted(percents) and percents[0] < 20
-    assert cli.main(["inspect", str(tmp_path)]) == 1
-    assert "not a PCR dataset" in capsys.readouterr().err
+    assert cli.main(["inspect", str(tmp_path)]) == 2
+    assert "is neither a PCR dataset" in capsys.readouterr().err

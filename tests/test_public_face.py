@@ -51,18 +51,15 @@ def test_help_comes_first_with_no_tensorflow_log(tmp_path):
     quiet = subprocess.run(
         [sys.executable, "-m", "tfliquid", "inspect", str(missing)], capture_output=True, text=True, timeout=120
     )
-    assert quiet.returncode == 1 and "index.pcrindex is missing" in quiet.stderr  # the `python -m` entry point runs
-    assert quiet.stderr.strip().splitlines() == [
-        f"tfliquid: error: {missing} is not a PCR dataset: index.pcrindex is missing (convert one with "
-        "`tfliquid convert pcr SRC DST`)"
-    ]
+    assert quiet.returncode == 2  # the `python -m` entry point runs
+    assert quiet.stderr.strip().splitlines() == [f"tfliquid: error: {missing}: no such file or folder"]
     verbose = subprocess.run(
         [sys.executable, "-m", "tfliquid", "inspect", str(missing), "--verbose"],
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert verbose.returncode == 1 and len(verbose.stderr.strip().splitlines()) > 1
+    assert verbose.returncode == 2 and len(verbose.stderr.strip().splitlines()) > 1
     usage = subprocess.run(
         [sys.executable, "-m", "tfliquid", "convert", "png", "a", "b"], capture_output=True, text=True, timeout=60
     )

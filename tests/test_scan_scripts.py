@@ -48,7 +48,7 @@ def test_the_fast_script_is_lossless_with_seven_groups_for_colour_and_five_for_g
     assert {_scans(images[k]) for k in grey} == {5} and {_scans(images[k]) for k in colour} == {7}
     assert _scans(images[b"things/progressive.jpg"]) == 10  # progressive inputs keep their own scans
     assert pcr_format.read_index(str(tmp_path / "fast")).num_scan_groups == 10
-    assert "scan script: fast" in tfliquid.pcr.format_inspection(tfliquid.pcr.inspect(str(tmp_path / "fast")))
+    assert "scan script: fast" in str(tfliquid.pcr.inspect(str(tmp_path / "fast")))
     for key in colour - {b"things/coffee.png"} | grey:  # the JPEGs' pixels, exactly
         source = (photo_folder / key.decode()).read_bytes()
         np.testing.assert_array_equal(tf.io.decode_jpeg(images[key]), tf.io.decode_jpeg(source))
@@ -77,8 +77,8 @@ def test_a_script_file_applies_to_images_of_its_components_and_rejects_the_other
     images = _images(tmp_path / "custom")
     assert _scans(images[b"animals/china.jpg"]) == 7
     info = tfliquid.pcr.inspect(str(tmp_path / "custom"))
-    assert info["scan_script"] == script.read_text()
-    assert "scan script (jpegtran -scans syntax):" in tfliquid.pcr.format_inspection(info)
+    assert info.scan_script == script.read_text()
+    assert "scan script (jpegtran -scans syntax):" in str(info)
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@
     >>> tfliquid.pcr.convert("photos/", "photos-pcr/")          # or: tfliquid convert pcr photos/ photos-pcr/
     >>> ds = tfliquid.PCRDataset("photos-pcr/", scan_group=2)   # read every image at scan group 2
     >>> ds = files.apply(tfliquid.minio_cache(tf.io.read_file, 8 << 30))  # a never-evict cache of 8 GiB
+    >>> print(tfliquid.inspect("photos-pcr/"))                  # or: tfliquid inspect photos-pcr/
 
 One subpackage per capability: `tfliquid.pcr`, `tfliquid.l3`, `tfliquid.cache`, `tfliquid.liquid`,
 `tfliquid.analysis` (data-stall analysis); below them `tfliquid.records` (the record container PCR and Liquid
@@ -18,7 +19,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from tfliquid._common.errors import ArgumentError, ConversionError, FormatError, TfliquidError
+from tfliquid._common.errors import (
+    ArgumentError,
+    ConversionError,
+    FormatError,
+    OperandError,
+    PathError,
+    TfliquidError,
+)
 from tfliquid._keras_registration import register_layers_with_keras
 from tfliquid._version import __version__
 
@@ -26,6 +34,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and
     from tfliquid import analysis, cache, data, io, jpeg, keras, l3, liquid, order, pcr, records, samples  # noqa: F401
     from tfliquid._lib import load_ops  # noqa: F401
     from tfliquid.cache import MinIOCache, minio_cache  # noqa: F401
+    from tfliquid.inspection import inspect  # noqa: F401
     from tfliquid.liquid import LiquidDataset  # noqa: F401
     from tfliquid.pcr import PCRDataset  # noqa: F401
 
@@ -35,6 +44,7 @@ _LAZY = {
     "LiquidDataset": ("tfliquid.liquid", "LiquidDataset"),
     "MinIOCache": ("tfliquid.cache", "MinIOCache"),
     "minio_cache": ("tfliquid.cache", "minio_cache"),
+    "inspect": ("tfliquid.inspection", "inspect"),
     "load_ops": ("tfliquid._lib", "load_ops"),
     **{
         name: (f"tfliquid.{name}", None)
@@ -57,7 +67,16 @@ _LAZY = {
 
 register_layers_with_keras()  # a saved model with tfliquid's layers loads after `import tfliquid` alone
 
-__all__ = ["ArgumentError", "ConversionError", "FormatError", "TfliquidError", "__version__", *sorted(_LAZY)]
+__all__ = [
+    "ArgumentError",
+    "ConversionError",
+    "FormatError",
+    "OperandError",
+    "PathError",
+    "TfliquidError",
+    "__version__",
+    *sorted(_LAZY),
+]
 
 
 def __getattr__(name: str):

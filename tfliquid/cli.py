@@ -7,9 +7,13 @@ The verb comes first; a kind follows when the verb applies to several (`convert 
 operands are in data-flow order (source, then destination). Options have one spelling across commands (`--seed`,
 `--workers`, `--verify`, `--overwrite`, `--quiet` for no progress, `--verbose` for TensorFlow's own log, and
 Beam's with `--runner beam`). Exit status: 0 done, 1 failed (or some images were rejected, listed in the report),
-2 usage error, 130 interrupted.
+2 usage error (an operand refused before working included), 130 interrupted, 141 stdout closed early.
 
-    tfliquid convert pcr SRC DST [--images-per-record N] [--seed S] [--quality Q] [--verify] [--runner beam] ...
+Each command calls the Python functions its parser's `api` default names, every option's dest being the name of a
+parameter of one of them (`_call`), except the options its `not_parameters` default lists, which the command
+handles itself; docs/cli.md's table names the same functions (tests/test_cli.py checks both).
+
+    tfliquid convert pcr SRC DST [--images-per-record N] [--seed S] [--quality Q] [--workers N] [--verify] ...
     tfliquid convert l3 SRC DST [--profile {default,paper}] [--workers N] [--verify] [--overwrite] ...
     tfliquid convert liquid SRC DST --formats l3,raw --ratio 3:7 [--size-only] [--seed S] [--verify] ...
     tfliquid profile liquid SRC --formats png,raw [--read-bandwidth B] [--exhaustive] [--plot F] [--write DST]
@@ -23,6 +27,7 @@ Beam's with `--runner beam`). Exit status: 0 done, 1 failed (or some images were
 from __future__ import annotations
 
 import argparse
+import importlib
 import inspect
 import math
 import os
@@ -30,11 +35,15 @@ import sys
 import typing
 
 from tfliquid._common import stderr
-from tfliquid._common.errors import ArgumentError
+from tfliquid._common.errors import ArgumentError, OperandError, PathError, TfliquidError
+from tfliquid._version import __version__
 
 EXIT_FAILED = 1
-EXIT_USAGE = 2  # as argparse exits on a malformed command line; also an option value the API refuses
+# As argparse exits on a malformed command line; also an option value or operand the API refuses before working.
+EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a command killed by writing to a closed pipe exits with in a shell
+USAGE_ERRORS = (ArgumentError, PathError, OperandError)
 
 
 def _common_options(progress: bool, conversion: bool = False) -> argparse.ArgumentParser:
@@ -59,6 +68,7 @@ def _common_options(progress: bool, conversion: bool = False) -> argparse.Argume
             help="where the images are converted: 'local' (this process, every core) or 'beam' (an Apache Beam "
             "pipeline writing the same bytes; pip install 'tfliquid[beam]') (default: local)",
         )
+        _workers_argument(options)
         options.add_argument(
             "--verify",
             action="store_true",
@@ -81,11 +91,28 @@ def _common_options(progress: bool, conversion: bool = False) -> argparse.Argume
     return options
 
 
+def _workers_argument(p) -> None:
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="threads converting images at once, with the local runner; the same bytes are written whatever their "
+        "number (default: one per CPU; with --runner beam, Beam's --direct_num_workers=N instead)",
+    )
+
+
 def _source_options() -> argparse.ArgumentParser:
     """How to read a source of images: an image folder, or TFRecords of tf.train.Example (the API's
     tfliquid.io.sources.SourceOptions, one option each)."""
     options = argparse.ArgumentParser(add_help=False)
-    options.add_argument("--format", dest="source_format", choices=["auto", "folder", "tfrecord"], default="auto")
+    options.add_argument(
+        "--format",
+        dest="source_format",
+        choices=["auto", "folder", "tfrecord"],
+        default="auto",
+        help="what SRC is: an image folder with one subfolder per class, or TFRecord files (default: auto, a folder "
+        "of subfolders is an image folder)",
+    )
     options.add_argument("--image-key", default="image/encoded", help="TFRecord feature with the image bytes")
     options.add_argument("--label-key", default="image/class/label", help="TFRecord int64 feature with the label")
     options.add_argument("--key-feature", default="image/filename", help="TFRecord feature used as the image key")
@@ -107,15 +134,27 @@ def _compression(name: str) -> str | None:
     return names[name]
 
 
+def resolve(name: str):
+    """The function of a dotted name of the API, e.g. "tfliquid.pcr.convert"."""
+    module, attribute = name.rsplit(".", 1)
+    return getattr(importlib.import_module(module), attribute)
+
+
+def parameter_names(function) -> set[str]:
+    """The keywords `function` takes: its parameters, and the keys of the TypedDict its **options unpack."""
+    names = set(inspect.signature(function).parameters)
+    for hint in typing.get_type_hints(function, include_extras=True).values():
+        if typing.get_origin(hint) is typing.Unpack:  # **options: Unpack[SomeOptions]
+            names |= set(typing.get_type_hints(typing.get_args(hint)[0]))
+    return names
+
+
 def _call(function, args, **given):
     """function(**given, and each option parsed into `args` whose name is one of the function's parameters, or of
     the TypedDict its **options unpack): every option's dest is its parameter's name (--images-per-record is
     images_per_record=), so no command lists the API's keywords again. --quiet and --fail-fast become progress=
     and on_error= where the function takes them, --verbose becomes beam_log=."""
-    names = set(inspect.signature(function).parameters)
-    for hint in typing.get_type_hints(function, include_extras=True).values():
-        if typing.get_origin(hint) is typing.Unpack:  # **options: Unpack[SomeOptions]
-            names |= set(typing.get_type_hints(typing.get_args(hint)[0]))
+    names = parameter_names(function)
     parsed = vars(args)
     if "quiet" in parsed:
         parsed = {**parsed, "progress": not args.quiet}
@@ -143,15 +182,13 @@ def _add_converter(kinds, kind: str, add_arguments, *, reads_sources: bool, **pa
     add_arguments(p)
 
     def run(args):
-        import importlib
-
-        report = _call(importlib.import_module(f"tfliquid.{kind}").convert, args)
+        report = _call(resolve(f"tfliquid.{kind}.convert"), args)
         if getattr(args, "size_only", False):  # convert liquid --size-only: the prediction, nothing written
             print(f"{args.dst}: {report.prediction}")
             return 0
         return _report_exit(report)
 
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, api=(f"tfliquid.{kind}.convert",))
 
 
 def _pcr_arguments(p):
@@ -193,7 +230,6 @@ def _l3_arguments(p):
         default="default",
         help="encoder settings: 'default' (smaller) or 'paper' (as published) (default: default)",
     )
-    p.add_argument("--workers", type=int, default=None, help="images converted at once (default: one per CPU)")
     _reduce_16bit_argument(p)
 
 
@@ -214,7 +250,12 @@ def _liquid_arguments(p):
     p.add_argument("--images-per-record", type=int, default=16, help="images per record file (default 16)")
     p.add_argument("--seed", type=int, default=0, help="seed of the format assignment and records (default 0)")
     p.add_argument("--png-compression", type=int, default=6, help="zlib level of png items, 0-9 (default 6)")
-    p.add_argument("--l3-profile", choices=["default", "paper"], default="default", help="of l3 items")
+    p.add_argument(
+        "--l3-profile",
+        choices=["default", "paper"],
+        default="default",
+        help="encoder settings of l3 items, as convert l3's --profile (default: default)",
+    )
     p.add_argument(
         "--jpeg-quality", type=int, default=90, help="for jpeg items of non-JPEG sources (lossy) (default 90)"
     )
@@ -255,6 +296,7 @@ def _add_profile_liquid(kinds):
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the sample, and of the --write dataset (default 0)")
     p.add_argument("--workdir", help="where the sample datasets are written (default: a temporary directory)")
+    _workers_argument(p)
     p.add_argument("--plot", metavar="FILE.png", help="save throughput against ratio as a PNG (needs matplotlib)")
     p.add_argument("--write", metavar="DST", help="then convert all of SRC to DST at the chosen ratio")
     p.add_argument(
@@ -293,7 +335,10 @@ def _add_profile_liquid(kinds):
             return _report_exit(converted)
         return 0
 
-    p.set_defaults(run=run)
+    # --plot FILE is the result's plot(FILE); --write DST converts SRC at the chosen ratio, with --overwrite.
+    p.set_defaults(
+        run=run, api=("tfliquid.liquid.profiling.profile", "tfliquid.liquid.convert"), not_parameters=("plot", "write")
+    )
 
 
 def _add_inspect(verbs):
@@ -301,22 +346,16 @@ def _add_inspect(verbs):
         "inspect",
         parents=[_common_options(progress=False)],
         help="what a tfliquid dataset holds (PCR: size per scan group; Liquid: images and bytes per format)",
+        description="Print what the dataset at PATH holds, read from its index or manifest alone: of a PCR dataset "
+        "its images, records and classes and the bytes per image at each scan group (the PCR paper's Table 1); of a "
+        "Liquid dataset its images, records and bytes per format and the ratio.",
     )
-    p.add_argument("path", help="the dataset directory")
+    p.add_argument("path", metavar="PATH", help="the dataset directory (PCR or Liquid)")
 
     def run(args):
-        from tfliquid.liquid import format as liquid_format
+        print(_call(resolve("tfliquid.inspect"), args))
 
-        if os.path.exists(os.path.join(args.path, liquid_format.MANIFEST_FILENAME)):
-            from tfliquid.liquid.inspection import format_inspection
-
-            print(format_inspection(args.path))
-            return
-        from tfliquid import pcr
-
-        print(pcr.format_inspection(pcr.inspect(args.path)))
-
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, api=("tfliquid.inspect",))
 
 
 def _add_simulate_cache(kinds):
@@ -329,7 +368,14 @@ def _add_simulate_cache(kinds):
         "slice of a seeded order through a cache of its own (--capacity per worker), and the policies include NoPFS's "
         "placement and the clairvoyant policy (docs/cache.md).",
     )
-    p.add_argument("--items", type=_whole(1), default=10_000, help="items in the dataset (default 10000)")
+    p.add_argument(
+        "--items",
+        dest="num_items",
+        metavar="N",
+        type=_whole(1),
+        default=10_000,
+        help="items in the dataset (default 10000)",
+    )
     p.add_argument(
         "--capacity",
         type=_cache_size,
@@ -344,6 +390,8 @@ def _add_simulate_cache(kinds):
     )
     p.add_argument(
         "--workers",
+        dest="num_workers",
+        metavar="N",
         type=_whole(1),
         help="data-parallel workers, each with its own cache of --capacity: a table of hit ratio, storage reads and "
         "imbalance instead of per-epoch hit ratios",
@@ -356,47 +404,9 @@ def _add_simulate_cache(kinds):
     )
 
     def run(args):
-        capacity = round(args.capacity * args.items) if args.capacity < 1 else int(args.capacity)
-        if args.workers is not None:
-            return _simulate_workers(args, capacity)
-        if args.prefetch_bandwidth:
-            raise ArgumentError("--prefetch-bandwidth is for --workers")
-        from tfliquid._common.progress import Progress
-        from tfliquid.cache.simulation import simulate
+        print(_call(resolve("tfliquid.cache.simulate_policies"), args))
 
-        policies = (args.policies or "minio,lru,opt").split(",")
-        results = []
-        with Progress(len(policies), "policy", enabled=not args.quiet) as progress:
-            for policy in policies:
-                results.append(simulate(policy, args.items, capacity, args.epochs, args.seed))
-                progress.update(len(results))
-        print(f"{args.items} items, cache of {capacity} ({capacity / args.items:.1%}); hit ratio per epoch")
-        print("epoch  " + "".join(f"{r.policy:>8}" for r in results))
-        for epoch in range(args.epochs):
-            print(f"{epoch:>5}  " + "".join(f"{r.hit_ratios[epoch]:>8.4f}" for r in results))
-
-    p.set_defaults(run=run)
-
-
-def _simulate_workers(args, capacity: int) -> None:
-    from tfliquid.cache import multiworker
-
-    policies = (args.policies or ",".join(multiworker.POLICIES)).split(",")
-    results = multiworker.simulate_workers(
-        policies,
-        args.items,
-        args.workers,
-        capacity / args.items,
-        args.epochs,
-        args.seed,
-        args.prefetch_bandwidth,
-        progress=not args.quiet,
-    )
-    print(
-        f"{args.items} items, {args.workers} workers, a cache of {capacity} ({capacity / args.items:.2%}) each; "
-        f"epochs 1-{args.epochs - 1} (epoch 0 fills the caches)"
-    )
-    print(multiworker.format_table(results))
+    p.set_defaults(run=run, api=("tfliquid.cache.simulate_policies",))
 
 
 def _whole(least: int):
@@ -448,9 +458,18 @@ def _add_analyze(verbs):
         "examples/analyze_pcr.py is one",
     )
     p.add_argument("--steps", type=whole(1), default=20, help="train steps timed for the ingestion rate (default 20)")
-    p.add_argument("--subset", type=whole(1), default=None, help="items read per phase (default: 16 batches)")
+    p.add_argument(
+        "--subset",
+        dest="subset_items",
+        metavar="N",
+        type=whole(1),
+        default=None,
+        help="items read per phase (default: 16 batches)",
+    )
     p.add_argument(
         "--memory-budget",
+        dest="memory_budget_bytes",
+        metavar="BYTES",
         type=byte_count,
         default=None,
         help="bytes the recommended cache may take (default: half of this machine's memory)",
@@ -480,6 +499,8 @@ def _add_analyze(verbs):
             check_output_file("--json", args.json_path)
         if args.plot_path:
             check_plot_path("--plot", args.plot_path)
+        if not os.path.isfile(args.script):
+            raise PathError(f"{args.script}: no such file")
         script = runpy.run_path(args.script)
         missing = [name for name in ("model", "dataset") if not callable(script.get(name))]
         if missing:
@@ -494,15 +515,7 @@ def _add_analyze(verbs):
                 f"tfliquid.analysis.pcr_pipeline(path, preprocess, batch_size), not a {type(pipeline).__name__}: "
                 "the analysis rebuilds the reads and the prep apart"
             )
-        report = analyze(
-            script["model"](),
-            pipeline,
-            subset_items=args.subset,
-            steps=args.steps,
-            memory_budget_bytes=args.memory_budget,
-            quick=args.quick,
-            progress=not args.quiet,
-        )
+        report = _call(analyze, args, model=script["model"](), pipeline=pipeline)
         print(report)
         if args.json_path:
             with open(args.json_path, "w") as f:
@@ -511,7 +524,9 @@ def _add_analyze(verbs):
             report.plot(args.plot_path)
             print(f"plot: {args.plot_path}")
 
-    p.set_defaults(run=run)
+    # SCRIPT's model() and dataset() are model= and pipeline=; --json and --plot write the report's to_json() and
+    # plot(FILE).
+    p.set_defaults(run=run, api=("tfliquid.analysis.analyze",), not_parameters=("script", "json_path", "plot_path"))
 
 
 def _add_serve_dispatcher(kinds):
@@ -543,14 +558,10 @@ def _add_serve_dispatcher(kinds):
     def run(args):
         from tfliquid import service
 
-        service.serve_dispatcher(
-            args.port,
-            args.work_dir,
-            fault_tolerant=args.fault_tolerant,
-            worker_addresses=args.worker_addresses.split(",") if args.worker_addresses else None,
-        )
+        addresses = args.worker_addresses.split(",") if args.worker_addresses else None
+        _call(service.serve_dispatcher, args, worker_addresses=addresses)
 
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, api=("tfliquid.service.serve_dispatcher",))
 
 
 def _add_serve_worker(kinds):
@@ -573,9 +584,9 @@ def _add_serve_worker(kinds):
     def run(args):
         from tfliquid import service
 
-        service.serve_worker(args.dispatcher, args.port, worker_address=args.worker_address)
+        _call(service.serve_worker, args)
 
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, api=("tfliquid.service.serve_worker",))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -584,6 +595,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="tf.data extensions that remove data stalls. "
         "Grammar: tfliquid VERB [KIND] OPERANDS [--options] (docs/cli.md).",
     )
+    parser.add_argument("--version", action="version", version=f"tfliquid {__version__}")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     convert = verbs.add_parser("convert", help="convert images to a tfliquid format (pcr, l3, liquid)")
     formats = convert.add_subparsers(dest="kind", required=True, metavar="FORMAT")
@@ -657,23 +669,35 @@ def _attach_command_line_values(argv: list[str]) -> list[str]:
 
 
 def main(argv=None) -> int:
+    """Runs the command `argv` (default: sys.argv[1:]) and returns its exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(_attach_command_line_values(argv))
     try:
         _import_tensorflow(args.verbose)  # every command runs tfliquid code that imports it
-        from tfliquid._common.errors import ArgumentError, TfliquidError
-
-        try:
-            return args.run(args) or 0
-        except ArgumentError as e:
-            print(f"tfliquid: error: {e}", file=sys.stderr)
-            return EXIT_USAGE
-        except (TfliquidError, FileNotFoundError, ValueError) as e:
-            print(f"tfliquid: error: {e}", file=sys.stderr)
-            return EXIT_FAILED
+        status = _run(args)
+        sys.stdout.flush()  # here, where a closed pipe can be told apart, not at the interpreter's exit
+        return status
     except KeyboardInterrupt:
         print("\ntfliquid: interrupted (a conversion resumes when rerun)", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader of stdout left (`tfliquid inspect DATASET | head`): nothing more can be shown. As Python's
+        # documentation of SIGPIPE advises, stdout is pointed at /dev/null, so that flushing it at exit raises no
+        # second error.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _run(args) -> int:
+    """The command's exit status; a deliberate error told in one line on stderr."""
+    try:
+        return args.run(args) or 0
+    except USAGE_ERRORS as e:
+        print(f"tfliquid: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except (TfliquidError, FileNotFoundError, ValueError) as e:
+        print(f"tfliquid: error: {e}", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

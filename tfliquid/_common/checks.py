@@ -6,7 +6,7 @@ import math
 import numbers
 import os
 
-from tfliquid._common.errors import ArgumentError
+from tfliquid._common.errors import ArgumentError, PathError
 
 
 def check_int(name: str, value, least: int | None = None, most: int | None = None) -> int:
@@ -42,6 +42,13 @@ def _range(least: int | None, most: int | None) -> str:
     if most is not None:
         return f" <= {most}"
     return ""
+
+
+def check_path_exists(path: str) -> None:
+    """PathError "PATH: no such file or folder" if nothing is at `path`, before a function says what it expected
+    to find there."""
+    if not os.path.lexists(path):
+        raise PathError(f"{path}: no such file or folder")
 
 
 def check_dataset_path(value) -> str:

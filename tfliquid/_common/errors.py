@@ -16,6 +16,12 @@ class ConversionError(TfliquidError):
     """A conversion could not complete; the files written so far are kept and a rerun resumes."""
 
 
+class OperandError(ConversionError):
+    """A conversion's source or destination refused before anything is written: a source with no images, a
+    destination that is a file, lies inside the source or holds another conversion. The command line reports it as
+    a usage error (exit status 2)."""
+
+
 class RejectedImageError(TfliquidError):
     """One source image cannot be converted as it is; the conversion goes on without it and reports it."""
 
@@ -23,6 +29,15 @@ class RejectedImageError(TfliquidError):
 class CacheDirectoryError(TfliquidError, OSError):
     """A MinIO cache directory cannot be used as asked (it cannot be created or written, or another process uses
     it with settings that exclude this one); the message names the directory and the cause."""
+
+
+class PathError(TfliquidError, FileNotFoundError):
+    """A path given does not exist, or is not the dataset asked for; the message names it. A FileNotFoundError, as
+    Python's own open() would raise. The command line reports it as a usage error (exit status 2)."""
+
+
+class DependencyError(TfliquidError, ImportError):
+    """An optional package that a function needs is not installed; the message says what to install."""
 
 
 class ArgumentError(TfliquidError, ValueError, TypeError):

@@ -1,7 +1,6 @@
 """How a conversion runs: the keyword arguments every converter takes (`tfliquid.pcr.convert`,
-`tfliquid.liquid.convert`, `tfliquid.l3.convert`; the CLI's --fail-fast, --quiet, --runner, --beam-options,
---verbose),
-declared once."""
+`tfliquid.liquid.convert`, `tfliquid.l3.convert`; the CLI's --fail-fast, --quiet, --runner, --workers,
+--beam-options, --verbose), declared once."""
 
 from __future__ import annotations
 
@@ -9,6 +8,7 @@ import dataclasses
 from typing import TypedDict
 
 from tfliquid._common.beam import check_runner
+from tfliquid._common.checks import check_int
 from tfliquid._common.errors import ArgumentError
 
 ON_ERROR = ("reject", "raise")
@@ -23,6 +23,9 @@ class RunOptions(TypedDict, total=False):
     runner: "local" (the default: this process, every core) or "beam": an Apache Beam pipeline (`pip install
       tfliquid[beam]`) that writes the same bytes (docs/scale-out.md). SRC and DST must then be on a file
       system every Beam worker mounts.
+    workers: with the local runner, the threads converting images at once (default None: one per CPU); the same
+      bytes are written whatever their number. Beam's parallelism is set by its own options instead
+      (beam_options="--direct_num_workers=N" on the DirectRunner).
     beam_options: Beam's pipeline options, e.g. "--runner=FlinkRunner --flink_master=HOST:8081"; default: the
       DirectRunner with one worker process per core.
     beam_log: with runner="beam", show on stderr what Beam and its worker processes (TensorFlow in them
@@ -34,6 +37,7 @@ class RunOptions(TypedDict, total=False):
     on_error: str
     progress: bool
     runner: str
+    workers: int | None
     beam_options: str | list[str] | None
     beam_log: bool
 
@@ -45,6 +49,7 @@ class Run:
     on_error: str = "reject"
     progress: bool = True
     runner: str = "local"
+    workers: int | None = None
     beam_options: str | list[str] | None = None
     beam_log: bool = True
 
@@ -55,5 +60,12 @@ def take_run_options(options: dict) -> tuple[Run, dict]:
     run = Run(**{name: value for name, value in options.items() if name in names})
     if run.on_error not in ON_ERROR:
         raise ArgumentError(f"on_error must be one of {ON_ERROR}, got {run.on_error!r}")
+    if run.workers is not None:
+        check_int("workers", run.workers, 1)
+        if run.runner != "local":
+            raise ArgumentError(
+                "workers is the local runner's; a Beam pipeline's parallelism is set by its options, e.g. "
+                "beam_options='--direct_num_workers=N' (--beam-options)"
+            )
     check_runner(run.runner, run.beam_options, run.beam_log)
     return run, {name: value for name, value in options.items() if name not in names}

@@ -70,7 +70,10 @@ def op_def(op_name: str):
 
     definition = op_def_registry.get(op_name)
     if definition is None:
-        raise KeyError(f"tfliquid's op library registers no op {op_name!r}")
+        raise OpLibraryError(
+            f"tfliquid's op library registers no op {op_name!r}: it is older than this code; rebuild it with: "
+            f"{REBUILD_COMMAND}"
+        )
     return definition
 
 

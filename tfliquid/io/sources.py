@@ -17,7 +17,7 @@ from typing import TypedDict
 import numpy as np
 import tensorflow as tf
 
-from tfliquid._common.errors import ArgumentError, ConversionError, op_error_message
+from tfliquid._common.errors import ArgumentError, ConversionError, OperandError, PathError, op_error_message
 from tfliquid._common.files import image_files
 from tfliquid.io import read_file
 
@@ -74,9 +74,9 @@ def _guess_source_format(src: str) -> str:
     if any(e.is_dir() for e in entries):
         return "folder"
     if not entries:
-        raise ConversionError(f"{src} is an empty folder: expected class subfolders of images, or TFRecord files")
+        raise OperandError(f"{src} is an empty folder: expected class subfolders of images, or TFRecord files")
     if any(e.name.lower().endswith(IMAGE_EXTENSIONS) for e in entries):
-        raise ConversionError(
+        raise OperandError(
             f"{src} holds images but no class subfolders: put them in one subfolder per class (SRC/CLASS/IMAGE)"
         )
     return "tfrecord"
@@ -104,14 +104,14 @@ def image_folder(root: str) -> Source:
     """root/CLASS/IMAGE: classes are the sorted subfolder names, labels their positions."""
     class_names = sorted(e.name for e in os.scandir(root) if _is_folder(e) and not e.name.startswith("."))
     if not class_names:
-        raise ConversionError(f"{root}: expected one subfolder per class (root/CLASS/IMAGE), found none")
+        raise OperandError(f"{root}: expected one subfolder per class (root/CLASS/IMAGE), found none")
     paths, labels = [], []
     for label, name in enumerate(class_names):
         class_paths = image_files(os.path.join(root, name), IMAGE_EXTENSIONS)
         paths.extend(class_paths)
         labels.extend([label] * len(class_paths))
     if not paths:
-        raise ConversionError(f"{root}: no images ({', '.join(IMAGE_EXTENSIONS)}) in its class subfolders")
+        raise OperandError(f"{root}: no images ({', '.join(IMAGE_EXTENSIONS)}) in its class subfolders")
     keys = [os.path.relpath(p, root).encode() for p in paths]
     labels = np.asarray(labels, np.int64)
     path_tensor, label_tensor, key_tensor = tf.constant(paths), tf.constant(labels), tf.constant(keys)
@@ -147,7 +147,7 @@ def tfrecord_files(src: str) -> list[str]:
     else:
         files = sorted(glob.glob(src))
     if not files:
-        raise FileNotFoundError(f"{src}: no such file or folder, and no file matches it as a glob")
+        raise PathError(f"{src}: no such file or folder, and no file matches it as a glob")
     return files
 
 
@@ -220,7 +220,7 @@ def spool_tfrecords(
         raise
     os.replace(tmp, spool_path)
     if not labels:
-        raise ConversionError(f"{src}: the TFRecord files hold no examples")
+        raise OperandError(f"{src}: the TFRecord files hold no examples")
     return spooled_source(f"TFRecords {src}", spool_path, offsets, sizes, labels, keys, origins)
 
 

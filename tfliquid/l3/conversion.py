@@ -17,6 +17,7 @@ import concurrent.futures
 import dataclasses
 import errno
 import functools
+import glob
 import io
 import os
 import re
@@ -27,8 +28,14 @@ import numpy as np
 import tensorflow as tf
 from PIL import Image
 
-from tfliquid._common.checks import check_int
-from tfliquid._common.errors import ArgumentError, ConversionError, RejectedImageError, op_error_message
+from tfliquid._common.errors import (
+    ArgumentError,
+    ConversionError,
+    OperandError,
+    PathError,
+    RejectedImageError,
+    op_error_message,
+)
 from tfliquid._common.files import image_files, write_atomically
 from tfliquid._common.lock import locked_destination
 from tfliquid._common.progress import Progress
@@ -79,7 +86,6 @@ def convert(
     dst: str,
     *,
     profile: str = "default",
-    workers: int | None = None,
     verify: bool = False,
     overwrite: bool = False,
     reduce_16bit: bool = False,
@@ -104,28 +110,28 @@ def convert(
       src: a folder (searched recursively; hidden files and folders skipped) or a single image file.
       dst: the destination folder; for a single file, a `.l3` path is taken as the file to write.
       profile: "default" or "paper", the encoder settings (docs/formats/l3.md, Profiles).
-      workers: threads converting files at once; default: one per CPU.
       verify: decode every written file with `tfliquid.io.decode_l3` before renaming it into place and compare
         it with the pixels that were encoded; a mismatch is a failure of that file, which is not kept.
       overwrite: convert every file again; by default a `.l3` at least as new as its source and written with
         the same profile is skipped, so rerunning an interrupted conversion resumes it.
       reduce_16bit: store 16-bit images by their high byte (lossy) instead of refusing them.
       **options: how the conversion runs (`tfliquid._common.run_options.RunOptions`): on_error, progress, runner
-        ("local": `workers` threads here; "beam": an Apache Beam pipeline converting the same files the same way),
-        beam_options.
+        ("local": `workers` threads here, default one per CPU; "beam": an Apache Beam pipeline converting the same
+        files the same way), workers, beam_options.
     """
     if profile not in l3_format.PROFILES:
         raise ArgumentError(f"profile must be one of {l3_format.PROFILES}, got {profile!r}")
     run, unknown = take_run_options(options)
     if unknown:
         raise ArgumentError(f"unknown keyword arguments {sorted(unknown)}")
-    workers = (os.cpu_count() or 1) if workers is None else check_int("workers", workers, 1)
+    workers = run.workers or os.cpu_count() or 1
     start = time.perf_counter()
     jobs = _plan(src, dst)
     report = ConversionReport(dst, lossy_reason="reduced to 8 bits or converted to RGB (not reversible)")
-    folder = os.path.dirname(jobs[0].target) if os.path.isfile(src) else dst
+    single = os.path.isfile(src)
+    folder = (os.path.dirname(jobs[0].target) or os.curdir) if single else dst  # scan.l3: the current folder
     with locked_destination(folder):
-        _remove_temporaries(folder)
+        _remove_temporaries(folder, jobs[0].target if single else None)
         # What each file's conversion is given, on either runner.
         settings = dict(
             profile=profile, verify=verify, overwrite=overwrite, reduce_16bit=reduce_16bit, on_error=run.on_error
@@ -199,12 +205,17 @@ def _converted_or_reason(job: _Job, on_error: str, **settings) -> tuple[_Convert
     return None, reason
 
 
-def _remove_temporaries(folder: str) -> None:
-    """Files a killed run was writing (NAME.tmp-PID). Safe only under the destination's lock."""
-    for dirpath, _, filenames in os.walk(folder):
-        for name in filenames:
-            if re.search(r"\.tmp-\d+$", name):
-                os.remove(os.path.join(dirpath, name))
+def _remove_temporaries(folder: str, single_target: str | None) -> None:
+    """Files a killed run was writing (NAME.tmp-PID) under `folder`; of `single_target` alone when one image is
+    converted, whose folder (the current one, say) holds what is not ours. Safe only under the destination's
+    lock."""
+    if single_target is not None:
+        paths = glob.glob(glob.escape(single_target) + ".tmp-*")
+    else:
+        paths = [os.path.join(dirpath, name) for dirpath, _, names in os.walk(folder) for name in names]
+    for path in paths:
+        if re.search(r"\.tmp-\d+$", path):
+            os.remove(path)
 
 
 def _plan(src: str, dst: str) -> list[_Job]:
@@ -213,12 +224,12 @@ def _plan(src: str, dst: str) -> list[_Job]:
         target = dst if dst.lower().endswith(".l3") else os.path.join(dst, _l3_name(os.path.basename(src)))
         return [_Job(src, target)]
     if not os.path.isdir(src):
-        raise FileNotFoundError(f"{src}: no such file or folder")
+        raise PathError(f"{src}: no such file or folder")
     if os.path.exists(dst) and not os.path.isdir(dst):
-        raise ConversionError(f"{dst} is a file; the conversion of a folder needs a destination folder")
+        raise OperandError(f"{dst} is a file; the conversion of a folder needs a destination folder")
     sources = image_files(src, SOURCE_EXTENSIONS)
     if not sources:
-        raise ConversionError(f"{src}: no images ({', '.join(SOURCE_EXTENSIONS)}) found")
+        raise OperandError(f"{src}: no images ({', '.join(SOURCE_EXTENSIONS)}) found")
     jobs = [_Job(path, os.path.join(dst, _l3_name(os.path.relpath(path, src)))) for path in sources]
     _refuse_shared_targets(jobs)
     return jobs
@@ -234,9 +245,7 @@ def _refuse_shared_targets(jobs: list[_Job]) -> None:
     for job in jobs:
         other = first_source.setdefault(job.target, job.source)
         if other != job.source:
-            raise ConversionError(
-                f"{other} and {job.source} would both be converted to {job.target}; rename one of them"
-            )
+            raise OperandError(f"{other} and {job.source} would both be converted to {job.target}; rename one of them")
 
 
 def _run_on_threads(function, jobs: list[_Job], workers: int, collect) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from tfliquid._common import message_file
+from tfliquid._common.checks import check_path_exists
 from tfliquid._common.crc32c import crc32c
 from tfliquid._common.errors import ArgumentError, FormatError
 from tfliquid._proto import liquid_pb2
@@ -205,6 +206,7 @@ def write_manifest(dataset_dir: str, manifest: liquid_pb2.LiquidManifest, write=
 def read_manifest(dataset_dir: str, crc: Callable[[bytes], int] = crc32c) -> liquid_pb2.LiquidManifest:
     """Reads and validates DATASET/manifest.liquid."""
     path = os.path.join(dataset_dir, MANIFEST_FILENAME)
+    check_path_exists(dataset_dir)
     if not os.path.exists(path):
         hint = " (it is a PCR dataset)" if os.path.exists(os.path.join(dataset_dir, PCR_INDEX_FILENAME)) else ""
         raise LiquidFormatError(f"{dataset_dir}: not a Liquid dataset: no {MANIFEST_FILENAME}{hint}")

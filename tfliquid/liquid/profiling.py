@@ -183,6 +183,7 @@ def profile(
     pass_images: int = 1024,
     seed: int = 0,
     workdir: str | None = None,
+    workers: int | None = None,
     progress: bool = True,
     **source_options: Unpack[SourceOptions],
 ) -> LiquidProfile:
@@ -205,6 +206,8 @@ def profile(
       images_per_record: of the sample datasets: as the dataset will be written, since it sets how bursty reads are.
       seed: of the sample and of the datasets written.
       workdir: where the sample datasets are written (default: a temporary directory, removed after).
+      workers: threads converting the sample datasets, as `convert` takes it (default None: one per CPU); the
+        measured pipelines read as a training job's would, whatever it is.
       **source_options: how to read SRC (`tfliquid.io.sources.SourceOptions`), as in `convert`.
     """
     names = [n.strip() for n in formats.split(",")] if isinstance(formats, str) else list(formats)
@@ -214,6 +217,7 @@ def profile(
     check_source_options(source_options)
     epochs = check_int("epochs", epochs, 1)
     pass_images = check_int("pass_images", pass_images, 1)
+    workers = None if workers is None else check_int("workers", workers, 1)
     if read_bandwidth is not None:
         read_bandwidth = check_number("read_bandwidth", read_bandwidth, 1, what="a number of bytes/s")
     owned = workdir is None
@@ -222,7 +226,16 @@ def profile(
         os.makedirs(workdir, exist_ok=True)
         sample_path = _write_sample(src, os.path.join(workdir, "sample.tfrecord"), sample, seed, source_options)
         runner = _Runner(
-            sample_path, workdir, names, batch_size, epochs, pass_images, seed, read_bandwidth, images_per_record
+            sample_path,
+            workdir,
+            names,
+            batch_size,
+            epochs,
+            pass_images,
+            seed,
+            read_bandwidth,
+            images_per_record,
+            workers,
         )
         with Progress(2 + (STEPS + 1 if exhaustive else 5), "measurement", progress) as bar:
             alone = {STEPS: runner.dataset(STEPS), 0: runner.dataset(0)}  # first alone, second alone
@@ -288,12 +301,23 @@ class _Runner:
     """Writes the sample at a ratio and measures it."""
 
     def __init__(
-        self, sample_path, workdir, names, batch_size, epochs, pass_images, seed, read_bandwidth, images_per_record
+        self,
+        sample_path,
+        workdir,
+        names,
+        batch_size,
+        epochs,
+        pass_images,
+        seed,
+        read_bandwidth,
+        images_per_record,
+        workers,
     ):
         self.sample_path, self.workdir, self.names = sample_path, workdir, names
         self.batch_size, self.epochs, self.seed, self.read_bandwidth = batch_size, epochs, seed, read_bandwidth
         self.pass_images = pass_images
         self.images_per_record = images_per_record
+        self.workers = workers
         self.num_images = 0
 
     def dataset(self, weight: int) -> str:
@@ -306,6 +330,7 @@ class _Runner:
             ratio=[w for _, w in pairs],
             images_per_record=self.images_per_record,
             seed=self.seed,
+            workers=self.workers,
             progress=False,
         )
         self.num_images = report.images

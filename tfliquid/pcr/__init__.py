@@ -3,7 +3,7 @@ that one read of a record's prefix gives all its images at a chosen fidelity. Sp
 
     >>> tfliquid.pcr.convert("photos/", "photos-pcr/")        # image folder or TFRecords -> PCR
     >>> ds = tfliquid.pcr.PCRDataset("photos-pcr/", scan_group=2)
-    >>> print(tfliquid.pcr.format_inspection(tfliquid.pcr.inspect("photos-pcr/")))
+    >>> print(tfliquid.pcr.inspect("photos-pcr/"))              # bytes per image at each scan group
 
 PCR is scan groups on the shared record container (tfliquid.records): part k of a record's image is its k-th
 progressive scan (tfliquid.jpeg). Modules, in data-flow order: `format` (scan groups, the reference decoder and the
@@ -13,14 +13,15 @@ index; no TensorFlow) -> `dataset` (the tf.data readers) -> `conversion` (the co
 from tfliquid.pcr.conversion import convert
 from tfliquid.pcr.dataset import PCRDataset, PCRRecordDataset
 from tfliquid.pcr.format import PCRFormatError, prefix_end, read_index
-from tfliquid.pcr.inspection import format_inspection, inspect
+from tfliquid.pcr.inspection import PCRInspection, ScanGroupSize, inspect
 
 __all__ = [
     "PCRDataset",
     "PCRFormatError",
+    "PCRInspection",
     "PCRRecordDataset",
+    "ScanGroupSize",
     "convert",
-    "format_inspection",
     "inspect",
     "prefix_end",
     "read_index",

@@ -88,8 +88,8 @@ def convert(
       rescript_progressive: give progressive inputs the scan script too (losslessly), instead of keeping their own
         scans.
       **options: how the conversion runs and reads SRC (`tfliquid.records.job.ConversionOptions`): on_error,
-        progress, runner, beam_options (a TFRecord source is spooled here first), source_format, image_key,
-        label_key, key_feature, compression.
+        progress, runner, workers (threads of the local runner; default one per CPU), beam_options (a TFRecord
+        source is spooled here first), source_format, image_key, label_key, key_feature, compression.
 
     Raises ConversionError (the destination is held by another run, holds another conversion, cannot be written)
     and ArgumentError, both before anything is written when they concern the arguments.

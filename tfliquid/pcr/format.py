@@ -19,7 +19,9 @@ from collections.abc import Callable, Sequence
 from google.protobuf.message import DecodeError
 
 from tfliquid._common import message_file
+from tfliquid._common.checks import check_path_exists
 from tfliquid._common.crc32c import crc32c
+from tfliquid._common.errors import PathError
 from tfliquid._common.files import write_atomically
 from tfliquid._proto import pcr_pb2
 from tfliquid.jpeg.scans import EOI
@@ -51,13 +53,14 @@ def decode_record(data: bytes, scan_group: int | None = None, crc: Callable[[byt
 def read_index(dataset_dir: str, crc: Callable[[bytes], int] = crc32c) -> pcr_pb2.DatasetIndex:
     """Reads and validates DATASET/index.pcrindex (index version 2, or version 1, which has no checksum)."""
     path = os.path.join(dataset_dir, INDEX_FILENAME)
+    check_path_exists(dataset_dir)
     if os.path.isfile(dataset_dir):
         raise PCRFormatError(f"{dataset_dir} is a file; a PCR dataset is the directory that holds {INDEX_FILENAME}")
     try:
         with open(path, "rb") as f:
             data = f.read()
     except FileNotFoundError:
-        raise FileNotFoundError(
+        raise PathError(
             f"{dataset_dir} is not a PCR dataset: {INDEX_FILENAME} is missing "
             "(convert one with `tfliquid convert pcr SRC DST`)"
         ) from None

@@ -9,7 +9,7 @@ CRC right), builds and writes the others atomically, rejects the images that can
 report with the reason, or raised with on_error="raise") and saves progress in DST/convert_state.json, so that
 rerunning the same command resumes. The runners (RUNNERS):
   - "local" (`convert_locally` here) runs one tf.data pipeline over every record to build, in parallel on every
-    core;
+    core (or on `workers` threads);
   - "beam" (tfliquid.records.job_beam) runs the same plan and encoders as a Beam pipeline.
 One run at a time holds the destination (tfliquid._common.lock).
 """
@@ -30,7 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfliquid._common import beam
-from tfliquid._common.errors import ConversionError, op_error_message
+from tfliquid._common.errors import ConversionError, OperandError, op_error_message
 from tfliquid._common.files import write_atomically
 from tfliquid._common.progress import Progress
 from tfliquid._common.report import ConversionReport
@@ -51,7 +51,7 @@ SPOOL_FILENAME = "spool.tmp"
 
 class ConversionOptions(RunOptions, SourceOptions, total=False):
     """The keyword arguments every conversion into records takes: how it runs (`RunOptions`: on_error, progress,
-    runner, beam_options) and how it reads its source (`SourceOptions`: source_format, image_key, label_key,
+    runner, workers, beam_options) and how it reads its source (`SourceOptions`: source_format, image_key, label_key,
     key_feature, compression)."""
 
 
@@ -94,11 +94,11 @@ def check_destination(src: str, dst: str) -> None:
     """Refuses, before anything is written, a destination that is a file or lies in a source folder (it would be
     read as one more class, or as TFRecords)."""
     if os.path.exists(dst) and not os.path.isdir(dst):
-        raise ConversionError(f"{dst} is a file; the destination of a conversion is a directory")
+        raise OperandError(f"{dst} is a file; the destination of a conversion is a directory")
     if os.path.isdir(src):
         source, destination = os.path.realpath(src), os.path.realpath(dst)
         if os.path.commonpath([source, destination]) == source:
-            raise ConversionError(f"the destination {dst} is inside the source folder {src}; choose one outside it")
+            raise OperandError(f"the destination {dst} is inside the source folder {src}; choose one outside it")
 
 
 def remove_temporaries(dst: str) -> None:
@@ -162,7 +162,7 @@ class State:
             except (OSError, ValueError) as e:
                 raise ConversionError(f"{self.path} is unreadable ({e}); rerun with --overwrite") from None
             if previous.get("plan") != fingerprint:
-                raise ConversionError(
+                raise OperandError(
                     f"{dst} holds a conversion of other images or settings; use a new "
                     "destination or overwrite=True (--overwrite)"
                 )
@@ -241,7 +241,8 @@ def convert_records(
 
 
 def convert_locally(source, plan, dst, state, report, spec, verify, overwrite, run: Run):
-    """The local runner: one tf.data pipeline over every record to build, on every core of this process."""
+    """The local runner: one tf.data pipeline over every record to build, on every core of this process (on
+    run.workers threads, if given)."""
     job = spec.job()
     entries = [
         None
@@ -258,7 +259,8 @@ def convert_locally(source, plan, dst, state, report, spec, verify, overwrite, r
         if not build:
             return entries
         # One pipeline for every record to build: images of the next record transcode while this one is written.
-        images = _Lookahead(_prepared_images(source, np.concatenate([plan.items[r] for r in build]), job.prepare))
+        items = np.concatenate([plan.items[r] for r in build])
+        images = _Lookahead(_prepared_images(source, items, job.prepare, run.workers))
         for r in build:
             built = _take_record(images, plan.items[r], source, job.prepare, run.on_error, report)
             entries[r] = write_record(built, dst, plan.relatives[r], entries[r], job, verify, run.on_error, report)
@@ -318,9 +320,10 @@ def complete_record(dst: str, relative: str, keys: list[bytes], labels: list[int
 _BATCH = 32
 
 
-def _prepared_images(source, items, prepare):
+def _prepared_images(source, items, prepare, workers: int | None):
     """Yields (item, as stored, part ends, label, key, lossy, source bytes, source size) per item that could be
-    prepared, in order; the others are left out (the caller finds out why).
+    prepared, in order; the others are left out (the caller finds out why). Read and prepared on a thread pool of
+    `workers` threads, or with None on tf.data's own (one thread per CPU).
 
     Batched through the iterator: per-element iterator calls would cost more Python time than assembling."""
     batches = (
@@ -330,6 +333,10 @@ def _prepared_images(source, items, prepare):
         .padded_batch(_BATCH, padding_values=(np.int64(0), b"", np.int64(-1), np.int64(0), b"", False, b"", 0))
         .prefetch(2)
     )
+    if workers is not None:
+        options = tf.data.Options()
+        options.threading.private_threadpool_size = workers
+        batches = batches.with_options(options)
     for item, stored, part_ends, label, key, lossy, contents, size in batches.as_numpy_iterator():
         for i in range(len(label)):
             ends = part_ends[i]

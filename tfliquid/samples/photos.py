@@ -12,6 +12,8 @@ import os
 import numpy as np
 from PIL import Image
 
+from tfliquid._common.errors import DependencyError
+
 # (package, file) of every colour photograph used; one class each.
 PHOTOS = [
     ("skimage", "astronaut.png"),
@@ -42,7 +44,9 @@ def load_photos() -> list[tuple[str, Image.Image]]:
     try:
         return [(os.path.splitext(name)[0], Image.open(photo_path(pkg, name)).convert("RGB")) for pkg, name in PHOTOS]
     except ImportError as e:
-        raise ImportError(f"the sample photos ship with scikit-image and scikit-learn: {e}") from None
+        raise DependencyError(
+            f"the sample photos ship with scikit-image and scikit-learn (pip install scikit-image scikit-learn): {e}"
+        ) from None
 
 
 def write_image_folder(
