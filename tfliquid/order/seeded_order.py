@@ -126,6 +126,17 @@ class SeededOrder:
         """This worker's items of epoch `epoch`, in reading order (int64)."""
         return self.items_at(np.arange(self.start, self.start + self.slice_length), epoch)
 
+    def epoch_images(self, epoch: int, item_images) -> int:
+        """The images this worker reads in epoch `epoch`, when item i holds `item_images[i]` of them (a record)."""
+        return int(np.asarray(item_images, np.int64)[self.keys(epoch)].sum())
+
+    def images_read(self, item_images, epochs: int | None, first_epoch: int = 0) -> int | None:
+        """The images this worker reads in `epochs` epochs from `first_epoch` (as `epoch_images`); None: without
+        end (epochs None)."""
+        if epochs is None:
+            return None
+        return sum(self.epoch_images(e, item_images) for e in range(first_epoch, first_epoch + epochs))
+
     def next_use(self, item: int, epoch: int, index: int) -> tuple[int, int] | None:
         """When this worker next reads `item` after its read number `index` of epoch `epoch`: (epoch, index), or
         None if not within HORIZON_EPOCHS_PER_WORKER x num_workers epochs (docs/formats/seeded-order.md)."""
