@@ -152,6 +152,19 @@ def test_orders_and_caches_that_do_not_fit_are_refused(same_size_records):
         tfliquid.PCRDataset(same_size_records).images_in_epoch(0)
 
 
+def test_more_workers_than_records_are_refused_saying_how_to_convert_for_them(same_size_records):
+    with pytest.raises(ArgumentError) as raised:  # the README's block on a dataset converted as one record
+        SeededOrder(1, seed=0, num_workers=2, worker_index=0)
+    assert str(raised.value) == (
+        "an order of 1 item has fewer items than num_workers=2: every worker reads at least one per epoch. An order "
+        "over a dataset's records needs a record per worker: convert it with --images-per-record N, N <= its images "
+        "/ 2"
+    )
+    num_records = tfliquid.PCRDataset(same_size_records).num_records
+    with pytest.raises(ArgumentError, match=f"an order of {RECORDS} items has fewer items than num_workers=11"):
+        SeededOrder(num_records, seed=0, num_workers=11)
+
+
 def test_an_order_driven_dataset_checkpoints_mid_epoch(same_size_records, tmp_path):
     order = SeededOrder(RECORDS, 4, num_workers=2, worker_index=1)
     ds = tfliquid.PCRDataset(same_size_records, decode=False, with_keys=True, order=order, epochs=2)

@@ -54,7 +54,14 @@ class SeededOrder:
     def __post_init__(self):
         check_int("num_items", self.num_items, 1, 1 << 62)
         check_int("seed", self.seed, 0, (1 << 64) - 1)
-        check_int("num_workers", self.num_workers, 1, self.num_items)
+        check_int("num_workers", self.num_workers, 1)
+        if self.num_workers > self.num_items:  # every worker's slice holds an item: a clock, a next use
+            items = f"{self.num_items} item" + ("s" if self.num_items > 1 else "")
+            raise ArgumentError(
+                f"an order of {items} has fewer items than num_workers={self.num_workers}: every worker reads at "
+                f"least one per epoch. An order over a dataset's records needs a record per worker: convert it "
+                f"with --images-per-record N, N <= its images / {self.num_workers}"
+            )
         check_int("worker_index", self.worker_index, 0, self.num_workers - 1)
 
     @property
