@@ -56,13 +56,8 @@ def pcr_split(workdir: str, split: str, images_per_class: int, seed: int) -> str
     return folder + "-pcr"
 
 
-def batches(dataset: tfliquid.PCRDataset, num_images: int, batch_size: int) -> tf.data.Dataset:
-    return (
-        dataset.apply(tf.data.experimental.assert_cardinality(num_images))
-        .map(sample_model.preprocess, num_parallel_calls=tf.data.AUTOTUNE)
-        .batch(batch_size)
-        .prefetch(2)
-    )
+def batches(dataset: tfliquid.PCRDataset, batch_size: int) -> tf.data.Dataset:
+    return dataset.map(sample_model.preprocess, num_parallel_calls=tf.data.AUTOTUNE).batch(batch_size).prefetch(2)
 
 
 class Clock(keras.callbacks.Callback):
@@ -107,7 +102,7 @@ def train(train_dir: str, val_dir: str, args, autotune: bool) -> dict:
     try:
         start = time.perf_counter()
         history = model.fit(
-            batches(train_set, train_set.num_images, BATCH_SIZE),
+            batches(train_set, BATCH_SIZE),
             epochs=args.epochs,
             verbose=0,
             shuffle=False,
@@ -119,7 +114,7 @@ def train(train_dir: str, val_dir: str, args, autotune: bool) -> dict:
     finally:
         tfliquid.io.set_read_bandwidth(None)
     val_set = tfliquid.PCRDataset(val_dir, shuffle=False)  # full fidelity
-    accuracy = model.evaluate(batches(val_set, val_set.num_images, 64), verbose=0, return_dict=True)["accuracy"]
+    accuracy = model.evaluate(batches(val_set, 64), verbose=0, return_dict=True)["accuracy"]
     epochs = range(args.epochs)
     return {
         "images": train_set.num_images * args.epochs,

@@ -147,7 +147,7 @@ def constant_load(path: str, batch_size: int, rounds: int) -> None:
         print(
             f"{name:<28}{common.median_and_range(rates[name], '{:,.0f}'):>16}{mean * 1e3:>15.1f}{cv:>7.2f}{storage:>22}"
         )
-    liquid.cache.release()
+    liquid.minio_cache.release()
     plain_cache.release()
 
 

@@ -59,15 +59,8 @@ def train_at(scan_group, train_dir, val_dir, epochs, read_bandwidth):
     else:
         train = tfliquid.PCRDataset(train_dir, scan_group=scan_group, seed=0)
     val = tfliquid.PCRDataset(val_dir, shuffle=False)  # always full fidelity
-    train_batches = (
-        train.apply(tf.data.experimental.assert_cardinality(train.num_images))
-        .map(sample_model.preprocess, num_parallel_calls=tf.data.AUTOTUNE)
-        .batch(32)
-        .prefetch(2)
-    )
-    val_batches = (
-        val.apply(tf.data.experimental.assert_cardinality(val.num_images)).map(sample_model.preprocess).batch(64)
-    )
+    train_batches = train.map(sample_model.preprocess, num_parallel_calls=tf.data.AUTOTUNE).batch(32).prefetch(2)
+    val_batches = val.map(sample_model.preprocess).batch(64)
     model = sample_model.small_cnn(train.num_classes)
     tfliquid.io.set_read_bandwidth(read_bandwidth)  # training reads from the emulated disk
     bytes_before = tfliquid.io.read_stats()["bytes_read"]

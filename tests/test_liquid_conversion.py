@@ -166,6 +166,40 @@ def test_unreadable_images_are_rejected_and_listed(crops, tmp_path):
     assert liquid_format.read_manifest(str(tmp_path / "dst")).num_images == 119
 
 
+def _dirty_folder(root: pathlib.Path) -> pathlib.Path:
+    """A messy image folder, as real data is: grey, RGBA, 16-bit, CMYK, BMP, WebP, GIF, nested, a truncated JPEG,
+    an empty PNG and a text file."""
+    for name in ("a", "b/nested"):
+        (root / name).mkdir(parents=True)
+    cat = Image.open(sample_photos.photo_path("skimage", "chelsea.png")).convert("RGB").crop((0, 0, 128, 128))
+    cat.save(root / "a" / "ok.jpg", quality=90)
+    Image.open(sample_photos.photo_path("skimage", "camera.png")).crop((0, 0, 128, 128)).save(root / "a" / "grey.jpg")
+    Image.open(sample_photos.photo_path("skimage", "logo.png")).save(root / "a" / "rgba.png")
+    grey = np.asarray(Image.open(sample_photos.photo_path("skimage", "camera.png")))[:64, :64]
+    Image.fromarray(grey.astype(np.uint16) * 257).save(root / "a" / "grey16.png")
+    cat.convert("CMYK").save(root / "a" / "cmyk.jpg")
+    for name in ("cat.bmp", "cat.webp", "nested/deep.jpg"):
+        cat.save(root / "b" / name)
+    cat.convert("P").save(root / "b" / "palette.gif")
+    ok = (root / "a" / "ok.jpg").read_bytes()
+    (root / "b" / "truncated.jpg").write_bytes(ok[: len(ok) // 3])
+    (root / "b" / "empty.png").write_bytes(b"")
+    (root / "b" / "notes.txt").write_text("not an image\n")
+    return root
+
+
+@pytest.mark.slow
+def test_the_size_prediction_leaves_out_the_images_the_conversion_rejects(tmp_path):
+    src = _dirty_folder(tmp_path / "dirty")
+    args = dict(formats="png,raw", ratio="1:1", progress=False)
+    prediction = tfliquid.liquid.convert(str(src), str(tmp_path / "dst"), size_only=True, **args).prediction
+    report = tfliquid.liquid.convert(str(src), str(tmp_path / "dst"), **args)
+    rejected = sorted(origin for origin, _ in report.failures)
+    assert sorted(prediction.left_out) == rejected and report.prediction.left_out == prediction.left_out
+    assert [pathlib.Path(origin).name for origin in rejected] == ["grey16.png", "empty.png", "truncated.jpg"]
+    assert report.images == 8 and abs(report.dataset_bytes / prediction.total - 1) < 0.1
+
+
 def test_tfrecord_sources_and_grey_datasets(tmp_path):
     tfrecord = tmp_path / "photos.tfrecord"
     sample_photos.write_tfrecords(str(_small_folder(tmp_path)), str(tfrecord))

@@ -93,7 +93,7 @@ def test_with_a_cache_every_later_batch_reads_the_same_number_of_images_from_sto
         assert from_storage == planned.tolist()
         assert max(from_storage) - min(from_storage) <= 1
         assert 120 - sum(from_storage) >= 30  # whole records of 9 images: about half the bytes are cached
-    epochs = ds.cache.stats().epochs  # counted in records: every cached record missed once, then always hit
+    epochs = ds.minio_cache.stats().epochs  # counted in records: every cached record missed once, then always hit
     assert epochs[0].hits == 0 and epochs[0].misses == epochs[1].hits == epochs[2].hits > 0
     assert epochs[1].misses == epochs[2].misses == 0
 
@@ -114,6 +114,7 @@ def test_epochs_follow_each_other_in_one_iteration_each_holding_every_image_and_
     assert len({tuple(x["key"] for x in epoch) for epoch in epochs}) == 3  # reshuffled every epoch
     endless = tfliquid.LiquidDataset(str(mixed), batch_size=batch_size, seed=5, with_keys=True, epochs=None)
     assert [x["key"] for x in endless.take(360).as_numpy_iterator()] == [x["key"] for x in elements]
+    assert ds.cardinality() == 360 and endless.cardinality() == tf.data.INFINITE_CARDINALITY  # declared, for Keras
     iterator = iter(ds)
     for _ in range(150):  # into the second epoch
         next(iterator)
@@ -129,8 +130,21 @@ def test_epochs_with_a_cache_are_one_cache_pass_each(mixed):
     ds = tfliquid.LiquidDataset(str(mixed), batch_size=12, seed=3, cache=total // 2, epochs=3)
     from_storage = [int(np.sum(~b["cached"])) for b in _batches(ds, 12)]
     assert sum(from_storage[:10]) == 120 and from_storage[10:] == ds.storage_images_per_batch().tolist() * 2
-    epochs = ds.cache.stats().epochs
+    epochs = ds.minio_cache.stats().epochs
     assert len(epochs) == 3 and epochs[0].hits == 0 and epochs[0].misses == epochs[1].hits == epochs[2].hits > 0
+
+
+def test_its_minio_cache_is_minio_cache_and_cache_is_tf_datas(mixed):
+    cache = tfliquid.MinIOCache(1 << 24)
+    ds = tfliquid.LiquidDataset(str(mixed), batch_size=12, seed=3, cache=cache, decode=False, with_keys=True)
+    assert ds.minio_cache is cache and tfliquid.LiquidDataset(str(mixed), batch_size=12).minio_cache is None
+    kept = ds.cache()  # tf.data's: the first iteration's elements, kept in memory
+    first = [x["key"] for x in kept.as_numpy_iterator()]
+    assert [x["key"] for x in kept.as_numpy_iterator()] == first and sorted(first) == sorted(
+        x["key"] for x in ds.as_numpy_iterator()
+    )
+    assert ds.minio_cache.stats().epochs[0].misses > 0
+    cache.release()
 
 
 def test_corrupt_and_truncated_records_name_the_file_and_offset(mixed, tmp_path):

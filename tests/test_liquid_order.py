@@ -39,7 +39,7 @@ def _epochs(dataset, batch_size: int, epochs: int) -> list[list[dict]]:
     """The batches of each epoch, the dataset read once (one iterator over all epochs)."""
     per_epoch = [dataset.images_in_epoch(e) for e in range(epochs)]
     elements = list(dataset.as_numpy_iterator())
-    assert len(elements) == sum(per_epoch)
+    assert len(elements) == sum(per_epoch) == dataset.cardinality()
     result, start = [], 0
     for count in per_epoch:
         epoch = elements[start : start + count]

@@ -1,6 +1,8 @@
 """The offline ratio profiler: its binary search against its own exhaustive table, and a real profile of the
 shipped photos through the read throttle."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -27,7 +29,7 @@ def test_search_picks_the_best_ratio_of_the_exhaustive_table(bandwidth, bytes_pe
     chosen, probed = profiling.search_ratio(rates, first_is_compact)
     table = [min(rates(w)) for w in range(profiling.STEPS + 1)]
     assert table[chosen] == pytest.approx(max(table), rel=1e-12)
-    assert len(probed) <= 6  # log2(10) probes and the two neighbours, not all 11
+    assert len(probed) <= profiling.MOST_PROBES  # log2(10) probes and the two neighbours, not all 11
 
 
 def test_search_follows_the_paper_on_a_png_raw_example():
@@ -58,6 +60,32 @@ def test_profile_measures_every_ratio_and_chooses_the_best_prediction(tmp_path):
     plot = tmp_path / "profile.png"
     result.plot(str(plot))
     assert plot.read_bytes()[:4] == b"\x89PNG"
+
+
+def _write_crops_of_many_sizes(root, count: int) -> None:
+    """root/CLASS/NN.png and .jpg: crops of the shipped photos, each of its own width and height (24-71 pixels)."""
+    rng = np.random.default_rng(0)
+    photos = sample_photos.load_photos()
+    for i in range(count):
+        name, photo = photos[i % len(photos)]
+        width, height = (int(side) for side in rng.integers(24, 72, 2))
+        left, top = int(rng.integers(0, photo.width - width)), int(rng.integers(0, photo.height - height))
+        (root / name).mkdir(parents=True, exist_ok=True)
+        photo.crop((left, top, left + width, top + height)).save(root / name / f"{i:02d}.{('png', 'jpg')[i % 2]}")
+
+
+@pytest.mark.slow
+def test_images_of_many_sizes_are_profiled_and_the_progress_counts_up_to_its_total(tmp_path, capsys):
+    src = tmp_path / "photos"
+    _write_crops_of_many_sizes(src, 12)
+    result = profiling.profile(str(src), "png,raw", sample=10, read_bandwidth=2e6, epochs=1, pass_images=10)
+    measured = [row.weight for row in result.rows if row.measured is not None]
+    assert measured and all(result.rows[w].measured > 0 for w in measured) and result.sample == 10
+    counts = [
+        (int(done), int(total)) for done, total in re.findall(r"(\d+)/(\d+) measurements", capsys.readouterr().err)
+    ]
+    done = [d for d, _ in counts]
+    assert done == sorted(done) and done[-1] == counts[-1][1] == 2 + len(measured)  # never back, to the total
 
 
 @pytest.mark.slow

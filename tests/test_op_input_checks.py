@@ -32,6 +32,7 @@ RANKS = {
     ("Liquid>EncodeL3", "image"): 3,
     ("Liquid>DecodeL3Batch", "encoded"): 1,
     ("Liquid>RecordDataset", "input_dataset"): None,
+    ("Liquid>DeclaredCardinalityDataset", "input_dataset"): None,
     ("Liquid>CacheDataset", "input_dataset"): None,
     ("Liquid>StallStampDataset", "input_dataset"): None,
     ("Liquid>UnsplittableDataset", "input_dataset"): None,

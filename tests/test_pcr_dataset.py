@@ -284,6 +284,12 @@ def test_tf_data_service_refuses_a_scan_group_variable_instead_of_freezing_it(da
         list(distributed)
 
 
+def test_its_cardinality_is_its_images_declared(dataset):
+    ds = tfliquid.PCRDataset(str(dataset), seed=0)
+    assert ds.cardinality() == len(ds) == ds.num_images == len(list(ds)) == 16
+    assert ds.batch(5).cardinality() == 4 and ds.repeat(2).cardinality() == 32
+
+
 def test_runs_under_tf_data_service_with_two_workers(dataset):
     dispatcher = tf.data.experimental.service.DispatchServer()
     address = dispatcher.target.split("://")[1]
@@ -298,7 +304,8 @@ def test_runs_under_tf_data_service_with_two_workers(dataset):
         )
     )
     got = [(bytes(x["key"]), bytes(x["image"])) for x in distributed.as_numpy_iterator()]
-    assert sorted(got) == sorted((k, v["image"]) for k, v in _keyed(local).items())  # each image once
+    # each image once: each worker's copy declares all the images and yields its splits' (no assert_cardinality)
+    assert sorted(got) == sorted((k, v["image"]) for k, v in _keyed(local).items())
     assert dispatcher._num_workers() == len(workers) == 2  # both registered and shared the splits
 
 
@@ -346,6 +353,7 @@ def test_minio_cache_of_record_prefixes(dataset):
     assert [e.hits for e in stats.epochs] == [0, stats.items, stats.items]
     assert read_per_epoch[1] == read_per_epoch[2] < group2_bytes  # only the uncached records are read
     assert stats.bytes <= cache.capacity_bytes
+    assert cached.minio_cache is cache and _keyed(cached.cache()).keys() == uncached.keys()  # .cache(): tf.data's
     scan_group.assign(3)  # another fidelity is another prefix: misses, read from storage
     _keyed(cached)
     assert stats.epochs[-1].hits == stats.items and cache.stats().epochs[-1].hits == 0

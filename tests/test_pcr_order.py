@@ -72,6 +72,27 @@ def test_epochs_follow_one_another_and_the_images_in_a_record_reshuffle(same_siz
     assert any((b, a) in pairs for a, b in pairs)
 
 
+def test_the_cardinality_is_the_images_of_the_epochs_read(tmp_path):
+    """Records of 2, 2, 2 and 1 images over 3 workers: what a worker reads changes from epoch to epoch, and its
+    declared cardinality is the sum over the epochs it reads (infinite without end)."""
+    folder = tmp_path / "photos" / "astronaut"
+    folder.mkdir(parents=True)
+    crop = Image.open(photo_path("skimage", "astronaut.png")).convert("RGB").crop((100, 100, 164, 164))
+    for i in range(7):
+        crop.save(folder / f"img-{i}.jpg", quality=90)
+    path = str(tmp_path / "pcr")
+    tfliquid.pcr.convert(str(folder.parent), path, images_per_record=2, progress=False)
+    per_epoch = set()
+    for worker in range(3):
+        order = SeededOrder(4, 1, num_workers=3, worker_index=worker)
+        ds = tfliquid.PCRDataset(path, decode=False, order=order, epochs=4, first_epoch=1)
+        images = [ds.images_in_epoch(e) for e in range(1, 5)]
+        assert ds.cardinality() == sum(1 for _ in ds) == sum(images)
+        per_epoch.add(tuple(images))
+    assert any(len(set(images)) > 1 for images in per_epoch)
+    assert tfliquid.PCRDataset(path, order=order).cardinality() == tf.data.INFINITE_CARDINALITY
+
+
 def _hits_per_epoch(path: str, order: SeededOrder, policy: str, slots: int, epochs: int) -> list[int]:
     probe = tfliquid.MinIOCache(1 << 30)
     list(tfliquid.PCRDataset(path, decode=False, order=order, epochs=1, cache=probe).as_numpy_iterator())
@@ -129,6 +150,19 @@ def test_orders_and_caches_that_do_not_fit_are_refused(same_size_records):
         tfliquid.PCRDataset(same_size_records, epochs=2)
     with pytest.raises(ArgumentError, match="has no order"):
         tfliquid.PCRDataset(same_size_records).images_in_epoch(0)
+
+
+def test_more_workers_than_records_are_refused_saying_how_to_convert_for_them(same_size_records):
+    with pytest.raises(ArgumentError) as raised:  # the README's block on a dataset converted as one record
+        SeededOrder(1, seed=0, num_workers=2, worker_index=0)
+    assert str(raised.value) == (
+        "an order of 1 item has fewer items than num_workers=2: every worker reads at least one per epoch. An order "
+        "over a dataset's records needs a record per worker: convert it with --images-per-record N, N <= its images "
+        "/ 2"
+    )
+    num_records = tfliquid.PCRDataset(same_size_records).num_records
+    with pytest.raises(ArgumentError, match=f"an order of {RECORDS} items has fewer items than num_workers=11"):
+        SeededOrder(num_records, seed=0, num_workers=11)
 
 
 def test_an_order_driven_dataset_checkpoints_mid_epoch(same_size_records, tmp_path):

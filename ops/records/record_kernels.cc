@@ -1,6 +1,7 @@
 // Kernels of the record ops: Liquid>RecordBytesDataset reads a record's bytes (or a prefix) in one throttled,
 // cancellable read; Liquid>RecordDataset validates the bytes its input yields and emits the record's items.
 // Apart, so that a cache (tfliquid/cache) can sit between them: a hit never reaches the read.
+// Liquid>DeclaredCardinalityDataset gives a dataset of record files the cardinality its index or manifest counts.
 #include <memory>
 #include <numeric>
 #include <string>
@@ -308,8 +309,47 @@ class RecordDatasetOp : public UnaryDatasetOpKernel {
   RecordSettings settings_;
 };
 
+// ---------------------------------------------------------------------------------------------------------------
+// Liquid>DeclaredCardinalityDataset
+
+class DeclaredCardinalityDatasetOp : public UnaryDatasetOpKernel {
+ public:
+  using UnaryDatasetOpKernel::UnaryDatasetOpKernel;
+
+ protected:
+  void MakeDataset(OpKernelContext* ctx, DatasetBase* input, DatasetBase** output) override {
+    int64_t cardinality;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "cardinality", &cardinality));
+    OP_REQUIRES(ctx, cardinality >= 0 || cardinality == tensorflow::data::kInfiniteCardinality,
+                InvalidArgument("cardinality must be >= 0 or -1 (infinite), got ", cardinality));
+    *output = new Dataset(ctx, input, cardinality);
+  }
+
+ private:
+  class Dataset : public ForwardingDataset<Dataset> {
+   public:
+    Dataset(OpKernelContext* ctx, const DatasetBase* input, int64_t cardinality)
+        : ForwardingDataset(ctx, input, "DeclaredCardinality"), cardinality_(cardinality) {
+      AddInputOutputs();
+    }
+
+    int64_t CardinalityInternal(tensorflow::data::CardinalityOptions) const override { return cardinality_; }
+
+   protected:
+    absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
+                                    Node** output) const override {
+      return AddDatasetNode(ctx, b, this, input_, {}, output, cardinality_);
+    }
+
+   private:
+    const int64_t cardinality_;
+  };
+};
+
 REGISTER_KERNEL_BUILDER(Name(kRecordBytesDatasetOp).Device(tensorflow::DEVICE_CPU), RecordBytesDatasetOp);
 REGISTER_KERNEL_BUILDER(Name(kRecordDatasetOp).Device(tensorflow::DEVICE_CPU), RecordDatasetOp);
+REGISTER_KERNEL_BUILDER(Name(kDeclaredCardinalityDatasetOp).Device(tensorflow::DEVICE_CPU),
+                        DeclaredCardinalityDatasetOp);
 
 }  // namespace
 }  // namespace tfliquid

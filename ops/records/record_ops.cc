@@ -51,4 +51,17 @@ string; other names are registered by the capabilities, see records/item_format.
 that emit uint8 [H, W, C] pixels. On restore, the record is read again from a new input iterator.
 )doc");
 
+REGISTER_OP(kDeclaredCardinalityDatasetOp)
+    .Input("input_dataset: variant")
+    .Input("cardinality: int64")
+    .Output("handle: variant")
+    .SetIsStateful()
+    .SetShapeFn(ScalarInputsAndOutputs)
+    .Doc(R"doc(
+The input's elements, as they are, with `cardinality` as the dataset's cardinality (>= 0, or -1: infinite): what a
+dataset of record files knows from its index or manifest (the images of its epochs), where tf.data computes
+none. Declared, not asserted as tf.data's AssertCardinalityDataset does: under tf.data service's dynamic sharding
+each worker's copy yields only the splits it is given.
+)doc");
+
 }  // namespace tfliquid

@@ -1,5 +1,6 @@
 // Names of the record ops and their attributes, shared by their registration (record_ops.cc) and kernels
-// (record_kernels.cc). Python calls them liquid_record_bytes_dataset and liquid_record_dataset.
+// (record_kernels.cc). Python calls them liquid_record_bytes_dataset, liquid_record_dataset and
+// liquid_declared_cardinality_dataset.
 #ifndef TFLIQUID_OPS_RECORDS_RECORD_OPS_H_
 #define TFLIQUID_OPS_RECORDS_RECORD_OPS_H_
 
@@ -7,6 +8,7 @@ namespace tfliquid {
 
 inline constexpr char kRecordBytesDatasetOp[] = "Liquid>RecordBytesDataset";
 inline constexpr char kRecordDatasetOp[] = "Liquid>RecordDataset";
+inline constexpr char kDeclaredCardinalityDatasetOp[] = "Liquid>DeclaredCardinalityDataset";
 
 inline constexpr char kShuffleAttr[] = "shuffle";
 inline constexpr char kWithKeysAttr[] = "with_keys";

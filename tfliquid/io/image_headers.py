@@ -45,14 +45,12 @@ def claimed_pixels(contents: tf.Tensor) -> tf.Tensor:
 PNG_MAX_PIXELS_PER_BYTE = 1032 * 8
 
 
-def claim_refused(contents: tf.Tensor) -> tf.Tensor:
-    """True when the header of a PNG, GIF or BMP claims what a conversion refuses without decoding: more than
-    MAX_PIXELS pixels, or a PNG of more pixels than its bytes can hold. JPEGs are never refused here (arithmetic
-    coding packs any number of pixels in a few bytes)."""
-    pixels = claimed_pixels(contents)
+def _png_holdable_pixels(contents: tf.Tensor) -> tf.Tensor:
+    """The most pixels `contents` can hold if it is a PNG (PNG_MAX_PIXELS_PER_BYTE per byte); no bound for
+    anything else (arithmetic-coded JPEGs pack any number of pixels in a few bytes)."""
     is_png = tf.equal(tf.strings.substr(contents, 0, 8), b"\x89PNG\r\n\x1a\n")
     holdable = tf.cast(tf.strings.length(contents), tf.int64) * PNG_MAX_PIXELS_PER_BYTE
-    return tf.logical_or(pixels > MAX_PIXELS, tf.logical_and(is_png, pixels > holdable))
+    return tf.where(is_png, holdable, tf.int64.max)
 
 
 def bits_per_sample(contents: tf.Tensor) -> tf.Tensor:
@@ -86,11 +84,15 @@ def png_has_transparency_chunk(contents: tf.Tensor) -> tf.Tensor:
 
 def decode_bounded(contents: tf.Tensor) -> tf.Tensor:
     """tf.io.decode_image of a PNG, GIF or BMP, refused (InvalidArgument) before decoding when its header claims
-    more than MAX_PIXELS pixels."""
+    more than MAX_PIXELS pixels, or a PNG's more pixels than its bytes can hold (it would fail after allocating
+    them)."""
+    claimed = claimed_pixels(contents)
     bounded = tf.debugging.assert_less_equal(
-        claimed_pixels(contents),
-        tf.constant(MAX_PIXELS, tf.int64),
-        message=f"the header claims more than {MAX_PIXELS} pixels",
+        claimed, tf.constant(MAX_PIXELS, tf.int64), message=f"the header claims more than {MAX_PIXELS} pixels"
     )
-    with tf.control_dependencies([bounded]):  # before decode_image allocates them
+    with tf.control_dependencies([bounded]):  # checked in turn: one reason, the same every time
+        holdable = tf.debugging.assert_less_equal(
+            claimed, _png_holdable_pixels(contents), message="the PNG header claims more pixels than the file can hold"
+        )
+    with tf.control_dependencies([holdable]):  # before decode_image allocates them
         return tf.io.decode_image(contents, expand_animations=False)

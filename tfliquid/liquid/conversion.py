@@ -5,8 +5,9 @@ format's images into records. Per image (graph ops, in parallel on every core): 
 the item of its format (raw, PNG, the JPEG as it is, L3). Records, resumption, rejections and `--verify` are the
 record job's (tfliquid.records.job): Liquid records are record containers of whole items.
 
-Before writing, the size of the dataset is predicted from the images' headers (pixel counts, JPEG file sizes) and
-a seeded sample encoded in each compressed format; `size_only=True` stops there.
+Before writing, the size of the dataset is predicted from every image decoded as the conversion decodes it (the
+images it rejects left out, exact pixel counts, JPEG file sizes) and a seeded sample encoded in each compressed
+format; `size_only=True` stops there.
 """
 
 from __future__ import annotations
@@ -31,8 +32,6 @@ from tfliquid._proto import liquid_pb2
 from tfliquid._version import __version__
 from tfliquid.io.image_headers import (
     bits_per_sample,
-    claim_refused,
-    claimed_pixels,
     decode_bounded,
     png_has_transparency_chunk,
 )
@@ -55,8 +54,8 @@ SIZE_SAMPLE = 256
 
 @dataclasses.dataclass
 class SizePrediction:
-    """The dataset's size predicted before writing: total and per format, in bytes, of the images whose headers
-    the conversion accepts (`left_out` lists the others, which it will reject)."""
+    """The dataset's size predicted before writing: total and per format, in bytes, of the images the conversion
+    will accept (`left_out` lists the others, which do not decode as the conversion decodes them)."""
 
     total: int
     per_format: dict[str, int]
@@ -71,8 +70,8 @@ class SizePrediction:
         line = f"predicted size {self.total / 1e6:,.1f} MB: {parts}"
         if self.left_out:
             line += (
-                f"\n  {len(self.left_out)} images not counted: the conversion will reject them by their headers "
-                f"(unreadable, 16-bit, or claiming more pixels than allowed or than the file holds), e.g. "
+                f"\n  {len(self.left_out)} images not counted: the conversion will reject them, they do not decode "
+                f"(damaged, not an image, 16-bit, or claiming more pixels than allowed), e.g. "
                 f"{', '.join(self.left_out[:3])}"
             )
         return line
@@ -231,9 +230,10 @@ def _remove_spool(dst: str) -> None:
 
 def _decoded(contents: tf.Tensor, channels: int, reduce_16bit: bool):
     """Source bytes -> (pixels with `channels` channels, is JPEG, lossy), refusing what a strict reader refuses: a
-    header that claims more than MAX_PIXELS pixels (before decoding), a JPEG whose data libjpeg would pad with
-    grey (read strictly by check_jpeg first), and 16-bit samples unless `reduce_16bit` (then their high byte
-    is kept, a loss)."""
+    header that claims more than MAX_PIXELS pixels or a PNG's more than it holds (before decoding), a JPEG whose
+    data libjpeg would pad with grey (read strictly by check_jpeg first), and 16-bit samples unless `reduce_16bit`
+    (then their high byte is kept, a loss). The size prediction decodes every image by it too: an image it refuses
+    is one the conversion rejects."""
     is_jpeg = tf.io.is_jpeg(contents)
     sixteen_bit = tf.equal(bits_per_sample(contents), 16)
     if not reduce_16bit:
@@ -351,17 +351,17 @@ def _manifest(source, names, weights, plans, entries, state, encoding, images_pe
 
 
 def predict_size(source, names, assigned, encoding: _Encoding, images_per_record: int, seed: int) -> SizePrediction:
-    """The dataset's size before writing it. Raw items are header + pixels and jpeg items of JPEG sources are the
-    sources: exact from the headers (pixel counts, file sizes). PNG and L3 items are predicted from a seeded sample
-    of SIZE_SAMPLE of their images, encoded: their bytes per pixel times the format's pixels. Record headers are
-    counted from the keys and labels."""
-    headers = _headers(source, encoding.reduce_16bit)
-    accepted = headers[0] > 0
+    """The dataset's size before writing it. Every image is decoded as the conversion decodes it (`_decoded`): the
+    ones that fail are those the conversion rejects, left out, and the others' pixels are counted exactly. Raw
+    items are header + pixels and jpeg items of JPEG sources are the sources: exact. PNG and L3 items are predicted
+    from a seeded sample of SIZE_SAMPLE of their images, encoded: their bytes per pixel times the format's pixels.
+    Record headers are counted from the keys and labels."""
+    accepted, all_pixels, all_sizes, all_jpeg = _decoded_images(source, encoding)
     per_format, sampled = {}, {}
     rng = np.random.default_rng(seed)
     for name, items in zip(names, assigned):
         items = items[accepted[items]]
-        pixels, sizes, is_jpeg = headers[0][items], headers[1][items], headers[2][items]
+        pixels, sizes, is_jpeg = all_pixels[items], all_sizes[items], all_jpeg[items]
         if name == "raw":
             payload, sampled[name] = int((liquid_format.RAW_HEADER.size + pixels * encoding.channels).sum()), 0
         elif name == "jpeg" and is_jpeg.all():
@@ -369,7 +369,7 @@ def predict_size(source, names, assigned, encoding: _Encoding, images_per_record
         else:
             sample = np.sort(rng.choice(items, size=min(SIZE_SAMPLE, len(items)), replace=False))
             encoded, sizes_of = _encoded_sizes(source, sample, name, encoding)
-            bytes_per_pixel = sizes_of.sum() / max(headers[0][encoded].sum(), 1)
+            bytes_per_pixel = sizes_of.sum() / max(all_pixels[encoded].sum(), 1)
             payload, sampled[name] = int(round(bytes_per_pixel * pixels.sum())), len(sample)
         per_format[name] = payload + _record_overhead(source, items, images_per_record)
     left_out = [source.origins[i] for i in np.flatnonzero(~accepted)]
@@ -390,34 +390,28 @@ def _varint_size(value: int) -> int:
     return max(1, -(-value.bit_length() // 7))
 
 
-def _headers(source, reduce_16bit: bool):
-    """(pixels, source bytes, is JPEG) of every image, from their headers: nothing is decoded. Images whose
-    headers the conversion rejects (unreadable, a refused claim, 16-bit samples without `reduce_16bit`) count as
-    0 pixels: the conversion rejects them and says why."""
+def _decoded_images(source, encoding: _Encoding):
+    """(decodes, pixels, source bytes, is JPEG) of every image, decoded as the conversion decodes it (`_decoded`,
+    which refuses what a strict reader refuses): an image that fails to decode is one the conversion rejects."""
 
-    def header(i, contents, label, key):
-        is_jpeg = tf.io.is_jpeg(contents)
-        pixels = tf.cond(
-            is_jpeg,
-            lambda: tf.reduce_prod(tf.cast(tf.image.extract_jpeg_shape(contents)[:2], tf.int64)),
-            lambda: claimed_pixels(contents),
-        )
-        refused = tf.logical_or(claim_refused(contents), tf.equal(bits_per_sample(contents), 16) & (not reduce_16bit))
-        pixels = tf.where(refused, tf.constant(0, tf.int64), pixels)
-        return i, pixels, tf.cast(tf.strings.length(contents), tf.int64), is_jpeg
+    def decoded(i, contents, label, key):
+        pixels, is_jpeg, _ = _decoded(contents, encoding.channels, encoding.reduce_16bit)
+        height_width = tf.cast(tf.shape(pixels)[:2], tf.int64)
+        return i, height_width[0] * height_width[1], tf.cast(tf.strings.length(contents), tf.int64), is_jpeg
 
+    accepted = np.zeros(source.num_items, bool)
     pixels = np.zeros(source.num_items, np.int64)
     sizes = np.zeros(source.num_items, np.int64)
     is_jpeg = np.zeros(source.num_items, bool)
     read = (
         source.read(np.arange(source.num_items))
-        .map(header, num_parallel_calls=tf.data.AUTOTUNE)
+        .map(decoded, num_parallel_calls=tf.data.AUTOTUNE)
         .ignore_errors()
         .batch(1024)
     )
     for items, p, s, j in read.as_numpy_iterator():
-        pixels[items], sizes[items], is_jpeg[items] = p, s, j
-    return pixels, sizes, is_jpeg
+        accepted[items], pixels[items], sizes[items], is_jpeg[items] = True, p, s, j
+    return accepted, pixels, sizes, is_jpeg
 
 
 def _encoded_sizes(source, sample: np.ndarray, name: str, encoding: _Encoding):

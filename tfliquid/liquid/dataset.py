@@ -81,7 +81,7 @@ class _RecordReader:
         self._sizes = tf.constant([r.num_bytes for r in dataset._records], tf.int64)
         self._header_crcs = record_identities(dataset._records)
         self._channels = dataset.channels
-        self._with_hits = dataset.cache is not None  # every stream yields "cached", for one element spec
+        self._with_hits = dataset._cache is not None  # every stream yields "cached", for one element spec
         self._shuffle, self._decode, self._with_keys = shuffle, decode, with_keys
         self._num_parallel_reads, self._num_parallel_calls = num_parallel_reads, num_parallel_calls
 
@@ -186,6 +186,7 @@ class LiquidDataset(RecordFilesDataset):
         format's records that fits it (the same share of every format) is read through the cache: the first
         epoch fills it, and later epochs take the same number of cached images into every batch, so every batch
         reads the same amount from storage. Elements then carry "cached" (bool: its record came from the cache).
+        `ds.minio_cache` is that cache (`ds.minio_cache.stats()`).
       decode: decode images to uint8 [H, W, C]; False yields the stored items (raw, PNG, JPEG or L3 bytes).
       with_keys: also yield "key", the image's source file name.
       num_parallel_reads: records read at a time per stream. One by default: a stream yields nothing until it has
@@ -202,13 +203,13 @@ class LiquidDataset(RecordFilesDataset):
         through it; give the order once, to the cache, when it is a `MinIOCache(..., policy="clairvoyant",
         order=order)`, which ranks the records by their next use (docs/cache.md); there is no cached/uncached
         split, and no constant load per batch.
-      epochs: epochs one iteration reads, None: without end. "auto" (the default): one, or without end with an
-        `order`. Without an order, the epochs follow each other with no restart: each stream goes on into its
-        next epoch's reshuffled records while the last batches of the epoch before are still decoding, instead
-        of every epoch starting its pipeline empty and waiting for its first records. The elements
-        are those of `epochs` passes one after the other: any `batch_size` of them from the start of an epoch
-        hold its share, and a batch that spans the end of an epoch holds images of both. With a `cache`, every
-        epoch is a pass of its own (the cache counts its hits per epoch), restarted as without `epochs`.
+      epochs: epochs one iteration reads (the dataset's declared cardinality is their images), None: without end. "auto"
+        (the default): one, or without end with an `order`. Without an order, the epochs follow each other with no
+        restart: each stream goes on into its next epoch's reshuffled records while the last batches of the epoch before
+        are still decoding, instead of every epoch starting its pipeline empty and waiting for its first records. The
+        elements are those of `epochs` passes one after the other: any `batch_size` of them from the start of an epoch
+        hold its share, and a batch that spans the end of an epoch holds images of both. With a `cache`, every epoch is
+        a pass of its own (the cache counts its hits per epoch), restarted as without `epochs`.
       first_epoch: with `order`, the first of its epochs to read.
       tf_autotune: leave tf.data's autotuning model on for the pipeline this dataset starts (options reach every
         stage after it). Off by default: with it on, tf.data's autotuner can hold this pipeline's decodes at one
@@ -265,14 +266,16 @@ class LiquidDataset(RecordFilesDataset):
         if self._order is None:
             self._streams, self._counts = self._make_streams(seed)
             pipeline = self._build(read, shuffle, seed, epochs)
+            cardinality = None if epochs is None else epochs * self._manifest.num_images
         else:
             pipeline = self._build_ordered(read, shuffle, seed, self._order.epochs_dataset(epochs, first_epoch))
+            cardinality = self._order.images_read([r.num_images for r in self._records], epochs, first_epoch)
         pipeline = unsplittable(pipeline, _NO_DYNAMIC_SHARDING)
         if not tf_autotune:
             options = tf.data.Options()
             options.autotune.enabled = False
             pipeline = pipeline.with_options(options)
-        super().__init__(self._path, self._manifest, pipeline)
+        super().__init__(self._path, self._manifest, pipeline, cardinality=cardinality, cache=cache)
 
     def _make_streams(self, seed) -> tuple[list[_Stream], np.ndarray]:
         """The streams and, per batch, how many elements each gives: one stream per format; with a cache, each
@@ -408,10 +411,6 @@ class LiquidDataset(RecordFilesDataset):
     @property
     def batch_size(self) -> int:
         return self._batch_size
-
-    @property
-    def cache(self) -> MinIOCache | None:
-        return self._cache
 
     @property
     def num_records(self) -> int:

@@ -3,9 +3,9 @@
 
 On a seeded sample of the source, it writes a Liquid dataset of each format alone and measures each format's
 bytes per image (from the records) and its decode rate (LiquidDataset on all cores, records in the page cache,
-no throttle, read for a while: the CPU side of a running pipeline, per-element overheads included), and the
-storage bandwidth (given, and then applied with tfliquid's read throttle; or measured by reading record files
-whose page cache was dropped).
+no throttle, read for a while: the CPU side of a running pipeline, per-element overheads included; images of any
+sizes, batched as their shapes), and the storage bandwidth (given, and then applied with tfliquid's read
+throttle; or measured by reading record files whose page cache was dropped).
 For a ratio a:b of formats F and S (a + b = 10) the images per second are predicted as
 
     load   = bandwidth / (a/10 * bytes_F + b/10 * bytes_S)           (storage, images/s)
@@ -45,6 +45,7 @@ from tfliquid.liquid import format as liquid_format
 from tfliquid.liquid.dataset import LiquidDataset
 
 STEPS = 10  # ratios a:b with a + b = 10: the paper's 11 candidates
+MOST_PROBES = 5  # the binary search over them probes 3 to 5, as the answers fall
 
 
 @dataclasses.dataclass
@@ -237,11 +238,15 @@ def profile(
             images_per_record,
             workers,
         )
-        with Progress(2 + (STEPS + 1 if exhaustive else 5), "measurement", progress) as bar:
-            alone = {STEPS: runner.dataset(STEPS), 0: runner.dataset(0)}  # first alone, second alone
+        # The total is the most measurements the search can make; when it makes fewer, the total becomes their
+        # count at the end, so the count always reaches it.
+        with Progress(2 + (STEPS + 1 if exhaustive else MOST_PROBES), "measurement", progress) as bar:
+            alone, decode = {}, []
+            for w in (STEPS, 0):  # first alone, second alone
+                alone[w] = runner.dataset(w)
+                decode.append(runner.decode_rate(alone[w]))
+                bar.update(len(decode))
             bytes_per_image = [runner.bytes_per_image(alone[STEPS]), runner.bytes_per_image(alone[0])]
-            decode = [runner.decode_rate(alone[STEPS]), runner.decode_rate(alone[0])]
-            bar.update(2)
             if read_bandwidth is not None:
                 bandwidth, source_of = float(read_bandwidth), "tfliquid read throttle"
             else:  # measured on the bulkier format's records: more bytes, a steadier figure
@@ -251,7 +256,7 @@ def profile(
 
             def measure(w: int) -> tuple[float, float]:
                 rows[w].measured = runner.throughput(w)
-                bar.update(1)
+                bar.update(2 + sum(row.measured is not None for row in rows))
                 return rows[w].load_rate, rows[w].decode_rate
 
             first_is_compact = bytes_per_image[0] <= bytes_per_image[1]
@@ -264,6 +269,8 @@ def profile(
                 for w in range(STEPS + 1):
                     if rows[w].measured is None:
                         measure(w)
+            bar.total = 2 + sum(row.measured is not None for row in rows)
+            bar.update(bar.total)
     finally:
         if read_bandwidth is not None:
             tfliquid_io.set_read_bandwidth(None)
@@ -357,7 +364,10 @@ class _Runner:
         manifest = liquid_format.read_manifest(path)
         samples_per_pass = 1 if drop_cache else -(-self.pass_images // manifest.num_images)
         dataset = LiquidDataset(path, batch_size=self.batch_size, seed=self.seed, epochs=samples_per_pass)
-        batches = dataset.batch(self.batch_size)
+        # Each image's shape is batched, not its pixels: images of other sizes cannot be batched, and what a job
+        # does with the pixels next (crop, resize) is the same for every format. The shape is known only once
+        # the image is read and decoded, so both still run.
+        batches = dataset.map(lambda x: tf.shape(x["image"])).batch(self.batch_size)
         records = liquid_format.record_files(path, manifest)
         timed_pass(batches.take(1))  # builds and warms the pipeline's functions
         rates = []

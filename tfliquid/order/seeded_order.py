@@ -54,7 +54,14 @@ class SeededOrder:
     def __post_init__(self):
         check_int("num_items", self.num_items, 1, 1 << 62)
         check_int("seed", self.seed, 0, (1 << 64) - 1)
-        check_int("num_workers", self.num_workers, 1, self.num_items)
+        check_int("num_workers", self.num_workers, 1)
+        if self.num_workers > self.num_items:  # every worker's slice holds an item: a clock, a next use
+            items = f"{self.num_items} item" + ("s" if self.num_items > 1 else "")
+            raise ArgumentError(
+                f"an order of {items} has fewer items than num_workers={self.num_workers}: every worker reads at "
+                f"least one per epoch. An order over a dataset's records needs a record per worker: convert it "
+                f"with --images-per-record N, N <= its images / {self.num_workers}"
+            )
         check_int("worker_index", self.worker_index, 0, self.num_workers - 1)
 
     @property
@@ -125,6 +132,17 @@ class SeededOrder:
     def keys(self, epoch: int) -> np.ndarray:
         """This worker's items of epoch `epoch`, in reading order (int64)."""
         return self.items_at(np.arange(self.start, self.start + self.slice_length), epoch)
+
+    def epoch_images(self, epoch: int, item_images) -> int:
+        """The images this worker reads in epoch `epoch`, when item i holds `item_images[i]` of them (a record)."""
+        return int(np.asarray(item_images, np.int64)[self.keys(epoch)].sum())
+
+    def images_read(self, item_images, epochs: int | None, first_epoch: int = 0) -> int | None:
+        """The images this worker reads in `epochs` epochs from `first_epoch` (as `epoch_images`); None: without
+        end (epochs None)."""
+        if epochs is None:
+            return None
+        return sum(self.epoch_images(e, item_images) for e in range(first_epoch, first_epoch + epochs))
 
     def next_use(self, item: int, epoch: int, index: int) -> tuple[int, int] | None:
         """When this worker next reads `item` after its read number `index` of epoch `epoch`: (epoch, index), or

@@ -188,7 +188,8 @@ class PCRDataset(RecordFilesDataset):
       with_keys: also yield "key", the image's key (its source file name) when the dataset stored keys.
       cache: a `tfliquid.MinIOCache` for the records read (each record's prefix at the scan group read is one
         item): later epochs read the cached records from memory (or its directory) instead of storage. A cache
-        with an order (the clairvoyant policy) gives this dataset its order.
+        with an order (the clairvoyant policy) gives this dataset its order. `ds.minio_cache` is that cache
+        (`ds.minio_cache.stats()`); `ds.cache()` is tf.data's.
       order: a `tfliquid.order.SeededOrder` over the records (num_items = `num_records`), for data-parallel
         workers reading one seeded shuffle: this dataset then reads this worker's slice of every epoch's
         permutation, in that order, `epochs` epochs from `first_epoch` (None: without end) in one iteration, so
@@ -196,6 +197,9 @@ class PCRDataset(RecordFilesDataset):
         only the images within each record. Give the order once: to the cache, when it is a
         `MinIOCache(..., policy="clairvoyant", order=order)`, which ranks the records by their next use.
       epochs, first_epoch: with an order, which of its epochs to read.
+
+    Its cardinality is declared (`len(ds)`, Keras' progress): `num_images`, or with an order the images of its
+    epochs (infinite without end), though under tf.data service's dynamic sharding each worker yields a part.
 
     Elements: {"image": uint8 [H, W, 3] (or string), "label": int64 [, "key": string]}.
 
@@ -235,7 +239,12 @@ class PCRDataset(RecordFilesDataset):
         self._epochs = self._order.epochs_dataset(epochs, first_epoch) if self._order is not None else None
         if decode_size is not None and not decode:
             raise ArgumentError("decode_size is the size images are decoded to: it needs decode=True")
-        super().__init__(path, index, self._build(decode, shuffle, seed, num_parallel_reads, with_keys))
+        pipeline = self._build(decode, shuffle, seed, num_parallel_reads, with_keys)
+        if self._order is None:
+            cardinality = index.num_images
+        else:
+            cardinality = self._order.images_read(self.record_images, epochs, first_epoch)
+        super().__init__(path, index, pipeline, cardinality=cardinality, cache=cache)
 
     def _build(self, decode, shuffle, seed, num_parallel_reads, with_keys):
         index = self._index
@@ -309,7 +318,6 @@ class PCRDataset(RecordFilesDataset):
             # this map now and then, and a whole epoch takes twice as long. Decoding is CPU work: one call per core
             # is what autotuning should reach anyway.
             images = images.map(self._decoded, num_parallel_calls=os.cpu_count() or 1)
-        # No assert_cardinality: under tf.data service's dynamic sharding each worker sees a part of the images.
         return images
 
     @property
@@ -320,7 +328,7 @@ class PCRDataset(RecordFilesDataset):
         """With an order: the images this worker reads in epoch `epoch` (its records' images)."""
         if self._order is None:
             raise ArgumentError("images_in_epoch counts an order's epoch: this dataset has no order")
-        return sum(self._index.records[int(i)].num_images for i in self._order.keys(epoch))
+        return self._order.epoch_images(epoch, self.record_images)
 
     @property
     def num_records(self) -> int:

@@ -4,7 +4,9 @@ hit never reaches the read)::
 
     record_bytes(file, length) [-> tfliquid.cache's transform] -> RecordDataset(..., item_format=...)
 
-Both are C++ dataset ops: they serialize for tf.data service and checkpoint mid-record.
+`RecordFilesDataset` is the base of the datasets of a directory of records (PCR's, Liquid's): it declares the
+cardinality their index or manifest counts (`declared_cardinality`). All are C++ dataset ops: they serialize for
+tf.data service and checkpoint mid-record.
 """
 
 from __future__ import annotations
@@ -119,14 +121,29 @@ class RecordDataset(tf.data.Dataset):
         return [self._source]
 
 
+def declared_cardinality(dataset: tf.data.Dataset, cardinality: int) -> tf.data.Dataset:
+    """`dataset`'s elements as they are, its `cardinality()` being `cardinality` (>= 0, or
+    `tf.data.INFINITE_CARDINALITY`), for Keras' progress and epoch ends. Declared, not asserted
+    (`tf.data.experimental.assert_cardinality` fails a dataset that yields another count): under tf.data service's
+    dynamic sharding each worker yields only the part it is given."""
+    cardinality = tf.constant(cardinality, tf.int64)
+    variant = load_ops().liquid_declared_cardinality_dataset(dataset._variant_tensor, cardinality)
+    return OpDataset(variant, dataset.element_spec, [dataset])
+
+
 class RecordFilesDataset(tf.data.Dataset):
     """A dataset read from a directory of record files: what it says of itself from its description (a PCR index or
     a Liquid manifest, which both count `num_images` and name `class_names` and `num_classes`), and the pipeline it
-    reads the records with, whose elements are its own."""
+    reads the records with, whose elements are its own, as many as `cardinality` (the images of the epochs it
+    reads; None: without end), which it declares: `len(ds)` and `ds.batch(b).cardinality()` know them, and so does
+    Keras' `fit`. `cache` is the MinIOCache it reads through, or None."""
 
-    def __init__(self, path: str, description, pipeline: tf.data.Dataset):
-        self._path, self._description, self._pipeline = path, description, pipeline
-        super().__init__(pipeline._variant_tensor)
+    def __init__(self, path: str, description, pipeline: tf.data.Dataset, *, cardinality: int | None, cache=None):
+        self._path, self._description, self._minio_cache = path, description, cache
+        if cardinality is None:
+            cardinality = tf.data.INFINITE_CARDINALITY
+        self._pipeline = declared_cardinality(pipeline, cardinality)
+        super().__init__(self._pipeline._variant_tensor)
 
     @property
     def element_spec(self):
@@ -139,6 +156,12 @@ class RecordFilesDataset(tf.data.Dataset):
     def path(self) -> str:
         """The dataset directory."""
         return self._path
+
+    @property
+    def minio_cache(self):
+        """The `tfliquid.MinIOCache` the records are read through (`ds.minio_cache.stats()`), or None. Not
+        `cache`: `ds.cache()` is tf.data's."""
+        return self._minio_cache
 
     @property
     def num_images(self) -> int:
