@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tfliquid._common.words import classes, counted
 from tfliquid.liquid.format import dataset_bytes, read_manifest
 
 
@@ -12,14 +13,15 @@ def format_inspection(path: str) -> str:
     ratio = ":".join(str(f.ratio_weight) for f in manifest.formats)
     lines = [
         f"{path}: Liquid dataset, format version {manifest.format_version}",
-        f"  {manifest.num_images} images, {manifest.channels} channels, {manifest.num_classes} classes"
+        f"  {counted(manifest.num_images, 'image')}, {counted(manifest.channels, 'channel')}, "
+        f"{classes(manifest.num_classes, bool(manifest.class_names))}"
         + (
             f" ({', '.join(manifest.class_names[:8])}{', ...' if len(manifest.class_names) > 8 else ''})"
             if manifest.class_names
             else ""
         ),
         f"  formats {':'.join(f.name for f in manifest.formats)} at ratio {ratio}; seed {conversion.seed}, "
-        f"{conversion.images_per_record} images per record, from {conversion.source}",
+        f"{counted(conversion.images_per_record, 'image')} per record, from {conversion.source}",
         f"  {total / 1e6:,.1f} MB (predicted before writing: {conversion.predicted_bytes / 1e6:,.1f} MB)",
         f"  {'format':<8}{'images':>10}{'share':>8}{'records':>9}{'MB':>10}{'KB/image':>10}",
     ]
@@ -29,5 +31,5 @@ def format_inspection(path: str) -> str:
             f"{f.num_bytes / 1e6:>10,.1f}{f.num_bytes / max(f.num_images, 1) / 1e3:>10,.1f}"
         )
     if conversion.lossy_images:
-        lines.append(f"  {conversion.lossy_images} images stored with a loss")
+        lines.append(f"  {counted(conversion.lossy_images, 'image')} stored with a loss")
     return "\n".join(lines)

@@ -3,6 +3,7 @@ Table 1), from its index alone."""
 
 from __future__ import annotations
 
+from tfliquid._common.words import classes, counted
 from tfliquid.pcr.format import prefix_bytes, prefix_end, read_index
 
 __all__ = ["inspect", "format_inspection"]
@@ -42,8 +43,9 @@ def format_inspection(info: dict) -> str:
     """The inspection as text: a summary line, the scan script, then a row per scan group."""
     script = info["scan_script"]
     lines = [
-        f"{info['path']}: {info['images']} images, {info['records']} records, {info['classes']} classes"
-        f" (source: {info['source']}; {info['lossy_images']} images re-encoded lossily)",
+        f"{info['path']}: {counted(info['images'], 'image')}, {counted(info['records'], 'record')}, "
+        f"{classes(info['classes'], bool(info['class_names']))} (source: {info['source']}; "
+        f"{counted(info['lossy_images'], 'image')} re-encoded lossily)",
         *(
             [f"scan script: {script}"]
             if script in ("standard", "fast")
