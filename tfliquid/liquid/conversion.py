@@ -183,7 +183,7 @@ def convert(
             format_version=liquid_format.FORMAT_VERSION,
             **dataclasses.asdict(encoding),
         )
-        state = record_job.State(dst, record_job.plan_fingerprint(source, settings), overwrite)
+        state = record_job.State(dst, source, settings, overwrite)
         format_of_item = np.zeros(source.num_items, np.int32)
         for name, items in zip(names, assigned):
             format_of_item[items] = liquid_items.FORMAT_INDEX[name]

@@ -116,7 +116,7 @@ def convert(
             format_version=pcr_format.FORMAT_VERSION,
         )
         plan = record_job.shuffled_plan(source.num_items, images_per_record, seed, "pcr", "pcr")
-        state = record_job.State(dst, record_job.plan_fingerprint(source, settings), overwrite)
+        state = record_job.State(dst, source, settings, overwrite)
         report = ConversionReport(dst, file_kind="record", lossy_reason="re-encoded lossily (they were not JPEGs)")
         spec = PCRJobSpec(quality, keep_markers, script, rescript_progressive, verify)
         entries = record_job.convert_records(

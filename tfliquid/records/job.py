@@ -149,22 +149,25 @@ def chunked_plan(items: np.ndarray, images_per_record: int, name: str, extension
 
 
 class State:
-    """DST/convert_state.json: the plan's fingerprint and how many images of each record were lossy."""
+    """DST/convert_state.json: the plan's fingerprint (of the source and `settings`), how many images of each
+    record were lossy, and the settings and image count, which say what differs when a run finds another plan."""
 
-    def __init__(self, dst: str, fingerprint: str, overwrite: bool):
+    def __init__(self, dst: str, source: sources.Source, settings: dict, overwrite: bool):
         self.path = os.path.join(dst, STATE_FILENAME)
-        self.fingerprint = fingerprint
+        self.fingerprint = plan_fingerprint(source, settings)
+        self.settings = json.loads(json.dumps(settings))  # as saved: tuples are lists
+        self.num_images = source.num_items
         self.lossy: dict[str, int] = {}
         if os.path.exists(self.path) and not overwrite:
             try:
                 with open(self.path) as f:
                     previous = json.load(f)
             except (OSError, ValueError) as e:
-                raise ConversionError(f"{self.path} is unreadable ({e}); rerun with --overwrite") from None
-            if previous.get("plan") != fingerprint:
+                raise ConversionError(f"{self.path} is unreadable ({e}); rerun with the overwrite option") from None
+            if previous.get("plan") != self.fingerprint:
                 raise ConversionError(
-                    f"{dst} holds a conversion of other images or settings; use a new "
-                    "destination or overwrite=True (--overwrite)"
+                    f"{dst} holds another conversion ({self._difference(previous)}); use another destination, or "
+                    "the overwrite option to replace it"
                 )
             self.lossy = previous.get("lossy", {})
         self.fragments_dir = os.path.join(dst, STATE_FRAGMENTS_DIR)
@@ -188,11 +191,46 @@ class State:
         self.lossy[relative] = lossy
         self.save()
 
+    def _difference(self, previous: dict) -> str:
+        """What the conversion in `previous` (its saved state) has that this one has not, in a few words."""
+        if "settings" not in previous:  # saved by tfliquid 0.1
+            return "of other images or settings"
+        before = previous["settings"]
+        changed = [
+            _changed_setting(name, before.get(name), value)
+            for name, value in self.settings.items()
+            if before.get(name) != value
+        ]
+        if changed:
+            return "; ".join(changed)
+        if previous["images"] != self.num_images:
+            return f"of {previous['images']} source images, this one of {self.num_images}"
+        return f"of other source images or labels, {self.num_images} as here"
+
     def save(self) -> None:
-        state = {"plan": self.fingerprint, "lossy": self.lossy}
+        state = {"plan": self.fingerprint, "lossy": self.lossy, "settings": self.settings, "images": self.num_images}
         write_or_explain(
             os.path.dirname(self.path), write_atomically, self.path, json.dumps(state, sort_keys=True).encode()
         )
+
+
+# Settings that messages name as the user gives them: (name, separator of a list's values).
+_SHOWN_AS = {"weights": ("ratio", ":")}
+
+
+def _changed_setting(name: str, before, now) -> str:
+    """ "images per record 1024 there, 16 now": lists as "a,b" (a ratio as "3:7"), a long text (a scan script's)
+    as the start of its first line."""
+    label, separator = _SHOWN_AS.get(name, (name.replace("_", " "), ","))
+
+    def shown(value) -> str:
+        if isinstance(value, list):
+            return separator.join(str(v) for v in value)
+        if isinstance(value, str) and ("\n" in value or len(value) > 40):
+            return repr(value.strip().splitlines()[0][:40] + " ...")
+        return "none" if value is None else str(value)
+
+    return f"{label} {shown(before)} there, {shown(now)} now"
 
 
 def write_state_fragment(dst: str, fingerprint: str, relative: str, lossy: int) -> None:
