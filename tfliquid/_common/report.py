@@ -27,6 +27,7 @@ class ConversionReport:
     pixels: int = 0
     seconds: float = 0.0
     lossy_reason: str = "stored with a loss"
+    notes: list[str] = dataclasses.field(default_factory=list)  # what the user should know of the source's labels
 
     @property
     def images(self) -> int:
@@ -64,6 +65,7 @@ class ConversionReport:
             lines.append(f"  {self.verified_images} verified: they decode to their source pixels exactly{kept}")
         if self.lossy_images:
             lines.append(f"  {self.lossy_images} {self.lossy_reason}")
+        lines += [f"  {note}" for note in self.notes]
         if self.failures:
             lines.append("failed:")
             lines += [f"  {source}: {reason}" for source, reason in self.failures[:_MAX_LISTED_FAILURES]]

@@ -169,7 +169,9 @@ def convert(
         source = open_source(src, os.path.join(dst, SPOOL_FILENAME), **source_options)
         assigned = liquid_format.assignment(source.num_items, weights, seed)
         prediction = predict_size(source, names, assigned, encoding, images_per_record, seed)
-        report = LiquidReport(dst, file_kind="record", lossy_reason=_LOSSY_REASON, prediction=prediction)
+        report = LiquidReport(
+            dst, file_kind="record", lossy_reason=_LOSSY_REASON, prediction=prediction, notes=source.label_notes()
+        )
         os.makedirs(os.path.join(dst, RECORDS_DIR), exist_ok=True)
         plans = [record_job.chunked_plan(items, images_per_record, name, "lqr") for name, items in zip(names, assigned)]
         plan = record_job.Plan(
@@ -318,7 +320,7 @@ def _manifest(source, names, weights, plans, entries, state, encoding, images_pe
         format_version=liquid_format.FORMAT_VERSION,
         channels=encoding.channels,
         class_names=source.class_names,
-        num_classes=len(source.class_names) or int(source.labels.max()) + 1,
+        num_classes=source.num_classes,
         has_keys=True,
         conversion=liquid_pb2.LiquidConversionInfo(
             source=source.description,

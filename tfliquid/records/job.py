@@ -267,14 +267,16 @@ def convert_records(
 ) -> list[WrittenRecord | None]:
     """Keeps the complete records, converts the others (and, with `verify`, rebuilds the kept ones to check them);
     returns every record's WrittenRecord, None for a record none of whose images could be converted, on the runner
-    (RUNNERS) that `run` names. With `overwrite`, the index or manifest of the conversion it replaces
-    (`index_filename` in `dst`) and the record files of its plan that this plan does not write go first, so that a
-    run stopped midway never leaves the old index beside new records, and the dataset holds no record its index or
-    manifest does not list."""
+    (RUNNERS) that `run` names. The files of the source that are not items (`source.rejected`) are rejected first.
+    With `overwrite`, the index or manifest of the conversion it replaces (`index_filename` in `dst`) and the record
+    files of its plan that this plan does not write go first, so that a run stopped midway never leaves the old
+    index beside new records, and the dataset holds no record its index or manifest does not list."""
     if overwrite:
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(dst, index_filename))
         _remove_records_outside(dst, plan)
+    for origin, reason in source.rejected:
+        reject(origin, reason, run.on_error, report)
     return RUNNERS[run.runner]()(source, plan, dst, state, report, spec, verify, overwrite, run)
 
 
