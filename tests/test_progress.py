@@ -5,6 +5,9 @@ import io
 import re
 import time
 
+import pytest
+
+import tfliquid
 from tfliquid._common.progress import Progress
 from tfliquid._common.words import counted, plural
 
@@ -73,3 +76,26 @@ def test_the_rate_counts_the_work_of_this_run_only():
     first, second = stream.getvalue().splitlines()
     assert first.startswith("5/10 images (50%), 0:00:") and "/s" not in first
     assert _rate(second) > 0
+
+
+@pytest.mark.slow  # three conversions
+def test_a_conversion_shows_progress_as_images_complete_and_a_resumed_one_from_where_it_resumed(
+    photo_folder, tmp_path, capsys
+):
+    tfliquid.pcr.convert(str(photo_folder), str(tmp_path / "one"))  # 16 images, one record
+    counts = [int(line.split("/")[0]) for line in capsys.readouterr().err.splitlines()]
+    assert len(counts) >= 5 and counts == sorted(counts) and counts[-1] == 16
+
+    dst = tmp_path / "four"
+    tfliquid.pcr.convert(str(photo_folder), str(dst), images_per_record=4, progress=False)
+    (dst / "records" / "pcr-00001.pcr").unlink()
+    capsys.readouterr()
+    start = time.monotonic()
+    report = tfliquid.pcr.convert(str(photo_folder), str(dst), images_per_record=4)
+    elapsed = time.monotonic() - start
+    lines = capsys.readouterr().err.splitlines()
+    assert report.skipped == 12 and lines[-1].startswith("16/16 images (100%), ")
+    counts = [int(line.split("/")[0]) for line in lines]
+    assert counts == sorted(counts) and counts[0] > 12  # no line for the skipped images alone
+    # The rate is of the 4 images converted, over at most the run's time: never the skipped ones' in no time.
+    assert all(_rate(line) >= (count - 12) / elapsed for line, count in zip(lines, counts))

@@ -138,7 +138,9 @@ def convert(
       **options: how the conversion runs and reads SRC (`tfliquid.records.job.ConversionOptions`), as in
         `tfliquid.pcr.convert`.
 
-    Returns a LiquidReport (its `prediction` is the size predicted; `dataset_bytes` the size written).
+    Returns a LiquidReport (its `prediction` is the size predicted; `dataset_bytes` the size written; its
+    `failures` the sources rejected, all listed in DST/rejected.tsv, as docs/cli.md says in "Sources, rejects and
+    labels of conversions").
     """
     names = _check_formats(formats)
     weights = liquid_format.parse_ratio(ratio if ratio is not None else [1] * len(names), len(names))

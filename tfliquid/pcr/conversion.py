@@ -12,8 +12,8 @@ image, every CRC right) and converts the others, so an interrupted job resumes w
 only checks. The index is written last. One run at a time holds the destination (DST/.tfliquid-lock).
 
 An image that cannot be converted (unreadable, truncated, corrupt, not an image, of a format not read) is
-rejected: its record is written without it, the report lists it with the reason, and the CLI exits with status 1;
-a rerun tries it again. `on_error="raise"` stops at the first one instead.
+rejected: its record is written without it, the report lists it with the reason, DST/rejected.tsv lists every one,
+and the CLI exits with status 1; a rerun tries it again. `on_error="raise"` stops at the first one instead.
 """
 
 from __future__ import annotations
@@ -92,6 +92,7 @@ def convert(
         progress, runner, beam_options (a TFRecord source is spooled here first), source_format, image_key,
         label_key, key_feature, compression.
 
+    Returns the ConversionReport; its `rejected_list` is DST/rejected.tsv when a source was rejected.
     Raises ConversionError (the destination is held by another run, holds another conversion, cannot be written)
     and ArgumentError, both before anything is written when they concern the arguments.
     """
