@@ -9,9 +9,11 @@ import sys
 import time
 
 import pytest
+from PIL import Image
 
 import tfliquid
 from tfliquid._common.errors import ConversionError
+from tfliquid._common.report import REJECTED_FILENAME, read_rejected
 from tfliquid.samples.photos import write_image_folder, write_tfrecords
 
 pytestmark = pytest.mark.slow
@@ -76,20 +78,26 @@ def test_beam_reports_rejections_as_local_does(generated_folder, tmp_path):
     (source / "coffee" / "truncated.jpg").write_bytes((generated_folder / "coffee" / "0001.jpg").read_bytes()[:300])
     (source / "rocket" / "empty.png").write_bytes(b"")
     (source / "rocket" / "notes.png").write_text("not an image")
+    Image.open(generated_folder / "rocket" / "0000.jpg").save(source / "rocket" / "scan.tiff")
     local = tfliquid.pcr.convert(str(source), str(tmp_path / "local"), images_per_record=16, progress=False)
     beam = tfliquid.pcr.convert(
         str(source), str(tmp_path / "beam"), images_per_record=16, progress=False, runner="beam"
     )
-    assert dataset_files(tmp_path / "beam") == dataset_files(tmp_path / "local")
+    assert dataset_files(tmp_path / "beam") == dataset_files(tmp_path / "local")  # rejected.tsv among them
     assert beam.failures == local.failures
+    assert read_rejected(str(tmp_path / "beam" / REJECTED_FILENAME)) == sorted(beam.failures)
     reasons = {origin.rsplit("/", 1)[1]: reason for origin, reason in beam.failures}
     assert reasons == {
         "truncated.jpg": "coffee/truncated.jpg: cannot make the JPEG progressive: Premature end of JPEG file (at byte "
         "212)",
         "empty.png": "empty file (0 bytes)",
         "notes.png": "Unknown image file format. One of JPEG, JPEG XL, PNG, GIF, BMP, WebP required.",
+        "scan.tiff": "a TIFF image, which this conversion does not read (it reads JPEG, PNG, GIF, BMP and WebP); "
+        "convert it to PNG first",
     }
-    # The workers prepare images in parallel: the first rejection found stops the pipeline.
+    # The workers prepare images in parallel: the first rejection found stops the pipeline. (The TIFF, no image of
+    # the plan, would stop the run before it.)
+    (source / "rocket" / "scan.tiff").unlink()
     with pytest.raises(
         ConversionError, match=r"^the Beam pipeline failed: \S+/(truncated\.jpg|empty\.png|notes\.png): \S"
     ):

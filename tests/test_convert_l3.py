@@ -152,7 +152,7 @@ def test_16_bit_images_are_refused_unless_reduced(photos, tmp_path):
         ("colour16.png", True),
         ("grey16.png", True),
     ]
-    assert sorted(p.name for p in (tmp_path / "refused").iterdir()) == ["fine.l3"]
+    assert sorted(p.name for p in (tmp_path / "refused").iterdir()) == ["fine.l3", "rejected.tsv"]
     report = _convert(src, tmp_path / "reduced", reduce_16bit=True, verify=True)
     assert (report.converted, report.lossy_images, report.failures) == (3, 2, [])
     high_bytes = (rgb16 >> 8).astype(np.uint8)

@@ -85,8 +85,13 @@ def test_resume_skips_complete_records_and_redoes_broken_ones(photo_folder, tmp_
     assert (report.files_written, report.files_skipped, report.lossy_images) == (2, 2, 2)
     assert _tree_bytes(dst) == original
     assert _convert(photo_folder, dst, images_per_record=4).files_written == 0  # idempotent
-    with pytest.raises(tfliquid.ConversionError, match="other images or settings"):
+    # One line saying what differs, in words both the command line's and Python's users read as theirs.
+    with pytest.raises(tfliquid.ConversionError) as refused:
         _convert(photo_folder, dst, images_per_record=3)
+    assert str(refused.value) == (
+        f"{dst} holds another conversion (images per record 4 there, 3 now); use another destination, or the "
+        "overwrite option to replace it"
+    )
     assert _convert(photo_folder, dst, images_per_record=3, overwrite=True).files_written == 6
 
 

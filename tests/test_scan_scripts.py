@@ -103,7 +103,7 @@ def test_an_invalid_or_lossy_script_is_refused_before_anything_is_written(photo_
 
 def test_another_script_into_the_same_destination_is_another_conversion(photo_folder, tmp_path):
     _convert(photo_folder, tmp_path / "dst", images_per_record=4, scan_script="standard")
-    with pytest.raises(tfliquid.ConversionError, match="other images or settings"):
+    with pytest.raises(tfliquid.ConversionError, match=r"holds another conversion \(scan script standard there, fast"):
         _convert(photo_folder, tmp_path / "dst", images_per_record=4, scan_script="fast")
 
 

@@ -19,9 +19,23 @@ import tensorflow as tf
 
 from tfliquid._common.errors import ArgumentError, ConversionError, OperandError, PathError, op_error_message
 from tfliquid._common.files import image_files
+from tfliquid._common.words import counted
 from tfliquid.io import read_file
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
+# Images TensorFlow's decoders do not read, by extension -> format: an image folder's files of these are rejected
+# with that reason (other files, whose extension is no image's, are ignored; so are hidden ones).
+UNREAD_IMAGE_FORMATS = {
+    ".tif": "TIFF",
+    ".tiff": "TIFF",
+    ".ppm": "PPM",
+    ".pgm": "PGM",
+    ".pbm": "PBM",
+    ".pnm": "PNM",
+    ".heic": "HEIC",
+    ".heif": "HEIF",
+    ".avif": "AVIF",
+}
 SOURCE_FORMATS = ("auto", "folder", "tfrecord")
 
 
@@ -32,7 +46,8 @@ class SourceOptions(TypedDict, total=False):
 
       source_format: "auto" (a folder of class subfolders, or TFRecord files), "folder" or "tfrecord".
       image_key, label_key, key_feature: the tf.train.Example features of TFRecord sources that hold the image
-        bytes ("image/encoded"), the int64 label ("image/class/label") and the image's key ("image/filename").
+        bytes ("image/encoded"), the int64 label ("image/class/label"; "" for unlabelled examples, whose labels
+        are then -1) and the image's key ("image/filename").
       compression: of TFRecord sources: "", "GZIP" or "ZLIB"; None (the default) guesses from the file extension.
     """
 
@@ -85,7 +100,8 @@ def _guess_source_format(src: str) -> str:
 @dataclasses.dataclass
 class Source:
     """Items to convert. `read(order)` yields (item, image bytes, label, key) for the items `order` (int64
-    indices into `labels` and `keys`), in that order."""
+    indices into `labels` and `keys`), in that order. `rejected` lists the files of the source that are not
+    items, with why (a conversion rejects them)."""
 
     description: str
     labels: np.ndarray  # int64, one per item
@@ -94,24 +110,77 @@ class Source:
     read: Callable[[np.ndarray], tf.data.Dataset]
     origins: list[str]  # where each item comes from, for messages: its file, or its TFRecord file and index
     locate: Callable[[int], tuple[str, int, int]]  # item -> (file, offset, size; -1: to the end)
+    rejected: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (file, why)
+    empty_classes: list[str] = dataclasses.field(default_factory=list)  # class folders without an image
 
     @property
     def num_items(self) -> int:
         return len(self.labels)
 
+    @property
+    def num_classes(self) -> int:
+        """The classes a dataset's index records: its class folders, else the largest label + 1 (labels index
+        the classes from 0: a classifier needs that many outputs); 0 without labels."""
+        return len(self.class_names) or max(int(self.labels.max()) + 1, 0)
+
+    def label_notes(self) -> list[str]:
+        """What the count of classes does not say: class folders without images (still classes, so that every
+        label stays its folder's position), labels that leave some of 0..num_classes-1 unused, no labels."""
+        if self.empty_classes:
+            labels = ", ".join(str(self.class_names.index(name)) for name in self.empty_classes)
+            return [
+                f"{counted(len(self.empty_classes), 'class folder')} without images ({', '.join(self.empty_classes)}"
+                f"): each still a class, so that every label stays its folder's position "
+                f"({'labels' if len(self.empty_classes) > 1 else 'label'} {labels})"
+            ]
+        present = np.unique(self.labels)
+        if self.class_names or present.tolist() == list(range(self.num_classes)):
+            return []
+        if present.tolist() == [-1]:
+            return ["no labels: every label is -1"]
+        unused = sorted(set(range(self.num_classes)) - set(present.tolist()))
+        note = f"labels {present[0]}..{present[-1]}, {len(present)} distinct: num_classes {self.num_classes} counts "
+        note += f"0..{self.num_classes - 1}" + (f", and no image has label {_some(unused)}" if unused else "")
+        negative = int(np.count_nonzero(self.labels < 0))
+        return [note + (f"; {counted(negative, 'image')} with a negative label" if negative else "")]
+
+
+def _some(numbers: list[int], shown: int = 5) -> str:
+    more = f" or {len(numbers) - shown} others" if len(numbers) > shown else ""
+    return ", ".join(str(n) for n in numbers[:shown]) + more
+
 
 def image_folder(root: str) -> Source:
-    """root/CLASS/IMAGE: classes are the sorted subfolder names, labels their positions."""
-    class_names = sorted(e.name for e in os.scandir(root) if _is_folder(e) and not e.name.startswith("."))
+    """root/CLASS/IMAGE: classes are the sorted subfolder names, labels their positions. The images of a class are
+    the files under its folder (subfolders included) with one of IMAGE_EXTENSIONS; files there of
+    UNREAD_IMAGE_FORMATS, and images beside the class folders, are rejected (`Source.rejected`); hidden files and
+    folders, and other files, are ignored."""
+    entries = [e for e in os.scandir(root) if not e.name.startswith(".")]
+    class_names = sorted(e.name for e in entries if _is_folder(e))
     if not class_names:
         raise OperandError(f"{root}: expected one subfolder per class (root/CLASS/IMAGE), found none")
-    paths, labels = [], []
+    all_images = IMAGE_EXTENSIONS + tuple(UNREAD_IMAGE_FORMATS)
+    rejected = [
+        (e.path, "not in a class subfolder: images go in one subfolder per class (SRC/CLASS/IMAGE)")
+        for e in sorted(entries, key=lambda e: e.name)
+        if not _is_folder(e) and e.name.lower().endswith(all_images)
+    ]
+    paths, labels, empty_classes = [], [], []
     for label, name in enumerate(class_names):
-        class_paths = image_files(os.path.join(root, name), IMAGE_EXTENSIONS)
+        class_paths = []
+        for path in image_files(os.path.join(root, name), all_images):
+            unread = UNREAD_IMAGE_FORMATS.get(os.path.splitext(path)[1].lower())
+            if unread:
+                rejected.append((path, _unread_reason(unread)))
+            else:
+                class_paths.append(path)
+        if not class_paths:
+            empty_classes.append(name)
         paths.extend(class_paths)
         labels.extend([label] * len(class_paths))
     if not paths:
-        raise OperandError(f"{root}: no images ({', '.join(IMAGE_EXTENSIONS)}) in its class subfolders")
+        example = f"; {len(rejected)} files rejected, e.g. {rejected[0][0]}: {rejected[0][1]}" if rejected else ""
+        raise OperandError(f"{root}: no images ({', '.join(IMAGE_EXTENSIONS)}) in its class subfolders{example}")
     keys = [os.path.relpath(p, root).encode() for p in paths]
     labels = np.asarray(labels, np.int64)
     path_tensor, label_tensor, key_tensor = tf.constant(paths), tf.constant(labels), tf.constant(keys)
@@ -124,7 +193,24 @@ def image_folder(root: str) -> Source:
             load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
         )
 
-    return Source(f"image folder {root}", labels, keys, class_names, read, paths, lambda i: (paths[i], 0, -1))
+    return Source(
+        f"image folder {root}",
+        labels,
+        keys,
+        class_names,
+        read,
+        paths,
+        lambda i: (paths[i], 0, -1),
+        rejected=rejected,
+        empty_classes=empty_classes,
+    )
+
+
+def _unread_reason(image_format: str) -> str:
+    return (
+        f"a {image_format} image, which this conversion does not read (it reads JPEG, PNG, GIF, BMP and WebP); "
+        "convert it to PNG first"
+    )
 
 
 def _is_folder(entry: os.DirEntry) -> bool:
@@ -161,6 +247,9 @@ def guess_compression(files: list[str]) -> str:
     return ""
 
 
+_NO_LABEL = np.iinfo(np.int64).min  # what an example without the label feature parses to
+
+
 def spool_tfrecords(
     src: str,
     spool_path: str,
@@ -172,7 +261,8 @@ def spool_tfrecords(
     """Copies every Example's image bytes into `spool_path` (raw concatenation) so they can be read in any order.
 
     Labels and keys stay in memory (a few bytes per image). The key is `key_feature` when the Example has it,
-    else "FILE:INDEX".
+    else "FILE:INDEX". With `label_key` "" the examples are unlabelled: every label is -1; otherwise an example
+    without the label is refused (ConversionError naming it).
     """
     files = tfrecord_files(src)
     if compression is None:
@@ -181,9 +271,10 @@ def spool_tfrecords(
         raise ArgumentError(f"compression must be '', 'GZIP' or 'ZLIB', got {compression!r}")
     features = {
         image_key: tf.io.FixedLenFeature([], tf.string),
-        label_key: tf.io.FixedLenFeature([], tf.int64),
         key_feature: tf.io.FixedLenFeature([], tf.string, default_value=""),
     }
+    if label_key:  # parsed with a default no label takes, so that an example without one is told by name
+        features[label_key] = tf.io.FixedLenFeature([], tf.int64, default_value=_NO_LABEL)
     examples = (
         tf.data.Dataset.from_tensor_slices(files)
         .map(lambda f: tf.data.TFRecordDataset(f, compression_type=compression).enumerate().map(lambda i, x: (f, i, x)))
@@ -204,12 +295,18 @@ def spool_tfrecords(
                 offsets.append(spool.tell())
                 sizes.append(len(image))
                 spool.write(image)
-                labels.append(example[label_key])
                 key = example[key_feature]
                 keys.append(key if key else f"{os.path.basename(filename.decode())}:{i}".encode())
                 origins.append(
                     f"{filename.decode()}: example {i}" + (f" ({key.decode(errors='replace')})" if key else "")
                 )
+                label = example[label_key] if label_key else -1
+                if label == _NO_LABEL:
+                    raise ConversionError(
+                        f"{origins[-1]} has no int64 feature {label_key!r}: set the label key to the feature that "
+                        "holds the labels, or to '' to convert without labels (every label -1)"
+                    )
+                labels.append(label)
     except BaseException as e:
         os.remove(tmp)  # a partial spool is never used: the next run spools again
         if isinstance(e, tf.errors.OpError):

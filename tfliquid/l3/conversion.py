@@ -22,6 +22,7 @@ import io
 import os
 import re
 import time
+from contextlib import nullcontext
 from typing import Unpack
 
 import numpy as np
@@ -39,7 +40,7 @@ from tfliquid._common.errors import (
 from tfliquid._common.files import image_files, write_atomically
 from tfliquid._common.lock import locked_destination
 from tfliquid._common.progress import Progress
-from tfliquid._common.report import ConversionReport
+from tfliquid._common.report import ConversionReport, rejects_listed
 from tfliquid._common.run_options import RunOptions, take_run_options
 from tfliquid.jpeg.ops import check_jpeg
 from tfliquid.l3 import codec as l3_format
@@ -103,7 +104,8 @@ def convert(
 
     A source file that cannot be stored (unreadable, empty, corrupt, animated, 16-bit without `reduce_16bit`,
     larger than Pillow's decompression-bomb limit) does not stop the run: it is listed in the report's `failures`,
-    and the CLI exits with status 1 (`on_error="raise"` stops at the first one). One run at a time holds the
+    and the CLI exits with status 1 (`on_error="raise"` stops at the first one); converting a folder, DST/rejected.tsv
+    lists every one. One run at a time holds the
     destination folder (DST/.tfliquid-lock); a full disk stops the run.
 
     Args:
@@ -130,35 +132,50 @@ def convert(
     report = ConversionReport(dst, lossy_reason="reduced to 8 bits or converted to RGB (not reversible)")
     single = os.path.isfile(src)
     folder = (os.path.dirname(jobs[0].target) or os.curdir) if single else dst  # scan.l3: the current folder
+    tried: set[str] = set()  # the sources this run converted, found converted or rejected
     with locked_destination(folder):
         _remove_temporaries(folder, jobs[0].target if single else None)
         # What each file's conversion is given, on either runner.
         settings = dict(
             profile=profile, verify=verify, overwrite=overwrite, reduce_16bit=reduce_16bit, on_error=run.on_error
         )
-        if run.runner == "beam":
-            _convert_jobs_beam(jobs, folder, report, settings, run)
-        else:
-            _convert_jobs(jobs, report, settings, workers, run.progress)
+
+        def untried() -> set[str]:
+            return {job.source for job in jobs} - tried
+
+        # A folder's rejects are listed in DST/rejected.tsv; a single file's are in the report alone.
+        listed = rejects_listed(folder, report, untried, not overwrite) if os.path.isdir(src) else nullcontext()
+        with listed:
+            if run.runner == "beam":
+                _convert_jobs_beam(jobs, folder, report, settings, run, tried)
+            else:
+                _convert_jobs(jobs, report, settings, workers, run.progress, tried)
     report.failures.sort()
     report.verified_images = report.converted if verify else 0
     report.seconds = time.perf_counter() - start
     return report
 
 
-def _convert_jobs(jobs, report, settings: dict, workers, progress) -> None:
+def _convert_jobs(jobs, report, settings: dict, workers, progress, tried: set[str]) -> None:
+    """Converts the files of `jobs` on `workers` threads, adding each source to `tried` as it is done."""
     convert_file = functools.partial(_converted_or_reason, **settings)
 
     def collect(job: _Job, done: concurrent.futures.Future):
-        _count(report, job, *done.result())
-        bar.update(report.images + len(report.failures))
+        result, reason = done.result()
+        _count(report, job, result, reason)
+        tried.add(job.source)
+        if result is None and reason is None:  # already converted: no work of this run's rate
+            bar.skip()
+        else:
+            bar.advance()
 
     with Progress(len(jobs), "image", progress) as bar:
         _run_on_threads(convert_file, jobs, workers, collect)
 
 
-def _convert_jobs_beam(jobs, folder, report, settings: dict, run) -> None:
-    """_convert_jobs as an Apache Beam pipeline: the same per-file conversion on the runner's workers."""
+def _convert_jobs_beam(jobs, folder, report, settings: dict, run, tried: set[str]) -> None:
+    """_convert_jobs as an Apache Beam pipeline: the same per-file conversion on the runner's workers (the sources
+    are all tried once it has run)."""
     import apache_beam as beam
 
     from tfliquid._common import beam as beam_runner
@@ -178,6 +195,7 @@ def _convert_jobs_beam(jobs, folder, report, settings: dict, run) -> None:
         outcome = by_source[job.source]
         result = outcome["result"] and _Converted(**outcome["result"])
         _count(report, job, result, outcome["reason"])
+        tried.add(job.source)
 
 
 def _outcome_of_file(job: _Job, **settings) -> dict:
@@ -292,6 +310,8 @@ def _count(report: ConversionReport, job: _Job, result: _Converted | None, reaso
 def _reason(job: _Job, error: Exception) -> str:
     if os.path.isfile(job.source) and os.path.getsize(job.source) == 0:
         return "empty file (0 bytes)"
+    if isinstance(error, Image.UnidentifiedImageError):  # its message names an in-memory file object
+        return "not an image of a format Pillow reads"
     return op_error_message(error) if isinstance(error, tf.errors.OpError) else str(error)
 
 

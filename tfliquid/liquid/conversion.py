@@ -137,7 +137,9 @@ def convert(
       **options: how the conversion runs and reads SRC (`tfliquid.records.job.ConversionOptions`), as in
         `tfliquid.pcr.convert`.
 
-    Returns a LiquidReport (its `prediction` is the size predicted; `dataset_bytes` the size written).
+    Returns a LiquidReport (its `prediction` is the size predicted; `dataset_bytes` the size written; its
+    `failures` the sources rejected, all listed in DST/rejected.tsv, as docs/cli.md says in "Sources, rejects and
+    labels of conversions").
     """
     names = _check_formats(formats)
     weights = liquid_format.parse_ratio(ratio if ratio is not None else [1] * len(names), len(names))
@@ -168,7 +170,9 @@ def convert(
         source = open_source(src, os.path.join(dst, SPOOL_FILENAME), **source_options)
         assigned = liquid_format.assignment(source.num_items, weights, seed)
         prediction = predict_size(source, names, assigned, encoding, images_per_record, seed)
-        report = LiquidReport(dst, file_kind="record", lossy_reason=_LOSSY_REASON, prediction=prediction)
+        report = LiquidReport(
+            dst, file_kind="record", lossy_reason=_LOSSY_REASON, prediction=prediction, notes=source.label_notes()
+        )
         os.makedirs(os.path.join(dst, RECORDS_DIR), exist_ok=True)
         plans = [record_job.chunked_plan(items, images_per_record, name, "lqr") for name, items in zip(names, assigned)]
         plan = record_job.Plan(
@@ -182,7 +186,7 @@ def convert(
             format_version=liquid_format.FORMAT_VERSION,
             **dataclasses.asdict(encoding),
         )
-        state = record_job.State(dst, record_job.plan_fingerprint(source, settings), overwrite)
+        state = record_job.State(dst, source, settings, overwrite)
         format_of_item = np.zeros(source.num_items, np.int32)
         for name, items in zip(names, assigned):
             format_of_item[items] = liquid_items.FORMAT_INDEX[name]
@@ -318,7 +322,7 @@ def _manifest(source, names, weights, plans, entries, state, encoding, images_pe
         format_version=liquid_format.FORMAT_VERSION,
         channels=encoding.channels,
         class_names=source.class_names,
-        num_classes=len(source.class_names) or int(source.labels.max()) + 1,
+        num_classes=source.num_classes,
         has_keys=True,
         conversion=liquid_pb2.LiquidConversionInfo(
             source=source.description,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from tfliquid._common.words import classes, counted
 from tfliquid.liquid.format import dataset_bytes, read_manifest
 
 __all__ = ["FormatShare", "LiquidInspection", "inspect"]
@@ -47,10 +48,11 @@ class LiquidInspection:
         names = self.class_names
         lines = [
             f"{self.path}: Liquid dataset, format version {self.format_version}",
-            f"  {self.images} images, {self.channels} channels, {self.classes} classes"
+            f"  {counted(self.images, 'image')}, {counted(self.channels, 'channel')}, "
+            f"{classes(self.classes, bool(names))}"
             + (f" ({', '.join(names[:8])}{', ...' if len(names) > 8 else ''})" if names else ""),
             f"  formats {':'.join(f.name for f in self.formats)} at ratio {self.ratio}; seed {self.seed}, "
-            f"{self.images_per_record} images per record, from {self.source}",
+            f"{counted(self.images_per_record, 'image')} per record, from {self.source}",
             f"  {self.num_bytes / 1e6:,.1f} MB (predicted before writing: {self.predicted_bytes / 1e6:,.1f} MB)",
             f"  {'format':<8}{'images':>10}{'share':>8}{'records':>9}{'MB':>10}{'KB/image':>10}",
         ]
@@ -60,7 +62,7 @@ class LiquidInspection:
                 f"{f.num_bytes / 1e6:>10,.1f}{f.num_bytes / max(f.images, 1) / 1e3:>10,.1f}"
             )
         if self.lossy_images:
-            lines.append(f"  {self.lossy_images} images stored with a loss")
+            lines.append(f"  {counted(self.lossy_images, 'image')} stored with a loss")
         return "\n".join(lines)
 
 

@@ -11,9 +11,9 @@ saved in DST/convert_state.json: a rerun of the same command keeps the records t
 image, every CRC right) and converts the others, so an interrupted job resumes where it stopped and a finished one
 only checks. The index is written last. One run at a time holds the destination (DST/.tfliquid-lock).
 
-An image that cannot be converted (unreadable, truncated, corrupt, not an image) is rejected: its record is
-written without it, the report lists it with the reason, and the CLI exits with status 1; a rerun tries it again.
-`on_error="raise"` stops at the first one instead.
+An image that cannot be converted (unreadable, truncated, corrupt, not an image, of a format not read) is
+rejected: its record is written without it, the report lists it with the reason, DST/rejected.tsv lists every one,
+and the CLI exits with status 1; a rerun tries it again. `on_error="raise"` stops at the first one instead.
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def convert(
 
     Args:
       src: a folder with one subfolder per class (sorted names = labels 0, 1, ...), or TFRecord files of
-        tf.train.Example (a file, a glob or a directory).
+        tf.train.Example (a file, a glob or a directory). What of a folder is rejected or ignored, and how labels
+        are counted: docs/cli.md, "Sources, rejects and labels of conversions".
       dst: the dataset directory to create or resume; not `src` or inside it.
       images_per_record: N, images per record file.
       seed: the shuffle that assigns images to records; same seed and source = same bytes out.
@@ -91,6 +92,7 @@ def convert(
         progress, runner, workers (threads of the local runner; default one per CPU), beam_options (a TFRecord
         source is spooled here first), source_format, image_key, label_key, key_feature, compression.
 
+    Returns the ConversionReport; its `rejected_list` is DST/rejected.tsv when a source was rejected.
     Raises ConversionError (the destination is held by another run, holds another conversion, cannot be written)
     and ArgumentError, both before anything is written when they concern the arguments.
     """
@@ -116,8 +118,13 @@ def convert(
             format_version=pcr_format.FORMAT_VERSION,
         )
         plan = record_job.shuffled_plan(source.num_items, images_per_record, seed, "pcr", "pcr")
-        state = record_job.State(dst, record_job.plan_fingerprint(source, settings), overwrite)
-        report = ConversionReport(dst, file_kind="record", lossy_reason="re-encoded lossily (they were not JPEGs)")
+        state = record_job.State(dst, source, settings, overwrite)
+        report = ConversionReport(
+            dst,
+            file_kind="record",
+            lossy_reason="re-encoded lossily (they were not JPEGs)",
+            notes=source.label_notes(),
+        )
         spec = PCRJobSpec(quality, keep_markers, script, rescript_progressive, verify)
         entries = record_job.convert_records(
             source, plan, dst, state, report, spec, verify, overwrite, run, pcr_format.INDEX_FILENAME
@@ -131,7 +138,7 @@ def convert(
             num_images=sum(e.num_images for e in written),
             num_scan_groups=max(len(e.prefix_ends) for e in written),
             class_names=source.class_names,
-            num_classes=len(source.class_names) or int(source.labels.max()) + 1,
+            num_classes=source.num_classes,
             records=written,
             has_keys=True,
             conversion=pcr_pb2.ConversionInfo(

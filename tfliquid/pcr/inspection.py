@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from tfliquid._common.words import classes, counted
 from tfliquid.pcr.format import prefix_bytes, prefix_end, read_index
 
 __all__ = ["PCRInspection", "ScanGroupSize", "inspect"]
@@ -37,8 +38,9 @@ class PCRInspection:
     def __str__(self) -> str:
         script = self.scan_script
         lines = [
-            f"{self.path}: {self.images} images, {self.records} records, {self.classes} classes"
-            f" (source: {self.source}; {self.lossy_images} images re-encoded lossily)",
+            f"{self.path}: {counted(self.images, 'image')}, {counted(self.records, 'record')}, "
+            f"{classes(self.classes, bool(self.class_names))} (source: {self.source}; "
+            f"{counted(self.lossy_images, 'image')} re-encoded lossily)",
             *(
                 [f"scan script: {script}"]
                 if script in ("standard", "fast")

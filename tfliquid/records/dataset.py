@@ -174,5 +174,5 @@ class RecordFilesDataset(tf.data.Dataset):
 
     @property
     def num_classes(self) -> int:
-        """Number of classes: class folders, or the largest label + 1 for TFRecord sources."""
+        """Number of classes: class folders, or the largest label + 1 for TFRecord sources (0 without labels)."""
         return self._description.num_classes

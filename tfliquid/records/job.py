@@ -7,7 +7,9 @@ the record's parts of it) and the check of a written record. The record encoder 
 the same for every converter. A runner then keeps the records a previous run completed (every planned image, every
 CRC right), builds and writes the others atomically, rejects the images that cannot be prepared (listed in the
 report with the reason, or raised with on_error="raise") and saves progress in DST/convert_state.json, so that
-rerunning the same command resumes. The runners (RUNNERS):
+rerunning the same command resumes. A record that lacks a rejected image is not complete: a rerun tries that
+image again. DST/rejected.tsv lists every source rejected (tfliquid._common.report.rejects_listed). The runners
+(RUNNERS):
   - "local" (`convert_locally` here) runs one tf.data pipeline over every record to build, in parallel on every
     core (or on `workers` threads);
   - "beam" (tfliquid.records.job_beam) runs the same plan and encoders as a Beam pipeline.
@@ -33,7 +35,7 @@ from tfliquid._common import beam
 from tfliquid._common.errors import ConversionError, OperandError, op_error_message
 from tfliquid._common.files import write_atomically
 from tfliquid._common.progress import Progress
-from tfliquid._common.report import ConversionReport
+from tfliquid._common.report import ConversionReport, rejects_listed
 from tfliquid._common.run_options import Run, RunOptions
 from tfliquid._lib import crc32c_fast
 from tfliquid.io import sources
@@ -81,6 +83,12 @@ class RecordJob:
     prepare: Callable
     flags: int
     verify_record: Callable[[bytes, WrittenRecord, list], list[tuple[int, str]]]
+
+    def prepare_one(self) -> Callable:
+        """`prepare` traced once for one image at a time, eagerly: (item, bytes, label, key) -> its tuple of
+        tensors. What `prepared_alone` calls."""
+        scalar = tf.TensorSpec([], tf.int64), tf.TensorSpec([], tf.string)
+        return tf.function(self.prepare, input_signature=[scalar[0], scalar[1], scalar[0], scalar[1]])
 
 
 class RecordJobSpec(Protocol):
@@ -149,22 +157,25 @@ def chunked_plan(items: np.ndarray, images_per_record: int, name: str, extension
 
 
 class State:
-    """DST/convert_state.json: the plan's fingerprint and how many images of each record were lossy."""
+    """DST/convert_state.json: the plan's fingerprint (of the source and `settings`), how many images of each
+    record were lossy, and the settings and image count, which say what differs when a run finds another plan."""
 
-    def __init__(self, dst: str, fingerprint: str, overwrite: bool):
+    def __init__(self, dst: str, source: sources.Source, settings: dict, overwrite: bool):
         self.path = os.path.join(dst, STATE_FILENAME)
-        self.fingerprint = fingerprint
+        self.fingerprint = plan_fingerprint(source, settings)
+        self.settings = json.loads(json.dumps(settings))  # as saved: tuples are lists
+        self.num_images = source.num_items
         self.lossy: dict[str, int] = {}
         if os.path.exists(self.path) and not overwrite:
             try:
                 with open(self.path) as f:
                     previous = json.load(f)
             except (OSError, ValueError) as e:
-                raise ConversionError(f"{self.path} is unreadable ({e}); rerun with --overwrite") from None
-            if previous.get("plan") != fingerprint:
+                raise ConversionError(f"{self.path} is unreadable ({e}); rerun with the overwrite option") from None
+            if previous.get("plan") != self.fingerprint:
                 raise OperandError(
-                    f"{dst} holds a conversion of other images or settings; use a new "
-                    "destination or overwrite=True (--overwrite)"
+                    f"{dst} holds another conversion ({self._difference(previous)}); use another destination, or "
+                    "the overwrite option to replace it"
                 )
             self.lossy = previous.get("lossy", {})
         self.fragments_dir = os.path.join(dst, STATE_FRAGMENTS_DIR)
@@ -188,11 +199,46 @@ class State:
         self.lossy[relative] = lossy
         self.save()
 
+    def _difference(self, previous: dict) -> str:
+        """What the conversion in `previous` (its saved state) has that this one has not, in a few words."""
+        if "settings" not in previous:  # saved by tfliquid 0.1
+            return "of other images or settings"
+        before = previous["settings"]
+        changed = [
+            _changed_setting(name, before.get(name), value)
+            for name, value in self.settings.items()
+            if before.get(name) != value
+        ]
+        if changed:
+            return "; ".join(changed)
+        if previous["images"] != self.num_images:
+            return f"of {previous['images']} source images, this one of {self.num_images}"
+        return f"of other source images or labels, {self.num_images} as here"
+
     def save(self) -> None:
-        state = {"plan": self.fingerprint, "lossy": self.lossy}
+        state = {"plan": self.fingerprint, "lossy": self.lossy, "settings": self.settings, "images": self.num_images}
         write_or_explain(
             os.path.dirname(self.path), write_atomically, self.path, json.dumps(state, sort_keys=True).encode()
         )
+
+
+# Settings that messages name as the user gives them: (name, separator of a list's values).
+_SHOWN_AS = {"weights": ("ratio", ":")}
+
+
+def _changed_setting(name: str, before, now) -> str:
+    """ "images per record 1024 there, 16 now": lists as "a,b" (a ratio as "3:7"), a long text (a scan script's)
+    as the start of its first line."""
+    label, separator = _SHOWN_AS.get(name, (name.replace("_", " "), ","))
+
+    def shown(value) -> str:
+        if isinstance(value, list):
+            return separator.join(str(v) for v in value)
+        if isinstance(value, str) and ("\n" in value or len(value) > 40):
+            return repr(value.strip().splitlines()[0][:40] + " ...")
+        return "none" if value is None else str(value)
+
+    return f"{label} {shown(before)} there, {shown(now)} now"
 
 
 def write_state_fragment(dst: str, fingerprint: str, relative: str, lossy: int) -> None:
@@ -229,20 +275,35 @@ def convert_records(
 ) -> list[WrittenRecord | None]:
     """Keeps the complete records, converts the others (and, with `verify`, rebuilds the kept ones to check them);
     returns every record's WrittenRecord, None for a record none of whose images could be converted, on the runner
-    (RUNNERS) that `run` names. With `overwrite`, the index or manifest of the conversion it replaces
-    (`index_filename` in `dst`) and the record files of its plan that this plan does not write go first, so that a
-    run stopped midway never leaves the old index beside new records, and the dataset holds no record its index or
-    manifest does not list."""
+    (RUNNERS) that `run` names. The files of the source that are not items (`source.rejected`) are rejected first,
+    and DST/rejected.tsv lists every rejected source as the run ends (`rejects_listed`). With `overwrite`, the
+    index or manifest of the conversion it replaces (`index_filename` in `dst`) and the record files of its plan
+    that this plan does not write go first, so that a run stopped midway never leaves the old index beside new
+    records, and the dataset holds no record its index or manifest does not list."""
     if overwrite:
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(dst, index_filename))
         _remove_records_outside(dst, plan)
-    return RUNNERS[run.runner]()(source, plan, dst, state, report, spec, verify, overwrite, run)
+    settled: set[str] = set()  # the records this run kept, wrote, or found no image of to write
+
+    def untried() -> set[str]:
+        return {
+            source.origins[i]
+            for relative, items in zip(plan.relatives, plan.items)
+            if relative not in settled
+            for i in items
+        }
+
+    with rejects_listed(dst, report, untried, keep_previous=not overwrite):
+        for origin, reason in source.rejected:
+            reject(origin, reason, run.on_error, report)
+        return RUNNERS[run.runner]()(source, plan, dst, state, report, spec, verify, overwrite, run, settled)
 
 
-def convert_locally(source, plan, dst, state, report, spec, verify, overwrite, run: Run):
+def convert_locally(source, plan, dst, state, report, spec, verify, overwrite, run: Run, settled: set[str]):
     """The local runner: one tf.data pipeline over every record to build, on every core of this process (on
-    run.workers threads, if given)."""
+    run.workers threads, if given). Adds each record to `settled` once it is kept or written (or found to have no
+    image left)."""
     job = spec.job()
     entries = [
         None
@@ -254,19 +315,20 @@ def convert_locally(source, plan, dst, state, report, spec, verify, overwrite, r
     kept = [r for r, entry in enumerate(entries) if entry is not None and not verify]
     report.skipped = sum(len(plan.items[r]) for r in kept)
     report.files_skipped = len(kept)
-    with Progress(source.num_items, "image", run.progress) as bar:
-        bar.update(report.skipped)
+    settled.update(plan.relatives[r] for r in kept)
+    with Progress(source.num_items, "image", run.progress, initial=report.skipped) as bar:
         if not build:
             return entries
         # One pipeline for every record to build: images of the next record transcode while this one is written.
         items = np.concatenate([plan.items[r] for r in build])
         images = _Lookahead(_prepared_images(source, items, job.prepare, run.workers))
+        prepare_one = job.prepare_one()  # why an image the pipeline left out was rejected
         for r in build:
-            built = _take_record(images, plan.items[r], source, job.prepare, run.on_error, report)
+            built = _take_record(images, plan.items[r], source, prepare_one, run.on_error, report, bar)
             entries[r] = write_record(built, dst, plan.relatives[r], entries[r], job, verify, run.on_error, report)
             if entries[r] is not None:
                 state.record_done(plan.relatives[r], built.lossy)
-            bar.update(report.images + len(report.failures))
+            settled.add(plan.relatives[r])
     report.verified_images = report.images if verify else 0
     return entries
 
@@ -409,16 +471,22 @@ class BuiltRecord:
         self.origins.append(origin)
 
 
-def _take_record(images: _Lookahead, items, source, prepare, on_error, report) -> BuiltRecord:
-    """Takes the prepared images of `items` from the stream; an item the stream lacks was rejected, and why is
-    found out by preparing it alone."""
+def _take_record(images: _Lookahead, items, source, prepare_one, on_error, report, bar: Progress) -> BuiltRecord:
+    """Takes the prepared images of `items` from the stream, advancing `bar` by each; an item the stream lacks was
+    rejected, and why is found out by preparing it alone (with `prepare_one`, RecordJob.prepare_one's)."""
     built = BuiltRecord()
     for item in items:
         head = images.peek()
         if head is None or head[0] != item:
-            reject(source.origins[item], _rejection_reason(source, int(item), prepare), on_error, report)
-            continue
-        built.add(images.take()[1:], source.origins[item], on_error, report)
+            item = int(item)
+            _, reason = prepared_alone(
+                prepare_one, item, source.locate(item), int(source.labels[item]), source.keys[item]
+            )
+            reason = reason or "could not be prepared in the conversion pipeline, but was when retried alone"
+            reject(source.origins[item], reason, on_error, report)
+        else:
+            built.add(images.take()[1:], source.origins[item], on_error, report)
+        bar.advance()
     return built
 
 
@@ -429,17 +497,19 @@ def reject(origin: str, reason: str, on_error: str, report: ConversionReport) ->
     report.failures.append((origin, reason))
 
 
-def _rejection_reason(source: sources.Source, item: int, prepare) -> str:
-    """Why an item could not be prepared: the error of reading it, or of preparing it alone."""
-    read = source.read(np.array([item], np.int64))
+def prepared_alone(prepare_one, item: int, location: tuple[str, int, int], label: int, key: bytes):
+    """(the prepared image as BuiltRecord.add takes it, None), or (None, why it cannot be prepared): one image read
+    from where it lies (`Source.locate`) and prepared by `prepare_one` (RecordJob.prepare_one's)."""
     try:
-        _, contents, _, _ = read.get_single_element()
-        if len(contents.numpy()) == 0:
-            return "empty file (0 bytes)"
-        read.map(prepare).get_single_element()
+        contents = sources.read_located(location)
+    except OSError as e:
+        return None, f"{e.strerror or e}"
+    try:
+        result = prepare_one(item, contents, label, key)
     except tf.errors.OpError as e:
-        return op_error_message(e)
-    return "could not be prepared in the conversion pipeline, but was when retried alone"
+        return None, "empty file (0 bytes)" if not contents else op_error_message(e)
+    _, stored, ends, label, key, lossy, expected, size = (t.numpy() for t in result)
+    return (stored, ends.tolist(), int(label), key, bool(lossy), expected, int(size)), None
 
 
 def write_record(built: BuiltRecord, dst, relative, kept_entry, job, verify, on_error, report) -> WrittenRecord | None:

@@ -17,12 +17,9 @@ from __future__ import annotations
 import dataclasses
 
 import apache_beam as beam
-import tensorflow as tf
 
 from tfliquid._common import beam as beam_runner
-from tfliquid._common.errors import op_error_message
 from tfliquid._common.report import ConversionReport
-from tfliquid.io.sources import read_located
 from tfliquid.records import job as record_job
 
 # The counts an outcome carries from a worker's ConversionReport into the launching process's.
@@ -50,10 +47,11 @@ class _Settings:
     fingerprint: str
 
 
-def convert_records(source, plan, dst, state, report, spec, verify, overwrite, run):
+def convert_records(source, plan, dst, state, report, spec, verify, overwrite, run, settled: set[str]):
     """record_job.convert_records on Beam: returns every record's WrittenRecord (None for a record none of whose
-    images could be converted) and fills in `report` and `state`. No progress is shown: Beam's own log is shown
-    as `run.beam_log` says."""
+    images could be converted), fills in `report` and `state`, and adds every record to `settled` once the
+    pipeline has run (a pipeline that fails settles none: what it rejected is not known). No progress is shown:
+    Beam's own log is shown as `run.beam_log` says."""
     settings = _Settings(dst, spec, spec.job().flags, verify, overwrite, run.on_error, state.fingerprint)
     records = [
         [
@@ -83,6 +81,7 @@ def convert_records(source, plan, dst, state, report, spec, verify, overwrite, r
         report.failures.extend(tuple(f) for f in outcome["failures"])
         entry = outcome["entry"]
         entries.append(None if entry is None else record_job.WrittenRecord(**entry))
+    settled.update(plan.relatives)
     report.verified_images = report.images if verify else 0
     return entries
 
@@ -104,8 +103,7 @@ class _ConvertRecord(beam.DoFn):
 
     def setup(self):
         self._job = self.settings.spec.job()
-        scalar = tf.TensorSpec([], tf.int64), tf.TensorSpec([], tf.string)
-        self._prepare = tf.function(self._job.prepare, input_signature=[scalar[0], scalar[1], scalar[0], scalar[1]])
+        self._prepare_one = self._job.prepare_one()
 
     def process(self, images: list[_ImageTask]):
         s = self.settings
@@ -118,7 +116,9 @@ class _ConvertRecord(beam.DoFn):
         report = ConversionReport(relative)
         built = record_job.BuiltRecord()
         for image in images:
-            prepared, reason = self._prepared(image)
+            prepared, reason = record_job.prepared_alone(
+                self._prepare_one, image.item, image.location, image.label, image.key
+            )
             if reason is None:
                 built.add(prepared, image.origin, s.on_error, report)
             else:
@@ -127,15 +127,3 @@ class _ConvertRecord(beam.DoFn):
         if entry is not None:
             record_job.write_state_fragment(s.dst, s.fingerprint, relative, built.lossy)
         yield _outcome(relative, entry, report)
-
-    def _prepared(self, image: _ImageTask):
-        """(the prepared image, None), or (None, why it cannot be prepared)."""
-        try:
-            contents = read_located(image.location)
-            result = self._prepare(image.item, contents, image.label, image.key)
-        except OSError as e:
-            return None, f"{e.strerror or e}"
-        except tf.errors.OpError as e:
-            return None, "empty file (0 bytes)" if not contents else op_error_message(e)
-        _, progressive, ends, label, key, lossy, source_bytes, size = (t.numpy() for t in result)
-        return (progressive, ends.tolist(), int(label), key, bool(lossy), source_bytes, int(size)), None
