@@ -65,7 +65,7 @@ def _refusals(crops, pcr_crops, tmp_path):
         (["convert", "l3", str(empty), str(tmp_path / "l")], "no images"),
         (
             ["convert", "pcr", str(crops), str(pcr_crops), "--images-per-record", "3"],
-            "holds a conversion of other images or settings",
+            "holds another conversion (images per record",
         ),
         (["inspect", missing], f"{missing}: no such file or folder"),
         (["inspect", str(empty)], "is neither a PCR dataset"),
