@@ -4,9 +4,11 @@ PCR dataset of the conftest photos) with a small Keras model; fetch-bound and pr
 table naming the op made slow on purpose; the recommendation's code run; the CLI and its refusals; the thread plan;
 the monitor in model.fit, with the ways of calling fit it must measure or refuse."""
 
+import ctypes
 import dataclasses
 import json
 import math
+import mmap
 import os
 import shutil
 import tempfile
@@ -22,6 +24,8 @@ import tfliquid
 from tfliquid.analysis import Change, Measurements, fit_scaling, phases, predict
 from tfliquid.analysis.phases import CacheRate, FetchRate, IngestionRate, JobRates, OpTable, PrepRate, VariantPreps
 from tfliquid.analysis.whatif import NEAR_BEST, candidate_changes, recommend
+from tfliquid.io.storage import drop_page_cache
+from tfliquid.pcr.format import read_index
 from tfliquid.samples import photos as sample_photos
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -353,6 +357,61 @@ def test_the_job_without_fetch_reads_the_cache_and_a_cache_holds_whole_records(p
                 pass
             held = whole_records.stats().items
         assert abs(held - m.cache_share(Change(fraction)) * pipeline.records) <= (fraction < 1), (fraction, held)
+
+
+def _resident_bytes(path: str) -> int:
+    """Bytes of the file in the page cache: mincore(2) over a read-only mapping of it (mapping reads nothing)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    size, page = os.path.getsize(path), os.sysconf("SC_PAGE_SIZE")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        pages = (ctypes.c_ubyte * ((size + page - 1) // page))()
+        try:
+            assert libc.mincore(ctypes.c_void_p(address), ctypes.c_size_t(size), pages) == 0, ctypes.get_errno()
+        finally:
+            libc.munmap(ctypes.c_void_p(address), ctypes.c_size_t(size))
+    finally:
+        os.close(fd)
+    return min(size, page * sum(p & 1 for p in pages))
+
+
+def _storage_bytes_read() -> int:
+    """Bytes this process had the block device read (/proc/self/io read_bytes): page cache hits count nothing."""
+    with open("/proc/self/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("read_bytes:"))
+
+
+def test_pcr_pipeline_files_are_the_records_and_the_fetch_phase_reads_them_from_storage(jpeg_files, tmp_path):
+    # On a disk (tmp_path), not /dev/shm: tmpfs pages are the storage itself, and no drop can evict them.
+    folder = tmp_path / "photos"
+    for i, path in enumerate(jpeg_files[:64]):
+        (folder / str(i % 2)).mkdir(parents=True, exist_ok=True)
+        os.symlink(path, folder / str(i % 2) / os.path.basename(path))
+    tfliquid.pcr.convert(str(folder), str(tmp_path / "pcr"), images_per_record=16, progress=False)
+    pipeline = tfliquid.analysis.pcr_pipeline(str(tmp_path / "pcr"), _light, BATCH, seed=0)
+    index = read_index(str(tmp_path / "pcr"))
+    assert len(index.records) == 4 and pipeline.files == tuple(
+        os.path.join(str(tmp_path / "pcr"), record.path) for record in index.records
+    )
+    assert sorted(pipeline.files) == sorted(str(p) for p in (tmp_path / "pcr").rglob("*.pcr"))
+
+    def read_all():
+        for path in pipeline.files:
+            Path(path).read_bytes()
+        assert all(_resident_bytes(path) == os.path.getsize(path) for path in pipeline.files)
+
+    read_all()
+    drop_page_cache(pipeline.files)
+    assert [_resident_bytes(path) for path in pipeline.files] == [0] * 4
+    # The fetch phase drops them first: its reads reach the device, though every record was in the page cache.
+    read_all()
+    before = _storage_bytes_read()
+    job = phases.Job(None, pipeline, 2 * BATCH, 0, 2, rounds=1, prep_turns=1, seconds=0.2)
+    FetchRate.measure(job)
+    assert _storage_bytes_read() - before >= min(os.path.getsize(path) for path in pipeline.files)
 
 
 @pytest.mark.slow

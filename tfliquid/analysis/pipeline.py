@@ -12,9 +12,11 @@ import tensorflow as tf
 
 from tfliquid._common.checks import check_int
 from tfliquid._common.errors import ArgumentError
+from tfliquid._lib import crc32c_fast
 from tfliquid.cache import minio_cache
 from tfliquid.io import read_file
 from tfliquid.pcr import PCRDataset
+from tfliquid.pcr import format as pcr_format
 
 AUTOTUNE = tf.data.AUTOTUNE
 
@@ -100,6 +102,7 @@ def pcr_pipeline(
     `tf.io.decode_jpeg` and `preprocess` (a decoded element {"image", "label"} -> what the model takes) as prep."""
     _check_pipeline_arguments(preprocess, batch_size, prep_parallelism)
     probe = PCRDataset(path, decode=False)
+    records = pcr_format.read_index(path, crc=crc32c_fast).records  # where they are: the index says
 
     def read(cache=None, scan_group=None, num_parallel_reads=None, shuffle=True):
         reads = {} if num_parallel_reads is None else {"num_parallel_reads": num_parallel_reads}
@@ -113,7 +116,7 @@ def pcr_pipeline(
         num_items=probe.num_images,
         bytes_per_epoch=probe.bytes_per_epoch,
         records=probe.num_records,
-        files=tuple(sorted(os.path.join(path, name) for name in os.listdir(path) if name.endswith(".pcr"))),
+        files=tuple(os.path.join(os.path.abspath(path), record.path) for record in records),
         scan_group=scan_group,
         scan_groups=probe.num_scan_groups,
         prep_parallelism=prep_parallelism,
