@@ -470,6 +470,22 @@ def test_cli_refuses_bad_arguments_before_running_the_script(tmp_path, capsys):
     assert "must define model(): model() returns a compiled Keras model" in capsys.readouterr().err
 
 
+def test_cli_loads_the_script_so_that_autograph_converts_its_lambdas(pcr_path, tmp_path, capfd, caplog):
+    from tfliquid import cli
+
+    script = tmp_path / "lambda_in_map.py"
+    script.write_text(
+        "import tensorflow as tf\nimport tfliquid\n"
+        "def model():\n    return None\n"
+        f"def dataset():\n    return tfliquid.PCRDataset({pcr_path!r}).map(lambda x: (x['image'], x['label']))\n"
+    )
+    assert cli.main(["analyze", str(script), "--quiet"]) == 2  # its dataset() is a tf.data.Dataset: refused
+    printed = capfd.readouterr()
+    assert "dataset() must return a tfliquid.analysis.InputPipeline" in printed.err
+    # TensorFlow's logger writes to stderr, or, where the root logger has a handler (pytest's), to that one
+    assert "AutoGraph could not transform" not in printed.err + caplog.text, caplog.text
+
+
 def test_plot_draws_each_rate_in_its_own_colour_and_names_an_ingestion_above_it(tmp_path, monkeypatch):
     from tfliquid.analysis import report as report_module
 

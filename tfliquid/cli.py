@@ -469,7 +469,7 @@ def _add_analyze(verbs):
     )
 
     def run(args):
-        import runpy
+        import types
 
         from tfliquid._common.checks import check_output_file
         from tfliquid._common.plots import check_plot_path
@@ -480,7 +480,13 @@ def _add_analyze(verbs):
             check_output_file("--json", args.json_path)
         if args.plot_path:
             check_plot_path("--plot", args.plot_path)
-        script = runpy.run_path(args.script)
+        # A module kept in sys.modules (runpy.run_path's is gone once it returns): AutoGraph looks a function's module
+        # up there, and without it warns "Please report this to the TensorFlow team" on every lambda of the script.
+        module = sys.modules["tfliquid_analyze_script"] = types.ModuleType("tfliquid_analyze_script")
+        module.__file__ = os.path.abspath(args.script)
+        with open(args.script, "rb") as f:
+            exec(compile(f.read(), module.__file__, "exec"), vars(module))
+        script = vars(module)
         missing = [name for name in ("model", "dataset") if not callable(script.get(name))]
         if missing:
             raise ArgumentError(
