@@ -66,18 +66,9 @@ def test_the_tuners_probe_is_not_a_data_stall(pcr_path, tmp_path):
     )
     train = monitor.instrument(tuner.dataset.repeat().map(_prep).batch(BATCH).prefetch(2))
     before, after = _Clock(), _Clock()  # around the tuner: its probe's time
-    history = (
-        _model()
-        .fit(
-            train,
-            epochs=5,
-            steps_per_epoch=STEPS,
-            verbose=0,
-            shuffle=False,
-            callbacks=[monitor, before, tuner, after, keras.callbacks.TensorBoard(str(tmp_path / "logs"))],
-        )
-        .history
-    )
+    callbacks = [monitor, before, tuner, after, keras.callbacks.TensorBoard(str(tmp_path / "logs"))]  # as documented
+    fit = _model().fit(train, epochs=5, steps_per_epoch=STEPS, verbose=0, shuffle=False, callbacks=callbacks)
+    history = fit.history
     stalls, tuned = history["data_stall_fraction"], [d["epoch"] for d in tuner.decisions]
     training_seconds = [STEPS * BATCH / rate for rate in history["input_rate"]]
     probe_seconds = [b - a for a, b in zip(before.times, after.times)]
