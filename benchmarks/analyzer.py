@@ -95,7 +95,8 @@ def validate(name: str, model, pipeline, grid: list[Change], rounds: int) -> dic
     start = time.perf_counter()
     report = tfliquid.analysis.analyze(model, pipeline, subset_items=SUBSET, progress=False)
     print(f"\n== {name} ==\n{report}\n")
-    configs = list(dict.fromkeys([REFERENCE, *grid, report.change]))
+    recommended = report.change or Change.as_it_is(report.measured)  # None: no change is predicted to help
+    configs = list(dict.fromkeys([REFERENCE, *grid, recommended]))
     rates = {change: [] for change in configs}
     for round_ in range(rounds):
         for change in random.Random(round_).sample(configs, len(configs)):
@@ -108,15 +109,15 @@ def validate(name: str, model, pipeline, grid: list[Change], rounds: int) -> dic
         errors[change] = predicted[change] / statistics.median(rates[change]) - 1
         expected = predicted[change] / predicted[REFERENCE]
         relative_errors[change] = statistics.median(expected / r - 1 for r in relative[change])
-        label = describe(change) + (" *" if change == report.change else "")
+        label = describe(change) + (" *" if change == recommended else "")
         print(
             f"  {label:40s} {predicted[change]:9.0f} {common.median_and_range(rates[change], '{:.0f}'):>26s} "
             f"{errors[change]:+6.1%}  {relative_errors[change]:+6.1%}"
         )
     best = max(configs, key=lambda change: statistics.median(relative[change]))
-    share = common.ratios(relative[report.change], relative[best])
+    share = common.ratios(relative[recommended], relative[best])
     print(
-        f"  * the recommendation ({describe(report.change)}) against the best measured ({describe(best)}), round by "
+        f"  * the recommendation ({describe(recommended)}) against the best measured ({describe(best)}), round by "
         f"round: {common.median_and_range(share)}; the analysis took {report.seconds:.0f} s, the setup "
         f"{time.perf_counter() - start:.0f} s"
     )

@@ -4,6 +4,7 @@ optimizer, BatchNorm statistics, metrics and random state bit-identical and read
 
 import glob
 import os
+import warnings
 
 import keras
 import numpy as np
@@ -175,6 +176,36 @@ def test_a_tuning_step_changes_no_model_optimizer_metric_or_random_state(tasks):
             assert np.array_equal(b, a)
     assert any("moving_mean" in v.path for v in model.variables)  # BatchNorm statistics were among them
     assert int(group.numpy()) == decision["scan_group"]
+
+
+def test_a_probe_the_model_does_not_see_is_warned_of(tasks):
+    """The default preprocess scales to [0, 1]; a model that rescales its inputs itself gets the probe's scaled twice,
+    and once it has learnt its task from its own inputs, its gradient hardly depends on the probe's images: every
+    group looks like full fidelity, and the lowest is chosen. Given training's own map, the probe sees what training
+    does."""
+
+    def unscaled(x):  # what training maps for this model: its Rescaling scales
+        return tf.image.resize(x["image"], [SIZE, SIZE]), x["label"]
+
+    group = tf.Variable(_groups(tasks["colour"]), dtype=tf.int64)
+    train = tfliquid.PCRDataset(tasks["colour"], scan_group=group, seed=0)
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((SIZE, SIZE, 3)), keras.layers.Rescaling(1 / 255), *_model().layers])
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(train.map(unscaled).batch(32), epochs=1, verbose=0, shuffle=False)
+    twice = tfliquid.keras.ScanGroupAutotuner(train, probe_batches=1, candidates=[1, 3], measure_all=True)
+    twice.set_model(model)
+    with pytest.warns(UserWarning, match="the model does not see them.*pass preprocess="):
+        decision = twice.tune()
+    assert min(decision["similarities"].values()) > 0.999 and decision["scan_group"] == 1, decision
+    # the check gave other labels to the images, and kept probe_keys those of the images read
+    assert twice.probe_keys[_groups(tasks["colour"])] == twice.probe_keys[1]
+
+    seen = tfliquid.keras.ScanGroupAutotuner(train, probe_batches=1, candidates=[1, 3], preprocess=unscaled)
+    seen.set_model(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        decision = seen.tune()  # the colour task: group 1 qualifies, and the check finds the images seen
 
 
 def test_tensorboard_after_the_tuner_gets_its_scalars(tasks, tmp_path):

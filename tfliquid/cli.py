@@ -488,7 +488,7 @@ def _add_analyze(verbs):
     )
 
     def run(args):
-        import runpy
+        import types
 
         from tfliquid._common.checks import check_output_file
         from tfliquid._common.plots import check_plot_path
@@ -501,7 +501,13 @@ def _add_analyze(verbs):
             check_plot_path("--plot", args.plot_path)
         if not os.path.isfile(args.script):
             raise PathError(f"{args.script}: no such file")
-        script = runpy.run_path(args.script)
+        # A module kept in sys.modules (runpy.run_path's is gone once it returns): AutoGraph looks a function's module
+        # up there, and without it warns "Please report this to the TensorFlow team" on every lambda of the script.
+        module = sys.modules["tfliquid_analyze_script"] = types.ModuleType("tfliquid_analyze_script")
+        module.__file__ = os.path.abspath(args.script)
+        with open(args.script, "rb") as f:
+            exec(compile(f.read(), module.__file__, "exec"), vars(module))
+        script = vars(module)
         missing = [name for name in ("model", "dataset") if not callable(script.get(name))]
         if missing:
             raise ArgumentError(

@@ -10,7 +10,7 @@ and Lobster's thread planning (guide: docs/analysis.md).
 from tfliquid.analysis.analyze import analyze
 from tfliquid.analysis.pipeline import InputPipeline, file_pipeline, pcr_pipeline
 from tfliquid.analysis.report import Report
-from tfliquid.analysis.threads import ScalingFit, ThreadPlan, fit_scaling, plan_threads
+from tfliquid.analysis.threads import ThreadPlan, plan_threads
 from tfliquid.analysis.whatif import Change, Measurements, predict
 
 __all__ = [
@@ -18,11 +18,9 @@ __all__ = [
     "InputPipeline",
     "Measurements",
     "Report",
-    "ScalingFit",
     "ThreadPlan",
     "analyze",
     "file_pipeline",
-    "fit_scaling",
     "pcr_pipeline",
     "plan_threads",
     "predict",

@@ -12,9 +12,11 @@ import tensorflow as tf
 
 from tfliquid._common.checks import check_int
 from tfliquid._common.errors import ArgumentError
+from tfliquid._lib import crc32c_fast
 from tfliquid.cache import minio_cache
 from tfliquid.io import read_file
 from tfliquid.pcr import PCRDataset
+from tfliquid.pcr import format as pcr_format
 
 AUTOTUNE = tf.data.AUTOTUNE
 
@@ -30,9 +32,9 @@ class InputPipeline:
     batch_size, num_items: the batch the model takes; the items of one epoch.
     bytes_per_epoch: scan_group -> bytes read from storage per epoch (None: full fidelity).
     records: how many whole items a MinIO cache of its reads admits (PCR records, files); 0: items too small to matter.
-    files: the storage files, whose page cache the fetch phase drops first.
+    files: the storage files, whose page cache the fetch phase drops first; labels: the files' labels, where each
+      file is an item (file_pipeline), for the recommendation's code that reads them converted.
     scan_groups: the PCR dataset's number of scan groups (0: not PCR); png: the items are PNG files (L3, Liquid).
-    source: the read stage as user code, with {scan_group} and {cache}, for the recommendation's code.
     """
 
     read: Callable[..., tf.data.Dataset]
@@ -43,12 +45,12 @@ class InputPipeline:
     bytes_per_epoch: Callable[[int | None], int]
     records: int = 0
     files: tuple[str, ...] = ()
+    labels: tuple[int, ...] = ()
     scan_group: int | None = None
     scan_groups: int = 0
     png: bool = False
     prep_parallelism: int | None = None  # None: AUTOTUNE
     read_parallelism: int | None = None  # None: the read stage's default
-    source: str = ""
 
     def prep(self, element):  # the CPU's work on a raw element
         return self.preprocess({"image": self.decode(element["image"]), "label": element["label"]})
@@ -100,6 +102,7 @@ def pcr_pipeline(
     `tf.io.decode_jpeg` and `preprocess` (a decoded element {"image", "label"} -> what the model takes) as prep."""
     _check_pipeline_arguments(preprocess, batch_size, prep_parallelism)
     probe = PCRDataset(path, decode=False)
+    records = pcr_format.read_index(path, crc=crc32c_fast).records  # where they are: the index says
 
     def read(cache=None, scan_group=None, num_parallel_reads=None, shuffle=True):
         reads = {} if num_parallel_reads is None else {"num_parallel_reads": num_parallel_reads}
@@ -113,13 +116,11 @@ def pcr_pipeline(
         num_items=probe.num_images,
         bytes_per_epoch=probe.bytes_per_epoch,
         records=probe.num_records,
-        files=tuple(sorted(os.path.join(path, name) for name in os.listdir(path) if name.endswith(".pcr"))),
+        files=tuple(os.path.join(os.path.abspath(path), record.path) for record in records),
         scan_group=scan_group,
         scan_groups=probe.num_scan_groups,
         prep_parallelism=prep_parallelism,
         read_parallelism=read_parallelism,
-        source=f"tfliquid.PCRDataset({os.path.abspath(path)!r}, scan_group={{scan_group}}, decode=False, "
-        "cache={cache})",
     )
 
 
@@ -166,9 +167,9 @@ def file_pipeline(
         bytes_per_epoch=lambda scan_group: total,
         records=len(paths),
         files=tuple(paths),
+        labels=tuple(int(label) for label in labels),
         png=all(p.lower().endswith(".png") for p in paths),
         prep_parallelism=prep_parallelism,
-        source="indices.apply(tfliquid.minio_cache(read_path_and_label, cache={cache}))",
     )
 
 

@@ -2,12 +2,12 @@
 
 The job without fetch, R(k) at prep parallelism k, is measured as a full cache serves it (phases.jobs); a change of
 prep to P' (a scan group's, L3's, a Liquid png:raw mix's) scales it by the share of the job's time that is prep's,
-and storage's reads bound it, spread over the epoch:
-    R'(k) = min(G, R(k) / (1 + s (P / P' - 1))),    rate = min(R'(k), F' / (1 - h))
+and the reads bound it, storage's spread over the epoch beside the cache's hits:
+    R'(k) = min(G, R(k) / (1 + s (P / P' - 1))),    fetch = min(F' / (1 - h), C' / h),    rate = min(R'(k), fetch)
 On an accelerator the model runs beside the input pipeline and s = 1, the paper's min(G, P'); on the CPU train
 steps and prep share the cores, and s = (1 / P) / (1 / G + 1 / P), their split as G and P measured alone. F' is
-storage's bytes/s over the change's bytes per item, h the share of the bytes a MinIO cache of the change's size
-holds (as many whole records or files as fit). The paper's F'(h) = 1 / (h / C' + (1 - h) / F') is shown beside.
+storage's bytes/s over the change's bytes per item, C' the cache's hits at the change's bytes per item, h the share
+of the bytes a MinIO cache of the change's size holds (as many whole records or files as fit).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from tfliquid.analysis.pipeline import InputPipeline
 from tfliquid.liquid.profiling import STEPS
 
 NEAR_BEST = 0.99  # a change within this share of the best predicted rate ties with it: the cheapest tied wins
+# (and a change predicted within it of the job as it is, measured or predicted, does not help)
 PREP_RESOLUTION = 0.1  # a prep within this share of the pipeline's is the pipeline's, as far as passes can tell
 # A partial cache is recommended where it reaches the best with storage this much slower, if any does: whole records
 # are read in lumps, and where storage just keeps up the job waits for them (the what-if spreads them evenly).
@@ -48,10 +49,14 @@ class Measurements:
         return self.pipeline.bytes_per_epoch(scan_group) / self.pipeline.num_items
 
     def stall_fractions(self) -> tuple[float, float]:
-        """(fetch stall, prep stall), shares of the job's epoch time, by difference (paper, section 4.2)."""
-        epoch, without_fetch = 1 / self.jobs.training, 1 / self.jobs.served[self.pipeline.prep_parallelism]
-        fetch = max(0.0, epoch - without_fetch) / epoch
-        return fetch, min(1 - fetch, max(0.0, without_fetch - 1 / self.ingestion.rate) / epoch)
+        """(fetch stall, prep stall), shares of the job's epoch time, by difference (paper, section 4.2): an item's
+        time in the job beyond the job without fetch, and the job without fetch's beyond the model alone (G). The
+        rest is the model's own. Each time is held between the next smaller and the job's, which noise can put out
+        of that order: the three shares are never negative and add to 1."""
+        epoch = 1 / self.jobs.training
+        model = min(1 / self.ingestion.rate, epoch)
+        without_fetch = min(max(1 / self.jobs.served[self.pipeline.prep_parallelism], model), epoch)
+        return (epoch - without_fetch) / epoch, (without_fetch - model) / epoch
 
     def prep_ratio(self, change: Change) -> float:
         """P' / P (1 within phases.PREP_RESOLUTION, which the passes cannot tell apart)."""
@@ -105,6 +110,16 @@ class Change:
     def group(self, measured: Measurements) -> int | None:
         return measured.pipeline.scan_group if self.scan_group is None else self.scan_group
 
+    @staticmethod
+    def as_it_is(measured: Measurements) -> Change:
+        """The pipeline measured, unchanged: its own scan group and prep parallelism, no cache."""
+        return Change(prep_parallelism=measured.pipeline.prep_parallelism)
+
+    def changes_nothing(self, measured: Measurements) -> bool:
+        return dataclasses.replace(self, scan_group=None) == Change.as_it_is(measured) and (
+            self.group(measured) == measured.pipeline.scan_group
+        )
+
     def cost(self, measured: Measurements) -> tuple:
         """Cheapest first: no conversion (L3, Liquid), the least fidelity given up, the least memory, then a fixed
         prep parallelism rather than AUTOTUNE. Threads cost nothing."""
@@ -126,11 +141,11 @@ def _predicted(m: Measurements, change: Change) -> dict[str, float]:
     k, ratio, stored = change.prep_parallelism, m.prep_ratio(change), m.item_bytes(change)
     prep = m.prep.rate * ratio
     g, storage, held = m.ingestion.rate, m.fetch.bytes_per_second / stored, m.cache_share(change)
-    fetch = 1 / (held / (m.cache.rate * m.bytes_per_item(m.pipeline.scan_group) / stored) + (1 - held) / storage)
+    hits = m.cache.rate * m.bytes_per_item(m.pipeline.scan_group) / stored
+    fetch = min(storage / (1 - held) if held < 1 else math.inf, hits / held if held > 0 else math.inf)
     share = (1 / m.prep.rate) / (1 / g + 1 / m.prep.rate) if m.model_on_cpu else 1.0
     compute = min(max(g, m.jobs.served[k]), m.jobs.served[k] / (1 + share * (1 / ratio - 1)))
-    rate = min(compute, storage / (1 - held)) if held < 1 else compute
-    return {"ingestion": g, "prep": prep, "fetch": fetch, "rate": rate}
+    return {"ingestion": g, "prep": prep, "fetch": fetch, "rate": min(compute, fetch)}
 
 
 def candidate_changes(measured: Measurements, memory_budget_bytes: float) -> list[Change]:
@@ -145,12 +160,17 @@ def candidate_changes(measured: Measurements, memory_budget_bytes: float) -> lis
     return [change for change in changes if measured.cache_capacity(change) <= memory_budget_bytes]
 
 
-def recommend(measured: Measurements, memory_budget_bytes: float) -> tuple[Change, dict[str, float], float]:
-    """(the cheapest change predicted within NEAR_BEST of the best, its prediction, the best predicted rate)."""
+def recommend(measured: Measurements, memory_budget_bytes: float) -> tuple[Change | None, dict | None, float]:
+    """(the cheapest change predicted within NEAR_BEST of the best, its prediction, the best predicted rate); the
+    change and its prediction None where it is not predicted faster than the job as it is, both as measured and as
+    predicted, by more than NEAR_BEST: no change helps."""
     predictions = {change: predict(measured, change) for change in candidate_changes(measured, memory_budget_bytes)}
     best = max(map(_rate, predictions.values()))
     slower = dataclasses.replace(measured, fetch=phases.FetchRate(measured.fetch.bytes_per_second / LUMPY_READS))
     near = [change for change, prediction in predictions.items() if _rate(prediction) >= NEAR_BEST * best]
     near = [c for c in near if c.cache_fraction in (0, 1) or _rate(predict(slower, c)) >= NEAR_BEST * best] or near
     chosen = min(near, key=lambda change: (change.cost(measured), -_rate(predictions[change])))
+    as_it_is = max(measured.jobs.training, _rate(predict(measured, Change.as_it_is(measured))))
+    if chosen.changes_nothing(measured) or NEAR_BEST * _rate(predictions[chosen]) <= as_it_is:
+        return None, None, best
     return chosen, predictions[chosen], best

@@ -13,6 +13,7 @@ re-encoding images).
 from __future__ import annotations
 
 import os
+import warnings
 
 import keras
 import numpy as np
@@ -24,6 +25,13 @@ from tfliquid.jpeg.ops import jpeg_scan_ends
 from tfliquid.jpeg.scans import EOI
 from tfliquid.pcr import format as pcr_format
 from tfliquid.pcr.dataset import PCRDataset
+
+# The lowest candidate this close to full fidelity is suspect: a model that hardly tells the DC-only scans from full
+# fidelity may not see the images at all (inputs scaled twice). It does not if its gradient with the images given to
+# other labels is this close to the probe's: from 0.79 to 0.99998 where a trained model's probe was scaled twice,
+# 0.44 at most where not (tests/test_autotune.py's tasks, 2 seeds, tuned after each of their first 6 epochs).
+SUSPECT_SIMILARITY = 0.99
+BLIND_SIMILARITY = 0.7
 
 
 class ScanGroupAutotuner(keras.callbacks.Callback):
@@ -39,7 +47,11 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
       start_epoch: first epoch tuned (0-based); before it the dataset is read at full fidelity (paper: 5).
       every: tune again every this many epochs (paper: 20).
       preprocess: a deterministic function of a PCRDataset element {"image": uint8 [H, W, 3], "label", ...}
-        -> (model input, target); default: resize to the model's input size and scale to [0, 1].
+        -> (model input, target): the map training applies (its deterministic part, without random augmentation),
+        so that the probe's inputs are what the model trains on; default: resize to the model's input size and
+        scale to [0, 1], which is wrong for a model that scales its inputs itself (a Rescaling layer). Where the
+        lowest candidate looks like full fidelity, and so does the probe with its images given to other labels,
+        the tuner warns: the model does not see the probe's images.
       probe_batch_size: images per probe batch.
       measure_all: measure every candidate at each tuning (for analysis); by default the search stops at the first
         candidate, lowest first, that reaches `threshold`, which picks the same group for less work.
@@ -49,7 +61,7 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
     "scan_group_similarity_K" for each candidate K measured. History records them; a TensorBoard callback listed
     after this one writes them as scalars.
 
-    >>> tuner = ScanGroupAutotuner("train-pcr/", dataset_options={"seed": 0})
+    >>> tuner = ScanGroupAutotuner("train-pcr/", preprocess=prep, dataset_options={"seed": 0})
     >>> model.fit(tuner.dataset.map(prep).batch(256), epochs=90, callbacks=[tuner])
     """
 
@@ -138,6 +150,8 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
                 chosen = group
                 if not self.measure_all:
                     break
+        if similarities[min(similarities)] >= SUSPECT_SIMILARITY:  # the lowest candidate's
+            self._warn_if_blind(images, reference, similarities)
         self.dataset.scan_group.assign(chosen)
         decision = {"epoch": epoch, "similarities": similarities, "scan_group": chosen}
         self.decisions.append(decision)
@@ -155,6 +169,27 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
                 for x in reader.take(count).as_numpy_iterator()
             ]
         return self._probe_images
+
+    def _warn_if_blind(self, images: list[dict], reference: tf.Tensor, similarities: dict) -> None:
+        """Warns where the full-fidelity gradient hardly changes with the probe's images given to other labels
+        (each image the label half the probe away in label order, so that most change class): then it does not
+        depend on the images, the similarities say nothing about the scan groups, and the lowest candidate wins."""
+        labels = [x["label"] for x in images]
+        if len(set(labels)) < 2:  # no other label to give an image
+            return
+        order = sorted(range(len(images)), key=labels.__getitem__)
+        partner = {order[k]: order[(k + len(order) // 2) % len(order)] for k in range(len(order))}
+        swapped = [{**images[partner[i]], "label": labels[i]} for i in range(len(images))]
+        similarity = _cosine_similarity(self._probe_gradient(swapped, self.full_fidelity, record=False), reference)
+        if similarity >= BLIND_SIMILARITY:
+            groups = ", ".join(f"{group}: {score:.5f}" for group, score in similarities.items())
+            warnings.warn(
+                f"ScanGroupAutotuner: the probe's loss gradient hardly changes with its images given to other labels "
+                f"(similarity {similarity:.5f}): the model does not see them, and every scan group looks alike "
+                f"({groups}); pass preprocess=, the deterministic part of the map training applies (the default "
+                "scales to [0, 1]; a model with its own Rescaling scales again)",
+                stacklevel=2,
+            )
 
     def _probe(self, images: list[dict], group: int) -> tf.data.Dataset:
         """Batches (inputs, targets, keys) of the probe images at `group`. Each image is cut at the end of scan
@@ -183,16 +218,18 @@ class ScanGroupAutotuner(keras.callbacks.Callback):
         image = tf.image.resize(example["image"], [height, width]) / 255.0
         return image, example["label"]
 
-    def _probe_gradient(self, images: list[dict], group: int) -> tf.Tensor:
+    def _probe_gradient(self, images: list[dict], group: int, record: bool = True) -> tf.Tensor:
         """The loss gradient of the trainable weights on the probe at `group`, summed over its batches and
-        flattened. Inference mode, no optimizer: nothing the model or its training holds is changed."""
+        flattened (`record`: the images read kept in probe_keys). Inference mode, no optimizer: nothing the model or
+        its training holds is changed."""
         batch_gradient = self._batch_gradient_function()
         total, keys = None, []
         for inputs, targets, batch_keys in self._probe(images, group):
             flat = batch_gradient(inputs, targets)
             total = flat if total is None else total + flat
             keys += [bytes(k) for k in batch_keys.numpy()]
-        self.probe_keys[group] = keys
+        if record:
+            self.probe_keys[group] = keys
         return total
 
     def _batch_gradient_function(self):

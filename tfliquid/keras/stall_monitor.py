@@ -4,7 +4,8 @@ The monitored dataset ends in an op (Liquid>StallStampDataset, in C++: no Python
 that times each request for a batch from the moment the step asks to the moment the pipeline answers, and adds the
 wait to counters named after the monitor. A batch that was ready leaves the pipeline's buffer at once; one that
 was not keeps the step waiting until it is done. The callback reads the counters where an epoch's training begins
-and ends and around its validation.
+(its first step) and ends (its last step's end) and around its validation: only waits for batches count, so what
+other callbacks do between epochs (a ScanGroupAutotuner's probe) is neither training time nor waiting.
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ class StallMonitor(keras.callbacks.Callback):
         model.fit(monitor.instrument(dataset), epochs=10, callbacks=[monitor, tensorboard])
 
     Waiting for input is the time each train step waited for its batches, timed where they are asked for (so any
-    `steps_per_execution` works, and tracing the first step is not waiting), and the time before the first step
-    (making the epoch's iterator; without `steps_per_epoch`, Keras also deletes the last epoch's there). An epoch's
-    training time runs from its start to its last step's end: what Keras does with the input after that, and
-    validation, are left out. Put the monitor before callbacks that read the logs (TensorBoard, CSVLogger).
+    `steps_per_execution` works, and tracing the first step is not waiting). An epoch's training time runs from its
+    first step's start to its last step's end: what comes before (every callback's `on_epoch_begin`, such as a
+    `ScanGroupAutotuner`'s probe, and Keras making the epoch's iterator), what Keras does with the input after the
+    last step, and validation are left out, so the monitor combines with other callbacks in any order. Put it
+    before callbacks that read the logs (TensorBoard, CSVLogger).
     The data model.fit trains on must be this monitor's `instrument(...)`: if the first train step took no batch
     from it, the monitor raises `tfliquid.ArgumentError` rather than log a stall of 0. It measures one process.
     """
@@ -40,7 +42,8 @@ class StallMonitor(keras.callbacks.Callback):
     def __init__(self):
         super().__init__()
         self._ring = f"stall-monitor-{uuid.uuid4().hex}"  # the counters this monitor's datasets add to
-        self._epoch = None  # while an epoch's training runs: (its start, the counters then)
+        self._in_epoch = False  # between fit's on_epoch_begin and on_epoch_end
+        self._epoch = None  # once the epoch's first step began: (its start, the counters then)
         self._checked = False  # whether this fit's first train step was seen to take an instrumented batch
 
     def instrument(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
@@ -61,13 +64,12 @@ class StallMonitor(keras.callbacks.Callback):
         self._checked = False
 
     def on_epoch_begin(self, epoch, logs=None):
-        self._epoch = (time.perf_counter(), self._read())
-        self._first_step = self._last_step = None
+        self._in_epoch, self._epoch, self._last_step = True, None, None
         self._training = self._validation = None  # (seconds, waited, batches, items) of each part
 
     def on_train_batch_begin(self, batch, logs=None):
-        if self._first_step is None:
-            self._first_step = time.perf_counter()
+        if self._in_epoch and self._epoch is None:
+            self._epoch = (time.perf_counter(), self._read())
 
     def on_train_batch_end(self, batch, logs=None):
         self._last_step = time.perf_counter()
@@ -80,32 +82,33 @@ class StallMonitor(keras.callbacks.Callback):
                 )
 
     def _end_training(self) -> None:
-        """The epoch's training: from its start to its last step's end (deleting its iterator after that, and
-        validation, are not training); its waits, and the input's time before its first step (the iterator made)."""
-        if self._epoch is None or self._training is not None:
+        """The epoch's training: from its first step's start to its last step's end (deleting its iterator after
+        that, and validation, are not training), and the waits for its batches."""
+        if not self._in_epoch or self._training is not None:
+            return
+        if self._epoch is None:  # no step ran
+            self._training = (0.0, 0.0, 0, 0)
             return
         start, counters = self._epoch
         _, waited, batches, items = self._since(start, counters)
-        if self._first_step is None:  # no step ran
-            self._training = (0.0, 0.0, batches, items)
-        else:
-            self._training = (self._last_step - start, waited + self._first_step - start, batches, items)
+        self._training = (self._last_step - start, waited, batches, items)
 
     def _since(self, start: float, counters: tuple) -> tuple[float, float, int, int]:
         return (time.perf_counter() - start, *(now - then for now, then in zip(self._read(), counters)))
 
     def on_test_begin(self, logs=None):
         self._end_training()
-        if self._epoch is not None:  # validation within fit
+        if self._in_epoch:  # validation within fit
             self._test = (time.perf_counter(), self._read())
 
     def on_test_end(self, logs=None):
-        if self._epoch is not None:
+        if self._in_epoch:
             self._validation = self._since(*self._test)
 
     def on_epoch_end(self, epoch, logs=None):
         self._end_training()
-        (seconds, waited, _, items), validation, self._epoch = self._training, self._validation, None
+        (seconds, waited, _, items), validation = self._training, self._validation
+        self._in_epoch, self._epoch = False, None
         if logs is not None and seconds > 0:
             logs["data_stall_fraction"] = min(1.0, waited / seconds)
             logs["input_rate"] = items / seconds
