@@ -304,28 +304,21 @@ def _write_sample(src: str, path: str, sample: int, seed: int, source_options: d
     return path
 
 
+@dataclasses.dataclass
 class _Runner:
     """Writes the sample at a ratio and measures it."""
 
-    def __init__(
-        self,
-        sample_path,
-        workdir,
-        names,
-        batch_size,
-        epochs,
-        pass_images,
-        seed,
-        read_bandwidth,
-        images_per_record,
-        workers,
-    ):
-        self.sample_path, self.workdir, self.names = sample_path, workdir, names
-        self.batch_size, self.epochs, self.seed, self.read_bandwidth = batch_size, epochs, seed, read_bandwidth
-        self.pass_images = pass_images
-        self.images_per_record = images_per_record
-        self.workers = workers
-        self.num_images = 0
+    sample_path: str
+    workdir: str
+    names: list[str]
+    batch_size: int
+    epochs: int
+    pass_images: int
+    seed: int
+    read_bandwidth: float | None
+    images_per_record: int
+    workers: int | None
+    num_images: int = dataclasses.field(default=0, init=False)  # of the sample, once a dataset of it is written
 
     def dataset(self, weight: int) -> str:
         path = os.path.join(self.workdir, f"ratio-{weight}-{STEPS - weight}")
