@@ -44,8 +44,6 @@ NOT_RUN = {
     "test_analysis.py runs analyze() and plan_threads() on small pipelines",
     ("README.md", "--runner beam"): "an Apache Beam run and a Flink cluster; test_beam_conversion.py runs the "
     "DirectRunner",
-    ("README.md", "service.distribute("): "a tf.data service cluster; test_cache_service.py and "
-    "test_service_failures.py run the same pipeline on in-process servers",
     ("docs/analysis.md", "tfliquid analyze examples/analyze_pcr.py"): "as in the README",
     ("docs/analysis.md", "report = tfliquid.analysis.analyze(model, pipeline)"): "as in the README",
     ("docs/benchmarks.md", "python -m benchmarks."): "a benchmark: minutes each",
