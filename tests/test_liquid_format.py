@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tfliquid._common.errors import ArgumentError
+from tfliquid._common.errors import ArgumentError, PathError
 from tfliquid._proto import liquid_pb2
 from tfliquid.liquid import format as liquid_format
 from tfliquid.liquid.format import LiquidFormatError
@@ -114,7 +114,10 @@ def test_manifest_invariants_are_checked(tmp_path):
     liquid_format.write_manifest(str(tmp_path), manifest)
     with pytest.raises(LiquidFormatError, match="do not add up"):
         liquid_format.read_manifest(str(tmp_path))
+    (tmp_path / "empty").mkdir()
     with pytest.raises(LiquidFormatError, match="not a Liquid dataset"):
+        liquid_format.read_manifest(str(tmp_path / "empty"))
+    with pytest.raises(PathError, match="no such file or folder"):
         liquid_format.read_manifest(str(tmp_path / "missing"))
 
 
