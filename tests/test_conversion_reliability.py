@@ -220,7 +220,8 @@ def test_rejected_images_are_listed_with_their_reason_and_make_the_cli_exit_1(ph
     (src / "things" / "text.jpg").write_bytes(b"not an image at all")
     status = cli.main(["convert", "pcr", str(src), str(tmp_path / "dst"), "--images-per-record", "4", "--quiet"])
     out, err = capsys.readouterr()
-    assert status == 1 and "tfliquid: error: 2 images could not be converted (listed above)" in err
+    listed = tmp_path / "dst" / "rejected.tsv"
+    assert status == 1 and f"tfliquid: error: 2 images could not be converted (listed in {listed})" in err
     assert f"{src / 'things' / 'empty.png'}: empty file (0 bytes)" in out
     assert f"{src / 'things' / 'text.jpg'}: " in out
     assert pcr_format.read_index(str(tmp_path / "dst")).num_images == 16

@@ -5,8 +5,9 @@ that holds what a reader starts from (`photos/`, a folder of real photos of mixe
 subfolders; `photos192/`, one size; `train-*.tfrecord.gz`, TFRecords in the ImageNet layout; `scan.png`). A shell
 block runs with `tfliquid` on the PATH and must exit 0; a Python block runs in one namespace per document, as a
 reader pasting a guide's blocks into one session, given the names a reader's own code supplies (`model`, `prep`,
-... : `_reader_names`). Each block is run as written but for SHORTER (training epochs: the test checks that the code
-runs, not that it trains). A block identical to one already run is not run again.
+... : `_reader_names`). Each block is run as written but for SHORTER (training epochs, the profiler's passes: the
+test checks that the code runs, not that it trains). A block identical to one already run is not run again, nor a
+shell command that already ran.
 
 A block that needs what this machine cannot give (a cluster, a GPU machine, minutes of measurement) is listed in
 NOT_RUN with the reason and the test that runs its code instead; any other block, a new one included, runs.
@@ -29,9 +30,8 @@ from PIL import Image
 from tfliquid.samples import photos as sample_photos
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-# The README so far; the guides (docs/*.md) join once each of theirs runs here: their endless-order blocks
-# (steps_per_epoch from a dataset this small is 0) need NOT_RUN entries or a larger dataset first.
-DOCUMENTS = ["README.md"]
+# The README first: the guides read what its blocks make (train-pcr/).
+DOCUMENTS = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
 
 # (document, a line of the block) -> why it is not run here, and where its code is tested.
 NOT_RUN = {
@@ -51,6 +51,8 @@ NOT_RUN = {
     "partitioned caching on in-process servers",
     ("docs/cache.md", "service.distribute("): "a tf.data service dispatcher; test_cache_service.py",
     ("docs/l3.md", "make gpu-check"): "a GPU machine",
+    ("docs/liquid.md", "epochs=None)"): "an endless dataset: this test's dozen photos make steps_per_epoch "
+    "(num_images // 128) 0; test_liquid_dataset.py reads an endless LiquidDataset",
     ("docs/scale-out.md", 'runner="beam"'): "an Apache Beam run; test_beam_conversion.py",
     ("docs/scale-out.md", "service.distribute("): "a tf.data service cluster; test_service_failures.py and "
     "test_cache_service.py",
@@ -58,8 +60,12 @@ NOT_RUN = {
     "cluster; test_cache_service.py",
 }
 
-# (pattern, replacement): what is shortened, and why (see the module docstring).
-SHORTER = [(re.compile(r"\bepochs=\d+"), "epochs=1")]
+# (pattern, replacement): what is shortened, and why (see the module docstring): training epochs, and the liquid
+# profiler's timed passes (its measurements, not their number, are what the test runs).
+SHORTER = [
+    (re.compile(r"\bepochs=\d+"), "epochs=1"),
+    (re.compile(r"^(tfliquid profile liquid [^#\n]*?)(\s*(#.*)?)$", re.M), r"\1 --epochs 1 --pass-images 128\2"),
+]
 
 BLOCK = re.compile(r"^```(sh|python)\n(.*?)^```", re.S | re.M)
 
@@ -115,9 +121,9 @@ def workdir(tmp_path_factory) -> pathlib.Path:
     return work
 
 
-def _reader_names(work: pathlib.Path) -> dict:
-    """The names a reader's own code gives the blocks: a model that takes images of any size, a preprocess and
-    an augment, the paths of the photos, a fetch, the sizes and indices the reader chooses."""
+def _reader_names(work: pathlib.Path, document: str) -> dict:
+    """The names a reader's own code gives the blocks of `document`: a model that takes images of any size, a
+    preprocess and an augment, the paths of the photos, a fetch, the sizes and indices the reader chooses."""
     import keras
     import tensorflow as tf
 
@@ -158,6 +164,8 @@ def _reader_names(work: pathlib.Path) -> dict:
         train = tfliquid.PCRDataset(str(work / "train-pcr"))
         names = {"num_records": train.num_records, "dataset": train.map(prep).batch(8)}
         names["validation"] = names["dataset"]
+    if document == "docs/liquid.md":  # its order is over the records of the Liquid dataset its first block makes
+        names["num_records"] = tfliquid.LiquidDataset(str(work / "photos-liquid"), batch_size=1).num_records
     return {
         **names,
         "tf": tf,
@@ -178,6 +186,7 @@ def _reader_names(work: pathlib.Path) -> dict:
         "w": 0,
         "b": 8,
         "epochs": 2,
+        "E": 1,
         "capacity_bytes": 1 << 20,
         "tensorboard": keras.callbacks.TensorBoard(str(work / "logs")),
     }
@@ -189,7 +198,9 @@ _already_run: set[str] = set()
 def _run_block(document: str, line: int, language: str, code: str, work: pathlib.Path, namespace: dict) -> None:
     for pattern, replacement in SHORTER:
         code = pattern.sub(replacement, code)
-    if code.strip() in _already_run:
+    if language == "sh":  # a command run before (a guide repeats the README's) is not run again
+        code = "".join(line for line in code.splitlines(True) if _command(line) not in _already_run)
+    if code.strip() in _already_run or not code.strip():
         return
     where = f"{document}:{line}"
     print(f"running {where}", flush=True)  # shown with -s, and in a failure's captured output
@@ -204,6 +215,13 @@ def _run_block(document: str, line: int, language: str, code: str, work: pathlib
         linecache.cache[where] = (len(code), None, code.splitlines(True), where)
         exec(compile(code, where, "exec"), namespace)  # noqa: S102 (the documented code)
     _already_run.add(code.strip())
+    if language == "sh":
+        _already_run.update(_command(line) for line in code.splitlines() if _command(line))
+
+
+def _command(line: str) -> str:
+    """A shell line without its comment and surrounding space."""
+    return line.split("#", 1)[0].strip()
 
 
 @pytest.mark.slow
@@ -219,7 +237,7 @@ def test_every_block_runs_as_written(document, workdir, monkeypatch):
             module = types.ModuleType(f"reader_of_{pathlib.Path(document).stem}")
             monkeypatch.setitem(sys.modules, module.__name__, module)
             namespace = module.__dict__
-            namespace.update(_reader_names(workdir))
+            namespace.update(_reader_names(workdir, document))
         _run_block(document, line, language, code, workdir, namespace)
 
 

@@ -36,6 +36,7 @@ import typing
 
 from tfliquid._common import stderr
 from tfliquid._common.errors import ArgumentError, OperandError, PathError, TfliquidError
+from tfliquid._common.words import counted
 from tfliquid._version import __version__
 
 EXIT_FAILED = 1
@@ -166,10 +167,13 @@ def _call(function, args, **given):
 
 
 def _report_exit(report) -> int:
-    """Prints a conversion report; status 1 when some images were rejected (they are listed in it)."""
+    """Prints a conversion report; status 1 when some images were rejected (they are listed in it, and in the file
+    it names)."""
     print(report)
     if report.failures:
-        print(f"tfliquid: error: {len(report.failures)} images could not be converted (listed above)", file=sys.stderr)
+        where = report.rejected_list or "above"
+        print(f"tfliquid: error: {counted(len(report.failures), 'image')} could not be converted (listed {where})",
+              file=sys.stderr)
         return EXIT_FAILED
     return 0
 

@@ -28,6 +28,7 @@ from tfliquid._common.files import write_atomically
 from tfliquid._common.lock import locked_destination
 from tfliquid._common.report import ConversionReport
 from tfliquid._common.run_options import take_run_options
+from tfliquid._common.words import counted
 from tfliquid._proto import liquid_pb2
 from tfliquid._version import __version__
 from tfliquid.io.image_headers import (
@@ -64,7 +65,7 @@ class SizePrediction:
 
     def __str__(self) -> str:
         parts = ", ".join(
-            f"{name} {size / 1e6:,.1f} MB" + (f" (from {self.sampled[name]} images)" if self.sampled[name] else "")
+            f"{name} {size / 1e6:,.1f} MB" + (f" (from {counted(self.sampled[name], 'image')})" if self.sampled[name] else "")
             for name, size in self.per_format.items()
         )
         line = f"predicted size {self.total / 1e6:,.1f} MB: {parts}"
