@@ -172,8 +172,10 @@ def _report_exit(report) -> int:
     print(report)
     if report.failures:
         where = report.rejected_list or "above"
-        print(f"tfliquid: error: {counted(len(report.failures), 'image')} could not be converted (listed {where})",
-              file=sys.stderr)
+        print(
+            f"tfliquid: error: {counted(len(report.failures), 'image')} could not be converted (listed {where})",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     return 0
 

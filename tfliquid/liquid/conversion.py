@@ -65,7 +65,8 @@ class SizePrediction:
 
     def __str__(self) -> str:
         parts = ", ".join(
-            f"{name} {size / 1e6:,.1f} MB" + (f" (from {counted(self.sampled[name], 'image')})" if self.sampled[name] else "")
+            f"{name} {size / 1e6:,.1f} MB"
+            + (f" (from {counted(self.sampled[name], 'image')})" if self.sampled[name] else "")
             for name, size in self.per_format.items()
         )
         line = f"predicted size {self.total / 1e6:,.1f} MB: {parts}"
