@@ -171,7 +171,7 @@ def _report_exit(report) -> int:
     it names)."""
     print(report)
     if report.failures:
-        where = report.rejected_list or "above"
+        where = f"in {report.rejected_list}" if report.rejected_list else "above"
         print(
             f"tfliquid: error: {counted(len(report.failures), 'image')} could not be converted (listed {where})",
             file=sys.stderr,
