@@ -687,7 +687,7 @@ def test_stall_counters_count_every_batch_and_item_and_leave_elements_unchanged(
     monitor = tfliquid.keras.StallMonitor()
     stamped = monitor.instrument(tf.data.Dataset.range(10).batch(4))  # batches of 4, 4 and 2
     assert [b.tolist() for b in stamped.as_numpy_iterator()] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
-    waited, batches, items = monitor._read()
+    waited, batches, items = monitor.counters()
     assert (batches, items) == (3, 10) and waited >= 0
 
 
@@ -700,4 +700,4 @@ def test_stall_stamped_iterator_checkpoints_through_the_stamp(tmp_path):
     assert next(iterator).numpy().tolist() == [2, 3]
     checkpoint.restore(saved)
     assert next(iterator).numpy().tolist() == [2, 3]
-    assert monitor._read()[1:] == (3, 6)  # every batch taken, the one read again included
+    assert monitor.counters()[1:] == (3, 6)  # every batch taken, the one read again included

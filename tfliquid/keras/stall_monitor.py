@@ -55,7 +55,7 @@ class StallMonitor(keras.callbacks.Callback):
         options.experimental_optimization.inject_prefetch = False
         return _stamped(dataset.prefetch(tf.data.AUTOTUNE), self._ring).with_options(options)
 
-    def _read(self) -> tuple[float, int, int]:
+    def counters(self) -> tuple[float, int, int]:
         """(seconds waited, batches taken, items taken) by every dataset this monitor instrumented, so far."""
         waited, batches, items = load_ops().liquid_stall_ring_read(ring=self._ring)
         return float(waited), int(batches), int(items)
@@ -69,13 +69,13 @@ class StallMonitor(keras.callbacks.Callback):
 
     def on_train_batch_begin(self, batch, logs=None):
         if self._in_epoch and self._epoch is None:
-            self._epoch = (time.perf_counter(), self._read())
+            self._epoch = (time.perf_counter(), self.counters())
 
     def on_train_batch_end(self, batch, logs=None):
         self._last_step = time.perf_counter()
         if not self._checked:
             self._checked = True
-            if self._epoch is not None and self._read()[1] == self._epoch[1][1]:
+            if self._epoch is not None and self.counters()[1] == self._epoch[1][1]:
                 raise ArgumentError(
                     "StallMonitor: model.fit's training data is not instrumented by this monitor, so its waits "
                     "cannot be measured; pass monitor.instrument(dataset) to fit, with this same monitor in callbacks"
@@ -94,12 +94,12 @@ class StallMonitor(keras.callbacks.Callback):
         self._training = (self._last_step - start, waited, batches, items)
 
     def _since(self, start: float, counters: tuple) -> tuple[float, float, int, int]:
-        return (time.perf_counter() - start, *(now - then for now, then in zip(self._read(), counters)))
+        return (time.perf_counter() - start, *(now - then for now, then in zip(self.counters(), counters)))
 
     def on_test_begin(self, logs=None):
         self._end_training()
         if self._in_epoch:  # validation within fit
-            self._test = (time.perf_counter(), self._read())
+            self._test = (time.perf_counter(), self.counters())
 
     def on_test_end(self, logs=None):
         if self._in_epoch:

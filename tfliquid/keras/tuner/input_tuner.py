@@ -1,0 +1,482 @@
+"""InputTuner: a closed loop over the input pipeline's levers during training (docs/tuner.md).
+
+    tuner = tfliquid.keras.InputTuner("train-pcr/", preprocess, batch_size=64, memory_budget=4 << 30)
+    history = tuner.fit(model, epochs=30, validation_data=val)     # model.fit's arguments
+    print(tuner)                                                   # every decision, its evidence and result
+
+At the end of every window (an epoch) the tuner measures it, then either judges the change the window ran with
+(kept if the window trained at least `keep_gain` times as fast as the one before the change, else rolled back) or,
+with no change pending, diagnoses the window (diagnosis.py) and applies the cheapest lever not yet tried that
+predicts a gain of at least `keep_gain` (levers.py). A pipeline's structure is fixed once model.fit has it, so the
+tuner runs model.fit one window at a time on the pipeline its settings build; callbacks see one training.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+
+import keras
+import tensorflow as tf
+
+from tfliquid._common.checks import check_int, check_number
+from tfliquid._common.errors import ArgumentError
+from tfliquid.analysis import phases
+from tfliquid.analysis.pipeline import InputPipeline, pcr_pipeline
+from tfliquid.analysis.threads import plan_threads
+from tfliquid.cache import MinIOCache
+from tfliquid.jpeg.sized import decode_jpeg, decode_jpeg_at_size
+from tfliquid.keras.autotune import ScanGroupAutotuner
+from tfliquid.keras.stall_monitor import StallMonitor
+from tfliquid.keras.tuner import levers as levers_module
+from tfliquid.keras.tuner.diagnosis import Diagnosis, Probes, Window, diagnose
+from tfliquid.keras.tuner.levers import Proposal, Settings
+from tfliquid.keras.tuner.report import report
+from tfliquid.order.seeded_order import derived_seed
+from tfliquid.pcr import PCRDataset
+
+KEEP_GAIN = 1.05  # a change is kept when its window trained this much faster than the one before it, or more
+PROBE_BATCHES = 4  # batches the side probes read and prep
+PROBE_SECONDS = 1.0  # a prep probe's pass lasts this share of it: shorter ones read low
+_WINDOW_SEEDS = 3  # the salt of each window's shuffle seed (tfliquid.order.derived_seed)
+
+
+class InputTuner(keras.callbacks.Callback):
+    """Tunes a PCR dataset's input pipeline while a Keras model trains on it: diagnose, fix, re-measure, keep or
+    roll back, explain.
+
+    Args:
+      path: the PCR dataset's directory.
+      preprocess: a decoded element {"image": uint8 [H, W, 3], "label", ...} -> (model input, target): the
+        deterministic part of training's map, which the scan-group similarity test applies too.
+      batch_size: the model's batch.
+      augment: (input, target) -> (input, target), the random part of training's map, after `preprocess`.
+      memory_budget: the largest MinIO cache, in bytes (default: half this machine's memory); 0: no cache.
+      dispatcher: a tf.data service dispatcher's address ("grpc://host:port"): the input may move to its workers
+        when the prep holds training up.
+      seed: of the shuffles (each window reads its own order) and of nothing else.
+      keep_gain: the rule's gain: a change is kept when its window trains at least this many times as fast as
+        the window before it, and a lever applies only when it predicts as much.
+      threshold: the gradient similarity a lower scan group must reach (ScanGroupAutotuner's; paper: 0.8).
+      scan_group_start: the first epoch after which the similarity test may run (the model has trained a little).
+      retest_every: windows between similarity tests while the scan group is lowered; it is raised when the test
+        accepts only a higher one.
+      probe_batches: batches of the similarity test's probe.
+      levers: the levers' names, cheapest first (default: every one: "threads", "cache", "decode size",
+        "scan group", "service").
+
+    `tuner.fit(model, ...)` takes model.fit's arguments (but the data: the tuner builds it) and returns its
+    History, with the tuner's scalars each epoch: tuner_images_per_second, tuner_data_stall_fraction,
+    tuner_scan_group, tuner_cache_bytes, tuner_prep_threads (0: AUTOTUNE). `tuner.decisions` lists every
+    decision as a dict; `str(tuner)` is the report. A `StallMonitor` in the callbacks instruments the data
+    itself and reads only training's waits: the tuner's probes run between windows.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        preprocess,
+        batch_size: int,
+        *,
+        augment=None,
+        memory_budget: int | None = None,
+        dispatcher: str | None = None,
+        seed: int = 0,
+        keep_gain: float = KEEP_GAIN,
+        threshold: float = 0.8,
+        scan_group_start: int = 1,
+        retest_every: int = 2,
+        probe_batches: int = PROBE_BATCHES,
+        levers: list[str] | None = None,
+    ):
+        super().__init__()
+        for name, function in (("preprocess", preprocess), ("augment", augment)):
+            if function is not None and not callable(function):
+                raise ArgumentError(f"{name} must be callable, got {function!r}")
+        if preprocess is None:
+            raise ArgumentError("preprocess is required: the map from a decoded element to (model input, target)")
+        self._reader = PCRDataset(path, decode=False)  # checks the path and reads the index
+        self.path = os.fspath(path)
+        self.preprocess, self.augment = preprocess, augment
+        self.batch_size = check_int("batch_size", batch_size, 1)
+        if memory_budget is None:
+            memory_budget = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+        self.memory_budget = check_int("memory_budget", memory_budget, 0)
+        if dispatcher is not None and not isinstance(dispatcher, str):
+            raise ArgumentError(f"dispatcher must be a tf.data service address string, got {dispatcher!r}")
+        self.dispatcher = dispatcher
+        self.seed = check_int("seed", seed, 0)
+        self.keep_gain = check_number("keep_gain", keep_gain, 1.0, what="a gain of 1 or more")
+        self.threshold = check_number("threshold", threshold, 0.0, 1.0, "a cosine similarity")
+        self.scan_group_start = check_int("scan_group_start", scan_group_start, 0)
+        self.retest_every = check_int("retest_every", retest_every, 1)
+        self.probe_batches = check_int("probe_batches", probe_batches, 1)
+        names = {lever.__name__.replace("_", " "): lever for lever in levers_module.LEVERS}
+        chosen = list(names) if levers is None else list(levers)
+        unknown = [name for name in chosen if name not in names]
+        if unknown or not chosen:
+            raise ArgumentError(f"levers must be some of {list(names)}, got {levers!r}")
+        self.levers = [names[name] for name in chosen]
+        self.settings = Settings(scan_group=self.full_fidelity)
+        self.decisions: list[dict] = []
+        self.windows: list[Window] = []
+        self._monitor = StallMonitor()  # replaced by the caller's, when fit's callbacks hold one
+        self._pending = None  # (proposal, the settings before it, the window before it, windows left to settle)
+        self._judge_next = False  # a rollback's window ran the change: the next one measures the settings again
+        self._considered: set = set()  # (lever, diagnosis kind, reason) already recorded
+        self._tried: set = set()  # levers applied (kept or rolled back): each is tried once
+        self._caches: dict = {}  # (capacity, scan group) -> its MinIOCache
+        self._similarity = None  # (decode size, the ScanGroupAutotuner that runs the similarity test)
+        self._last_test_epoch = None
+        self._window = None  # (first step's end, counters then, last step's end, counters then)
+        self._epoch = 0
+        self._fitting = False
+
+    # -- what the levers ask (levers.py) --
+
+    @property
+    def full_fidelity(self) -> int:
+        return self._reader.num_scan_groups
+
+    @property
+    def model_size(self) -> tuple[int, int] | None:
+        shape = getattr(self.model, "input_shape", None)
+        if not shape or len(shape) != 4 or None in shape[1:3]:
+            return None
+        return int(shape[1]), int(shape[2])
+
+    def record_bytes(self, scan_group: int) -> list[int]:
+        return self._reader.record_bytes(scan_group)
+
+    def bytes_per_epoch(self, scan_group: int) -> int:
+        return self._reader.bytes_per_epoch(scan_group)
+
+    def plan_threads(self, settings: Settings):
+        return plan_threads(self._pipeline(settings), subset_items=self._probe_items())
+
+    def prep_rate(self, settings: Settings) -> float:
+        """Items/s of the prep (decode, preprocess, augment) at `settings`, over probe batches held in memory."""
+        pipeline = self._pipeline(settings)
+        job = phases.Job(None, pipeline, self._probe_items(), 0, os.cpu_count() or 1, 1, 1, PROBE_SECONDS)
+        return max(job.prep_pass(pipeline, job.subset())() for _ in range(2))
+
+    def fetch_rate(self, settings: Settings) -> float:
+        """Items/s of the reads alone at `settings` (through its cache), timed from the first quarter of the probe
+        on: the readers start up, and a throttle lets a burst through after idling."""
+        items = self._probe_items()
+        reads = self._pipeline(settings).reads(cache=self._cache(settings))
+        marks = [time.perf_counter()]
+        for _ in reads.take(items):
+            marks.append(time.perf_counter())
+        start = len(marks) // 4
+        return (len(marks) - 1 - start) / max(marks[-1] - marks[start], 1e-9)
+
+    @property
+    def scan_group_testable(self) -> bool:
+        return self.full_fidelity > 1 and self._epoch >= self.scan_group_start
+
+    def accepted_scan_group(self) -> tuple[int, dict]:
+        """(the lowest scan group the similarity test accepts, each group's similarity): ScanGroupAutotuner.tune
+        on its probe, with this tuner's preprocess and decode."""
+        size = self.settings.decode_size
+        if self._similarity is None or self._similarity[0] != size:
+            group = tf.Variable(self.full_fidelity, dtype=tf.int64, trainable=False)
+            dataset = PCRDataset(self.path, scan_group=group, decode_size=size, shuffle=False)
+            test = ScanGroupAutotuner(
+                dataset,
+                threshold=self.threshold,
+                preprocess=self.preprocess,
+                probe_batches=self.probe_batches,
+                probe_batch_size=self.batch_size,
+            )
+            self._similarity = (size, test)
+        test = self._similarity[1]
+        test.threshold = self.threshold  # as the tuner's is now
+        test.set_model(self.model)
+        decision = test.tune(self._epoch)
+        self._last_test_epoch = self._epoch
+        return decision["scan_group"], decision["similarities"]
+
+    # -- the pipeline --
+
+    def _probe_items(self) -> int:
+        return min(self._reader.num_images, PROBE_BATCHES * self.batch_size)
+
+    def _training_map(self, element):
+        example = self.preprocess(element)
+        return example if self.augment is None else self.augment(*example)
+
+    def _pipeline(self, settings: Settings, epoch: int = 0) -> InputPipeline:
+        pipeline = pcr_pipeline(
+            self.path,
+            self._training_map,
+            self.batch_size,
+            scan_group=settings.scan_group,
+            prep_parallelism=settings.prep_parallelism,
+            read_parallelism=settings.read_parallelism,
+            seed=derived_seed(self.seed, epoch, 0, _WINDOW_SEEDS),
+        )
+        size = settings.decode_size
+        decode = decode_jpeg if size is None else (lambda data: decode_jpeg_at_size(data, size))
+        return pipeline.replace(decode=decode, files=())  # the probes read storage as training does
+
+    def _cache(self, settings: Settings) -> MinIOCache | None:
+        """The MinIO cache of these settings: one per (capacity, scan group), since a record's cached prefix is
+        its group's; the others are released."""
+        key = (settings.cache_bytes, settings.scan_group)
+        if not settings.cache_bytes:
+            return None
+        if key not in self._caches:
+            for old in self._caches.values():
+                old.release()
+            self._caches = {key: MinIOCache(settings.cache_bytes)}
+        return self._caches[key]
+
+    def dataset_for(self, settings: Settings, epoch: int, monitor: StallMonitor | None = None) -> tf.data.Dataset:
+        """The training batches the settings build for `epoch`, instrumented by `monitor` (default: the tuner's)."""
+        pipeline = self._pipeline(settings, epoch)
+        dataset = pipeline.dataset(cache=self._cache(settings))
+        if settings.prep_parallelism is not None:  # a thread plan: one pool, no autotuner competing with it
+            options = tf.data.Options()
+            options.threading.private_threadpool_size = os.cpu_count() or 1
+            options.autotune.enabled = False
+            dataset = dataset.with_options(options)
+        if settings.service:
+            service = tf.data.experimental.service
+            dataset = dataset.apply(
+                service.distribute(service.ShardingPolicy.OFF, self.dispatcher, job_name=f"tuner-{id(self)}-{epoch}")
+            )
+        return (monitor or self._monitor).instrument(dataset)
+
+    @property
+    def dataset(self) -> tf.data.Dataset:
+        """The batches the current settings build (the next window's pipeline), for inspection."""
+        return self.dataset_for(self.settings, len(self.windows))
+
+    # -- the loop --
+
+    def fit(self, model, epochs: int = 1, initial_epoch: int = 0, callbacks=None, **fit_arguments):
+        """model.fit(the tuned data, ...) one window (epoch) at a time, the pipeline rebuilt between them with the
+        tuner's settings; returns a History of every epoch. Callbacks see one training: their on_train_begin and
+        on_train_end run once."""
+        for name in ("x", "y", "batch_size"):
+            if name in fit_arguments:
+                raise ArgumentError(f"InputTuner.fit builds the training data itself: it takes no {name}=")
+        check_int("epochs", epochs, 1)
+        check_int("initial_epoch", initial_epoch, 0)
+        callbacks = list(callbacks or [])
+        monitors = [c for c in callbacks if isinstance(c, StallMonitor)]
+        if len(monitors) > 1:
+            raise ArgumentError("InputTuner.fit takes one StallMonitor in its callbacks, which instruments its data")
+        self._monitor = monitors[0] if monitors else self._monitor
+        windows = _AcrossWindows(callbacks)
+        stop = _WindowEnd(self, windows)
+        history, self._fitting = {}, True
+        if epochs > initial_epoch:
+            _trace_train_step(model, self.dataset_for(self.settings, initial_epoch, self._monitor))
+        try:
+            for epoch in range(initial_epoch, epochs):
+                windows.last = epoch == epochs - 1
+                data = self.dataset_for(self.settings, epoch, self._monitor)
+                fit = model.fit(
+                    data, epochs=epochs, initial_epoch=epoch, callbacks=[self, windows, stop], **fit_arguments
+                )
+                for key, values in fit.history.items():
+                    history.setdefault(key, []).extend(values)
+                windows.first = False
+                if stop.user_stopped:
+                    break
+        finally:
+            self._fitting = False
+        merged = keras.callbacks.History()
+        merged.set_model(model)
+        merged.history, merged.epoch = history, list(range(initial_epoch, initial_epoch + len(history.get("loss", []))))
+        return merged
+
+    def on_train_begin(self, logs=None):
+        if not self._fitting:
+            raise ArgumentError(
+                "InputTuner changes the pipeline between windows, which model.fit cannot: call "
+                "tuner.fit(model, epochs=..., ...) with model.fit's other arguments instead"
+            )
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch, self._window = epoch, None
+
+    def on_train_batch_end(self, batch, logs=None):
+        mark = (time.perf_counter(), self._monitor.counters())
+        self._window = (mark, mark) if self._window is None else (self._window[0], mark)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self._window is None or self._window[0] is self._window[1]:
+            raise ArgumentError(
+                "InputTuner: an epoch of one batch has no window to measure (its first step traces the model); "
+                "use a smaller batch_size or more data"
+            )
+        (start, (waited0, _, items0)), (end, (waited1, _, items1)) = self._window
+        window = Window(epoch, items1 - items0, end - start, waited1 - waited0)
+        self.windows.append(window)
+        self._end_window(window)
+        if logs is not None:
+            logs["tuner_images_per_second"] = window.rate
+            logs["tuner_data_stall_fraction"] = window.stall
+            logs["tuner_scan_group"] = self.settings.scan_group
+            logs["tuner_cache_bytes"] = self.settings.cache_bytes
+            logs["tuner_prep_threads"] = self.settings.prep_parallelism or 0
+
+    def _record(self, action: str, **fields) -> None:
+        self.decisions.append({"epoch": self._epoch, "action": action, **fields})
+
+    def _end_window(self, window: Window) -> None:
+        """Judges the pending change, or re-tests a lowered scan group, or diagnoses and applies a lever."""
+        if self._pending is not None:
+            proposal, before_settings, before, settle = self._pending
+            if settle:
+                self._pending = (proposal, before_settings, before, settle - 1)
+                self._record("settle", lever=proposal.lever, why="the window after the change fills the cache")
+                return
+            self._pending = None
+            kept = window.rate >= self.keep_gain * before.rate
+            self._record(
+                "keep" if kept else "roll back",
+                lever=proposal.lever,
+                change=proposal.settings.changes(before_settings),
+                before_images_per_second=before.rate,
+                predicted_images_per_second=proposal.predicted_rate,
+                measured_images_per_second=window.rate,
+                rule=f"kept when at least {self.keep_gain:g}x the window before it",
+            )
+            if not kept:
+                self.settings, self._judge_next = before_settings, True
+                return
+        elif self._judge_next:  # the window after a rollback ran the change: this one measures the settings
+            self._judge_next = False
+        if self._retest_due() and self._raised():
+            return
+        diagnosis = diagnose(window, lambda: Probes(self.fetch_rate(self.settings), self.prep_rate(self.settings)))
+        self._record("diagnose", diagnosis=str(diagnosis), kind=diagnosis.kind, evidence=diagnosis.evidence())
+        if diagnosis.input_bound:
+            self._apply_a_lever(diagnosis)
+
+    def _retest_due(self) -> bool:
+        lowered = self.settings.scan_group < self.full_fidelity
+        return lowered and self._epoch - (self._last_test_epoch or 0) >= self.retest_every
+
+    def _raised(self) -> bool:
+        """Re-runs the similarity test at a lowered scan group; raises the group where it accepts only a higher
+        one. Accuracy comes first: a raise is not judged by its rate."""
+        accepted, similarities = self.accepted_scan_group()
+        tested = ", ".join(f"{g}: {s:.3f}" for g, s in similarities.items())
+        if accepted <= self.settings.scan_group:
+            self._record("retest", lever="scan group", why=f"the similarity test still accepts {accepted} ({tested})")
+            return False
+        before = self.settings
+        self.settings = dataclasses.replace(before, scan_group=accepted)
+        self._record("raise", lever="scan group", change=self.settings.changes(before), evidence=tested)
+        return True
+
+    def _apply_a_lever(self, diagnosis: Diagnosis) -> None:
+        floor = self.keep_gain * diagnosis.window.rate
+        for lever in self.levers:
+            name = lever.__name__.replace("_", " ")
+            if name in self._tried:
+                continue
+            proposal = lever(self, diagnosis, self.settings)
+            if isinstance(proposal, str) or proposal.predicted_rate < floor:
+                why = proposal if isinstance(proposal, str) else _too_little(proposal, diagnosis.window)
+                if (name, diagnosis.kind, why) not in self._considered:
+                    self._considered.add((name, diagnosis.kind, why))
+                    self._record("skip", lever=name, why=why)
+                continue
+            self._tried.add(name)
+            self._pending = (proposal, self.settings, diagnosis.window, proposal.settle)
+            before, self.settings = self.settings, proposal.settings
+            self._record(
+                "apply",
+                lever=name,
+                change=proposal.settings.changes(before),
+                evidence=proposal.reason,
+                before_images_per_second=diagnosis.window.rate,
+                predicted_images_per_second=proposal.predicted_rate,
+            )
+            return
+
+    def __str__(self) -> str:
+        return report(self)
+
+
+def _trace_train_step(model, data: tf.data.Dataset) -> None:
+    """Traces model.fit's train step on a batch of `data`, then restores every weight and optimizer variable: the
+    first window then times steps, not the tracing (during which the pipeline would fill its buffers unseen)."""
+    variables = list(model.variables) + list(getattr(model.optimizer, "variables", []))
+    values = [v.numpy() for v in variables]
+    inputs, targets = next(iter(data.take(1)))[:2]
+    model.train_on_batch(inputs, targets)
+    for variable, value in zip(variables, values):
+        variable.assign(value)
+
+
+def _too_little(proposal: Proposal, window: Window) -> str:
+    return (
+        f"predicts {proposal.predicted_rate:.0f} images/s against {window.rate:.0f} now ({proposal.reason}): "
+        "below the rule's gain"
+    )
+
+
+class _AcrossWindows(keras.callbacks.Callback):
+    """The caller's callbacks across the tuner's model.fit calls, one per window: on_train_begin in the first
+    window only and on_train_end in the last, the rest as model.fit calls them."""
+
+    def __init__(self, callbacks: list):
+        super().__init__()
+        self.callbacks, self.first, self.last = callbacks, True, False
+
+    def set_model(self, model):
+        super().set_model(model)
+        for callback in self.callbacks:
+            callback.set_model(model)
+
+    def set_params(self, params):
+        super().set_params(params)
+        for callback in self.callbacks:
+            callback.set_params(params)
+
+    def _each(self, hook: str, *args, **kwargs) -> None:
+        for callback in self.callbacks:
+            getattr(callback, hook)(*args, **kwargs)
+
+    def on_train_begin(self, logs=None):
+        if self.first:
+            self._each("on_train_begin", logs)
+
+    def on_train_end(self, logs=None):
+        if self.last:
+            self._each("on_train_end", logs)
+
+
+for _hook in (
+    "on_epoch_begin",
+    "on_epoch_end",
+    "on_train_batch_begin",
+    "on_train_batch_end",
+    "on_test_begin",
+    "on_test_end",
+    "on_test_batch_begin",
+    "on_test_batch_end",
+):
+    setattr(_AcrossWindows, _hook, lambda self, *args, _hook=_hook, **kwargs: self._each(_hook, *args, **kwargs))
+
+
+class _WindowEnd(keras.callbacks.Callback):
+    """Ends model.fit after each window, last in the callbacks: a stop the caller's callbacks asked for (early
+    stopping) ends the tuner's training too, and is the last window."""
+
+    def __init__(self, tuner: InputTuner, windows: _AcrossWindows):
+        super().__init__()
+        self.tuner, self.windows, self.user_stopped = tuner, windows, False
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.model.stop_training:
+            self.user_stopped = self.windows.last = True
+        self.model.stop_training = True
