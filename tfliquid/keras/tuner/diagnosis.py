@@ -1,11 +1,12 @@
 """What a training window says about its input: how fast it trained, how much of it waited for batches, and which
 stage held it up.
 
-A window is the steps of one epoch after its first (the first step of a fit traces the train function, which is
-neither training nor waiting). Its steps waited `stall` of its time for their batches (StallMonitor's op, timed
-where the step asks); without the waits they would have run at the one-batch upper bound, `compute_rate`, the rate
-of `take(1).cache().repeat()` (FastFlow's bound) measured on the running job rather than by a run of its own. The
-side probes time the reads alone and the prep (decode and the user's preprocessing) alone, between windows:
+A window is the steps of one epoch, from the first's start to the last's end, as StallMonitor times an epoch (the
+tuner traces the train step before the first window). Its steps waited `stall` of its time for their batches
+(StallMonitor's op, timed where the step asks); without the waits they would have run at the one-batch upper
+bound, `compute_rate`, the rate of `take(1).cache().repeat()` (FastFlow's bound), measured on the running job
+rather than by a run of its own. The side probes time the reads alone and the prep (decode and the user's
+preprocessing) alone, between windows:
 
   compute   stall < STALL_BOUND: the steps hardly wait, and no input change can make them faster;
   storage   input-bound, and the reads alone are slower than the prep alone;

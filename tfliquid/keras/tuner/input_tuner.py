@@ -67,10 +67,10 @@ class InputTuner(keras.callbacks.Callback):
         "scan group", "service").
 
     `tuner.fit(model, ...)` takes model.fit's arguments (but the data: the tuner builds it) and returns its
-    History, with the tuner's scalars each epoch: tuner_images_per_second, tuner_data_stall_fraction,
-    tuner_scan_group, tuner_cache_bytes, tuner_prep_threads (0: AUTOTUNE). `tuner.decisions` lists every
-    decision as a dict; `str(tuner)` is the report. A `StallMonitor` in the callbacks instruments the data
-    itself and reads only training's waits: the tuner's probes run between windows.
+    History, with the tuner's scalars of each epoch (what it ran with): tuner_images_per_second,
+    tuner_data_stall_fraction, tuner_scan_group, tuner_cache_bytes, tuner_prep_threads (0: AUTOTUNE).
+    `tuner.decisions` lists every decision as a dict; `str(tuner)` is the report. A `StallMonitor` in the
+    callbacks instruments the data itself and reads only training's waits: the tuner's probes run between windows.
     """
 
     def __init__(
@@ -109,6 +109,8 @@ class InputTuner(keras.callbacks.Callback):
         self.seed = check_int("seed", seed, 0)
         self.keep_gain = check_number("keep_gain", keep_gain, 1.0, what="a gain of 1 or more")
         self.threshold = check_number("threshold", threshold, 0.0, 1.0, "a cosine similarity")
+        if not self.threshold:
+            raise ArgumentError("threshold must be in (0, 1], got 0")
         self.scan_group_start = check_int("scan_group_start", scan_group_start, 0)
         self.retest_every = check_int("retest_every", retest_every, 1)
         self.probe_batches = check_int("probe_batches", probe_batches, 1)
@@ -123,13 +125,12 @@ class InputTuner(keras.callbacks.Callback):
         self.windows: list[Window] = []
         self._monitor = StallMonitor()  # replaced by the caller's, when fit's callbacks hold one
         self._pending = None  # (proposal, the settings before it, the window before it, windows left to settle)
-        self._judge_next = False  # a rollback's window ran the change: the next one measures the settings again
         self._considered: set = set()  # (lever, diagnosis kind, reason) already recorded
         self._tried: set = set()  # levers applied (kept or rolled back): each is tried once
         self._caches: dict = {}  # (capacity, scan group) -> its MinIOCache
         self._similarity = None  # (decode size, the ScanGroupAutotuner that runs the similarity test)
         self._last_test_epoch = None
-        self._window = None  # (first step's end, counters then, last step's end, counters then)
+        self._window = None  # ((first step's start, counters then), (last step's end, counters then))
         self._epoch = 0
         self._fitting = False
 
@@ -138,6 +139,10 @@ class InputTuner(keras.callbacks.Callback):
     @property
     def full_fidelity(self) -> int:
         return self._reader.num_scan_groups
+
+    @property
+    def model_on_cpu(self) -> bool:
+        return not tf.config.list_logical_devices("GPU")
 
     @property
     def model_size(self) -> tuple[int, int] | None:
@@ -222,16 +227,14 @@ class InputTuner(keras.callbacks.Callback):
         return pipeline.replace(decode=decode, files=())  # the probes read storage as training does
 
     def _cache(self, settings: Settings) -> MinIOCache | None:
-        """The MinIO cache of these settings: one per (capacity, scan group), since a record's cached prefix is
-        its group's; the others are released."""
+        """The MinIO cache of these settings (None without one): one per (capacity, scan group), since a
+        record's cached prefix is its group's; the one before is released."""
         key = (settings.cache_bytes, settings.scan_group)
-        if not settings.cache_bytes:
-            return None
         if key not in self._caches:
             for old in self._caches.values():
                 old.release()
-            self._caches = {key: MinIOCache(settings.cache_bytes)}
-        return self._caches[key]
+            self._caches = {key: MinIOCache(settings.cache_bytes)} if settings.cache_bytes else {}
+        return self._caches.get(key)
 
     def dataset_for(self, settings: Settings, epoch: int, monitor: StallMonitor | None = None) -> tf.data.Dataset:
         """The training batches the settings build for `epoch`, instrumented by `monitor` (default: the tuner's)."""
@@ -304,26 +307,27 @@ class InputTuner(keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch, self._window = epoch, None
 
+    def on_train_batch_begin(self, batch, logs=None):
+        if self._window is None:
+            self._window = ((time.perf_counter(), self._monitor.counters()), None)
+
     def on_train_batch_end(self, batch, logs=None):
-        mark = (time.perf_counter(), self._monitor.counters())
-        self._window = (mark, mark) if self._window is None else (self._window[0], mark)
+        self._window = (self._window[0], (time.perf_counter(), self._monitor.counters()))
 
     def on_epoch_end(self, epoch, logs=None):
-        if self._window is None or self._window[0] is self._window[1]:
-            raise ArgumentError(
-                "InputTuner: an epoch of one batch has no window to measure (its first step traces the model); "
-                "use a smaller batch_size or more data"
-            )
+        if self._window is None or self._window[1] is None:
+            raise ArgumentError("InputTuner: an epoch without a train step has no window to measure")
         (start, (waited0, _, items0)), (end, (waited1, _, items1)) = self._window
         window = Window(epoch, items1 - items0, end - start, waited1 - waited0)
         self.windows.append(window)
+        ran = self.settings
         self._end_window(window)
-        if logs is not None:
+        if logs is not None:  # the window's: its settings, not the next one's
             logs["tuner_images_per_second"] = window.rate
             logs["tuner_data_stall_fraction"] = window.stall
-            logs["tuner_scan_group"] = self.settings.scan_group
-            logs["tuner_cache_bytes"] = self.settings.cache_bytes
-            logs["tuner_prep_threads"] = self.settings.prep_parallelism or 0
+            logs["tuner_scan_group"] = ran.scan_group
+            logs["tuner_cache_bytes"] = ran.cache_bytes
+            logs["tuner_prep_threads"] = ran.prep_parallelism or 0
 
     def _record(self, action: str, **fields) -> None:
         self.decisions.append({"epoch": self._epoch, "action": action, **fields})
@@ -347,11 +351,9 @@ class InputTuner(keras.callbacks.Callback):
                 measured_images_per_second=window.rate,
                 rule=f"kept when at least {self.keep_gain:g}x the window before it",
             )
-            if not kept:
-                self.settings, self._judge_next = before_settings, True
+            if not kept:  # the next window runs the settings before it again, and is diagnosed
+                self.settings = before_settings
                 return
-        elif self._judge_next:  # the window after a rollback ran the change: this one measures the settings
-            self._judge_next = False
         if self._retest_due() and self._raised():
             return
         diagnosis = diagnose(window, lambda: Probes(self.fetch_rate(self.settings), self.prep_rate(self.settings)))
@@ -407,12 +409,13 @@ class InputTuner(keras.callbacks.Callback):
 
 
 def _trace_train_step(model, data: tf.data.Dataset) -> None:
-    """Traces model.fit's train step on a batch of `data`, then restores every weight and optimizer variable: the
-    first window then times steps, not the tracing (during which the pipeline would fill its buffers unseen)."""
+    """Traces model.fit's train function on one batch of `data` (an iterator of the same type and element spec as
+    fit's), then restores every weight and optimizer variable: the first window then times steps, not the tracing,
+    during which the pipeline would fill its buffers unseen."""
     variables = list(model.variables) + list(getattr(model.optimizer, "variables", []))
     values = [v.numpy() for v in variables]
-    inputs, targets = next(iter(data.take(1)))[:2]
-    model.train_on_batch(inputs, targets)
+    model.make_train_function()
+    model.train_function(iter(data.take(1)))
     for variable, value in zip(variables, values):
         variable.assign(value)
 

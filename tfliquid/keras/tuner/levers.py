@@ -3,12 +3,13 @@
 Every lever proposes a change of the pipeline's settings with a predicted rate, or says why it does not apply. The
 prediction scales the window's measured rate by the bottleneck model's rate with the change over its rate now:
 
-    model(G, P, F) = min(G, P, F)
+    model(G, P, F) = min(1 / (1 / G + 1 / P), F)    the model on the CPU: its steps and the prep share the cores
+                   = min(G, P, F)                   on an accelerator, beside the input pipeline
 
-with G the one-batch bound, P the prep rate and F the reads' rate (diagnosis.py): the stages overlap, tf.data
-running ahead of the steps on threads of its own. A lever changes P (threads, a decode at the model's size, a scan
-group's smaller decode) or F (a cache's hits, a scan group's fewer bytes). The ratio, not the model's own rate, is
-the prediction's: the window's rate is measured, and the model says how much the change moves it.
+with G the one-batch bound, P the prep rate and F the reads' rate (diagnosis.py), as tfliquid.analysis.whatif
+models them. A lever changes P (threads, a decode at the model's size, a scan group's smaller decode) or F (a
+cache's hits, a scan group's fewer bytes). The ratio is the prediction's, not the model's own rate: the window's
+rate is measured, and the model says how much the change moves it.
 """
 
 from __future__ import annotations
@@ -54,15 +55,17 @@ class Proposal:
     settle: int = 0  # windows after the change that are not its measure (a cache's filling epoch)
 
 
-def model_rate(compute: float, prep: float, fetch: float) -> float:
+def model_rate(compute: float, prep: float, fetch: float, model_on_cpu: bool) -> float:
+    if model_on_cpu:
+        return min(1 / (1 / compute + 1 / prep), fetch)
     return min(compute, prep, fetch)
 
 
 def _scaled(context, diagnosis: Diagnosis, prep: float | None = None, fetch: float | None = None) -> float:
     """The window's rate scaled by model(G, P', F') / model(G, P, F)."""
-    g, probes = diagnosis.window.compute_rate, diagnosis.probes
-    now = model_rate(g, probes.prep, probes.fetch)
-    new = model_rate(g, probes.prep if prep is None else prep, probes.fetch if fetch is None else fetch)
+    g, probes, on_cpu = diagnosis.window.compute_rate, diagnosis.probes, context.model_on_cpu
+    now = model_rate(g, probes.prep, probes.fetch, on_cpu)
+    new = model_rate(g, probes.prep if prep is None else prep, probes.fetch if fetch is None else fetch, on_cpu)
     return diagnosis.window.rate * new / now
 
 
@@ -175,7 +178,9 @@ def service(context, diagnosis: Diagnosis, settings: Settings) -> Proposal | str
         return "already on tf.data service workers"
     fetch = diagnosis.probes.fetch
     g = diagnosis.window.compute_rate
-    predicted = diagnosis.window.rate * min(g, fetch) / model_rate(g, diagnosis.probes.prep, fetch)
+    predicted = (
+        diagnosis.window.rate * min(g, fetch) / model_rate(g, diagnosis.probes.prep, fetch, context.model_on_cpu)
+    )
     return Proposal(
         "service",
         dataclasses.replace(settings, service=True),

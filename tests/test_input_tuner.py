@@ -1,0 +1,218 @@
+"""InputTuner on real PCR datasets of photo crops and real model.fit runs: each diagnosis (storage, CPU, compute),
+levers applied, kept and rolled back, the scan group lowered and raised again, and the callbacks' composition
+(StallMonitor, TensorBoard, the caller's own) across the tuner's windows."""
+
+import glob
+
+import keras
+import pytest
+import tensorflow as tf
+
+import tfliquid
+from tfliquid._common.errors import ArgumentError
+from tfliquid.samples import model as sample_model
+from tfliquid.samples import photos as sample_photos
+
+pytestmark = pytest.mark.slow
+
+SLOW_DISK = 1e6  # bytes/s: the small dataset's epoch reads in about a second
+
+
+def _pcr(root, name, per_class, size, images_per_record):
+    folder = root / name
+    sample_photos.write_image_folder(str(folder), per_class, size=size, seed=len(name))
+    tfliquid.pcr.convert(str(folder), str(root / f"{name}-pcr"), images_per_record=images_per_record, progress=False)
+    return str(root / f"{name}-pcr")
+
+
+@pytest.fixture(scope="module")
+def datasets(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tuner")
+    return {
+        "small": _pcr(root, "small", 24, 96, 24),  # 240 crops of 96 x 96 in 10 records
+        "large": _pcr(root, "large", 20, 512, 20),  # 200 crops of 512 x 512: their decode is the work
+        "few": _pcr(root, "few", 6, 96, 20),  # 60 crops, for a slow model
+    }
+
+
+@pytest.fixture
+def slow_disk():
+    tfliquid.io.set_read_bandwidth(SLOW_DISK)
+    yield
+    tfliquid.io.set_read_bandwidth(None)
+
+
+def _model(seed=0):
+    keras.utils.set_random_seed(seed)
+    return sample_model.small_cnn(10)
+
+
+def _actions(tuner, action):
+    return [d for d in tuner.decisions if d["action"] == action]
+
+
+class _Recorder(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def on_train_begin(self, logs=None):
+        self.calls.append("train_begin")
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.calls.append(epoch)
+
+    def on_train_end(self, logs=None):
+        self.calls.append("train_end")
+
+
+@pytest.mark.parametrize("monitor_first", [True, False])
+def test_a_storage_bound_job_gets_a_cache_that_is_kept(datasets, slow_disk, tmp_path, monitor_first):
+    monitor, recorder = tfliquid.keras.StallMonitor(), _Recorder()
+    board = keras.callbacks.TensorBoard(str(tmp_path / "logs"))
+    callbacks = [monitor, board, recorder] if monitor_first else [recorder, board, monitor]
+    tuner = tfliquid.keras.InputTuner(datasets["small"], sample_model.preprocess, 16)
+    history = tuner.fit(_model(), epochs=3, verbose=0, callbacks=callbacks)
+
+    first = tuner.decisions[0]
+    assert (first["epoch"], first["action"], first["kind"]) == (0, "diagnose", "storage"), tuner
+    [applied] = _actions(tuner, "apply")
+    assert (applied["epoch"], applied["lever"]) == (0, "cache"), tuner
+    assert applied["predicted_images_per_second"] >= 1.05 * applied["before_images_per_second"]
+    [kept] = _actions(tuner, "keep")
+    assert (kept["epoch"], kept["lever"]) == (2, "cache"), tuner  # epoch 1 fills the cache
+    assert kept["measured_images_per_second"] >= 1.05 * kept["before_images_per_second"]
+    assert tuner.settings.cache_bytes > 0 and "keep cache" in str(tuner)
+
+    # One training for the caller's callbacks; History and TensorBoard carry the tuner's scalars.
+    assert recorder.calls == ["train_begin", 0, 1, 2, "train_end"]
+    assert len(history.history["loss"]) == 3 and history.epoch == [0, 1, 2]
+    assert history.history["tuner_cache_bytes"] == [0, tuner.settings.cache_bytes, tuner.settings.cache_bytes]
+    events = glob.glob(str(tmp_path / "logs" / "train" / "events.out.tfevents.*"))
+    tags = {
+        value.tag
+        for path in events
+        for event in tf.compat.v1.train.summary_iterator(path)
+        for value in event.summary.value
+    }
+    assert {"epoch_tuner_images_per_second", "epoch_tuner_data_stall_fraction"} <= tags
+    # The StallMonitor, in either place, times training's waits as the tuner does: the tuner's probes, between
+    # windows, are not stalls (they would add a second or more to an epoch's waits).
+    for ours, theirs in zip(history.history["tuner_data_stall_fraction"], history.history["data_stall_fraction"]):
+        assert abs(theirs - ours) < 0.05, history.history
+
+
+class _SlowerDisk(keras.callbacks.Callback):
+    """Storage becomes `factor` times slower from `epoch` on."""
+
+    def __init__(self, epoch, factor):
+        super().__init__()
+        self.epoch, self.factor = epoch, factor
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == self.epoch:
+            tfliquid.io.set_read_bandwidth(SLOW_DISK / self.factor)
+
+
+def test_a_change_that_does_not_pay_is_rolled_back_and_not_tried_again(datasets, slow_disk):
+    half = tfliquid.PCRDataset(datasets["few"], decode=False).bytes_per_epoch() // 2  # a record of its three
+    tuner = tfliquid.keras.InputTuner(
+        datasets["few"], sample_model.preprocess, 10, memory_budget=half, levers=["cache"]
+    )
+    tuner.fit(_model(), epochs=4, verbose=0, callbacks=[_SlowerDisk(1, 3)])
+
+    [applied] = _actions(tuner, "apply")
+    assert (applied["epoch"], applied["lever"]) == (0, "cache"), str(tuner)
+    [rolled_back] = _actions(tuner, "roll back")
+    assert (rolled_back["epoch"], rolled_back["lever"]) == (2, "cache"), tuner
+    assert rolled_back["measured_images_per_second"] < 1.05 * rolled_back["before_images_per_second"]
+    assert tuner.settings.cache_bytes == 0 and "roll back cache" in str(tuner)
+    diagnosed = [d["epoch"] for d in _actions(tuner, "diagnose")]
+    assert diagnosed == [0, 3], tuner  # the rolled-back settings' window is diagnosed, and the cache not tried again
+
+
+def test_a_cpu_bound_job_decodes_at_the_models_size(datasets):
+    tuner = tfliquid.keras.InputTuner(datasets["large"], sample_model.preprocess, 10, levers=["decode size"])
+    tuner.fit(_model(), epochs=2, verbose=0)
+
+    first = tuner.decisions[0]
+    assert (first["epoch"], first["kind"]) == (0, "cpu"), str(tuner)
+    [applied] = _actions(tuner, "apply")
+    assert applied["lever"] == "decode size" and tuner.settings.decode_size == (64, 64), str(tuner)
+    [kept] = _actions(tuner, "keep")
+    assert kept["measured_images_per_second"] >= 1.05 * kept["before_images_per_second"], tuner
+
+
+def _slow_model():
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [
+            keras.Input((64, 64, 3)),
+            keras.layers.Conv2D(48, 3, padding="same", activation="relu"),
+            keras.layers.Conv2D(96, 3, padding="same", activation="relu"),
+            keras.layers.GlobalAveragePooling2D(),
+            keras.layers.Dense(10),
+        ]
+    )
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+class _StopAt(keras.callbacks.Callback):
+    def __init__(self, epoch):
+        super().__init__()
+        self.epoch = epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.model.stop_training = epoch == self.epoch
+
+
+def test_a_compute_bound_job_is_left_alone_and_a_callbacks_stop_ends_it(datasets):
+    tuner = tfliquid.keras.InputTuner(datasets["few"], sample_model.preprocess, 10)
+    history = tuner.fit(_slow_model(), epochs=5, verbose=0, callbacks=[_StopAt(1)])
+
+    assert len(history.history["loss"]) == 2  # stopped after epoch 1, as model.fit would
+    assert [d["kind"] for d in _actions(tuner, "diagnose")] == ["compute", "compute"], tuner
+    assert _actions(tuner, "apply") == [] and tuner.settings == tfliquid.keras.tuner.levers.Settings(
+        tuner.full_fidelity
+    )
+
+
+class _StricterTest(keras.callbacks.Callback):
+    """From `epoch` on, the similarity test accepts only full fidelity."""
+
+    def __init__(self, tuner, epoch):
+        super().__init__()
+        self.tuner, self.epoch = tuner, epoch
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == self.epoch:
+            self.tuner.threshold = 1.0
+
+
+def test_the_scan_group_is_lowered_while_input_bound_and_raised_when_the_test_says_so(datasets, slow_disk):
+    tuner = tfliquid.keras.InputTuner(
+        datasets["few"], sample_model.preprocess, 10, memory_budget=0, threshold=1e-6, retest_every=1, probe_batches=2
+    )
+    history = tuner.fit(_model(), epochs=4, verbose=0, callbacks=[_StricterTest(tuner, 2)])
+
+    assert [d["epoch"] for d in _actions(tuner, "apply")] == [1], str(tuner)  # the test runs from epoch 1 on
+    [applied] = _actions(tuner, "apply")
+    assert applied["lever"] == "scan group" and "scan_group: 7 -> " in applied["change"], tuner
+    [kept] = _actions(tuner, "keep")
+    assert kept["epoch"] == 2, tuner
+    [raised] = _actions(tuner, "raise")
+    assert raised["epoch"] == 2 and tuner.settings.scan_group == tuner.full_fidelity, tuner
+    lowered = history.history["tuner_scan_group"][2]
+    assert history.history["tuner_scan_group"] == [7, 7, lowered, 7] and lowered < 7  # what each epoch read
+
+
+def test_the_tuner_runs_the_fit_itself(datasets):
+    tuner = tfliquid.keras.InputTuner(datasets["few"], sample_model.preprocess, 10)
+    model = _model()
+    with pytest.raises(ArgumentError, match=r"call tuner.fit\(model"):
+        model.fit(tuner.dataset, epochs=1, verbose=0, callbacks=[tuner])
+    with pytest.raises(ArgumentError, match="builds the training data itself"):
+        tuner.fit(model, x=tuner.dataset)
+    with pytest.raises(ArgumentError, match="levers must be some of"):
+        tfliquid.keras.InputTuner(datasets["few"], sample_model.preprocess, 10, levers=["more memory"])
