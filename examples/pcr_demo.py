@@ -1,18 +1,21 @@
-"""The main job, end to end on real photos (run by `make demo`; about 1.5 minutes on 2 cores).
+"""The main job, end to end on real photos (run by `make demo`; about two minutes on 2 cores).
 
 1. Cut the photographs shipped in scikit-image and scikit-learn into a 10-class dataset of JPEG crops.
 2. Write it as TFRecords (train and validation), as TensorFlow's ImageNet converters do.
 3. Convert the TFRecords to PCR (`tfliquid convert pcr`, lossless for JPEGs, the fast scan script: 7 groups).
-4. Train the same small Keras model on scan groups 1, 2, 5 and full fidelity, reading through a throttled
-   "slow disk", and print images/s, bytes read per epoch and validation accuracy (always at full fidelity).
-5. Train it once more with `tfliquid.keras.ScanGroupAutotuner` choosing the scan group by gradient similarity
-   (on a schedule compressed to the demo's few epochs: the paper tunes every 20 epochs from epoch 5).
+4. Train the same small Keras model, reading through a throttled "slow disk", with tf.data AUTOTUNE at full
+   fidelity, at fixed scan groups 1 and 2, with `tfliquid.keras.ScanGroupAutotuner` (on a schedule compressed to
+   the demo's few epochs: the paper tunes every 20 epochs from epoch 5), and with `tfliquid.keras.InputTuner`,
+   which finds the stall and applies, keeps or rolls back its fixes; each with several seeds. Print images/s,
+   bytes read per epoch and validation accuracy (always at full fidelity) as the median and range over the
+   seeds, then the input tuner's decisions.
 
-    python examples/pcr_demo.py [--workdir DIR] [--read-bandwidth BYTES_PER_S] [--epochs N]
+    python examples/pcr_demo.py [--workdir DIR] [--read-bandwidth BYTES_PER_S] [--epochs N] [--seeds N]
 """
 
 import argparse
 import os
+import statistics
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -30,10 +33,10 @@ SCAN_SCRIPT = "fast"  # the default: spectral selection only (docs/formats/pcr.m
 def build_dataset(workdir: str) -> tuple[str, str]:
     """Sample photos -> TFRecords -> PCR, for train and validation; reruns reuse what exists."""
     paths = {}
-    for split, per_class, seed in (("train", 80, 0), ("val", 20, 1)):
-        folder = os.path.join(workdir, f"{split}-jpeg")
-        tfrecord = os.path.join(workdir, f"{split}.tfrecord")
-        pcr_dir = os.path.join(workdir, f"{split}-pcr-{SCAN_SCRIPT}")
+    for split, per_class, seed in (("train", 60, 0), ("val", 40, 1)):
+        folder = os.path.join(workdir, f"{split}-{per_class}-jpeg")
+        tfrecord = os.path.join(workdir, f"{split}-{per_class}.tfrecord")
+        pcr_dir = os.path.join(workdir, f"{split}-{per_class}-pcr-{SCAN_SCRIPT}")
         if not os.path.exists(tfrecord):
             sample_photos.write_image_folder(folder, per_class, size=128, seed=seed)
             sample_photos.write_tfrecords(folder, tfrecord + ".tmp")
@@ -46,32 +49,44 @@ def build_dataset(workdir: str) -> tuple[str, str]:
     return paths["train"], paths["val"]
 
 
-def train_at(scan_group, train_dir, val_dir, epochs, read_bandwidth):
-    """scan_group: an int, None (full fidelity) or "auto" (the autotuner). Returns images/s, bytes read per
-    epoch, validation accuracy and the scan group of every epoch."""
-    keras.utils.set_random_seed(0)
-    callbacks = []
-    if scan_group == "auto":  # the tuner builds the dataset with a scan group variable, which it assigns
-        tuner = tfliquid.keras.ScanGroupAutotuner(
-            train_dir, start_epoch=1, every=3, probe_batches=2, dataset_options={"seed": 0}
-        )
-        train, callbacks = tuner.dataset, [tuner]
-    else:
-        train = tfliquid.PCRDataset(train_dir, scan_group=scan_group, seed=0)
-    val = tfliquid.PCRDataset(val_dir, shuffle=False)  # always full fidelity
-    train_batches = train.map(sample_model.preprocess, num_parallel_calls=tf.data.AUTOTUNE).batch(32).prefetch(2)
-    val_batches = val.map(sample_model.preprocess).batch(64)
-    model = sample_model.small_cnn(train.num_classes)
+RUNS = ("AUTOTUNE", 1, 2, "ScanGroupAutotuner", "InputTuner")  # AUTOTUNE: full fidelity, no cache
+BATCH_SIZE = 32
+
+
+def train_at(run, train_dir, val_dir, epochs, read_bandwidth, seed):
+    """One training run (see RUNS). Returns images/s, bytes read per epoch, validation accuracy, and the input
+    tuner's report where it ran."""
+    keras.utils.set_random_seed(seed)
+    model = sample_model.small_cnn(tfliquid.PCRDataset(train_dir).num_classes)
+    val_batches = tfliquid.PCRDataset(val_dir, shuffle=False).map(sample_model.preprocess).batch(64)  # full fidelity
     tfliquid.io.set_read_bandwidth(read_bandwidth)  # training reads from the emulated disk
-    bytes_before = tfliquid.io.read_stats()["bytes_read"]
-    start = time.perf_counter()
-    history = model.fit(train_batches, epochs=epochs, verbose=0, shuffle=False, callbacks=callbacks)
+    bytes_before, start, report = tfliquid.io.read_stats()["bytes_read"], time.perf_counter(), None
+    if run == "InputTuner":
+        tuner = tfliquid.keras.InputTuner(train_dir, sample_model.preprocess, BATCH_SIZE, seed=seed)
+        tuner.fit(model, epochs=epochs, verbose=0)
+        report = str(tuner)
+    else:
+        callbacks = []
+        if run == "ScanGroupAutotuner":  # it builds the dataset with a scan group variable, which it assigns
+            tuner = tfliquid.keras.ScanGroupAutotuner(
+                train_dir, start_epoch=1, every=3, probe_batches=2, dataset_options={"seed": seed}
+            )
+            train, callbacks = tuner.dataset, [tuner]
+        else:
+            train = tfliquid.PCRDataset(train_dir, scan_group=None if run == "AUTOTUNE" else run, seed=seed)
+        batches = train.map(sample_model.preprocess, num_parallel_calls=tf.data.AUTOTUNE).batch(BATCH_SIZE)
+        model.fit(batches.prefetch(tf.data.AUTOTUNE), epochs=epochs, verbose=0, callbacks=callbacks)
     seconds = time.perf_counter() - start
     bytes_per_epoch = (tfliquid.io.read_stats()["bytes_read"] - bytes_before) / epochs
     tfliquid.io.set_read_bandwidth(None)  # evaluation reads at full speed
     accuracy = model.evaluate(val_batches, verbose=0, return_dict=True)["accuracy"]
-    groups = history.history.get("scan_group", [scan_group or train.num_scan_groups] * epochs)
-    return train.num_images * epochs / seconds, bytes_per_epoch, accuracy, groups
+    images = tfliquid.PCRDataset(train_dir).num_images
+    return images * epochs / seconds, bytes_per_epoch, accuracy, report
+
+
+def _spread(values, style="{:.3f}") -> str:
+    """Median [min-max]."""
+    return f"{style.format(statistics.median(values))} [{style.format(min(values))}-{style.format(max(values))}]"
 
 
 def main():
@@ -83,28 +98,34 @@ def main():
         default=1.5e6,
         help="emulated storage bandwidth in bytes/s for training reads (default 1.5 MB/s)",
     )
-    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--seeds", type=int, default=3, help="runs of each, seeds 1..N (default 3)")
     args = parser.parse_args()
 
     train_dir, val_dir = build_dataset(args.workdir)
     print(
-        f"\nTraining {args.epochs} epochs per fidelity, reading at {args.read_bandwidth / 1e6:.1f} MB/s "
-        "(tfliquid.io read throttle); validation at full fidelity."
+        f"\nTraining {args.epochs} epochs per run and seed, reading at {args.read_bandwidth / 1e6:.1f} MB/s "
+        f"(tfliquid.io read throttle); validation at full fidelity; {args.seeds} seeds, median [range]."
     )
-    print(f"{'scan group':>10}  {'images/s':>9}  {'bytes read/epoch':>16}  {'val accuracy':>12}")
-    results, groups_per_epoch = {}, {}
-    for scan_group in (1, 2, 5, None, "auto"):
-        images_per_s, bytes_per_epoch, accuracy, groups = train_at(
-            scan_group, train_dir, val_dir, args.epochs, args.read_bandwidth
+    results = {run: [] for run in RUNS}
+    for seed in range(1, args.seeds + 1):  # every run once a seed: the machine's drift touches them alike
+        for run in RUNS:
+            results[run].append(train_at(run, train_dir, val_dir, args.epochs, args.read_bandwidth, seed))
+    print(f"\n{'run':>18}  {'images/s':>16}  {'bytes read/epoch':>16}  {'val accuracy':>20}")
+    for run, measured in results.items():
+        rates, bytes_read, accuracies, _ = zip(*measured)
+        label = f"scan group {run}" if isinstance(run, int) else run
+        print(
+            f"{label:>18}  {_spread(rates, '{:.0f}'):>16}  {statistics.median(bytes_read):>16,.0f}  "
+            f"{_spread(accuracies):>20}"
         )
-        results[scan_group], groups_per_epoch[scan_group] = images_per_s, groups
-        label = "full" if scan_group is None else str(scan_group)
-        print(f"{label:>10}  {images_per_s:>9.0f}  {bytes_per_epoch:>16,.0f}  {accuracy:>12.3f}", flush=True)
-    print(f"\nAutotuned scan group per epoch: {groups_per_epoch['auto']} (its images/s include the probes).")
+    speedups = {run: [a[0] / b[0] for a, b in zip(results[run], results["AUTOTUNE"])] for run in RUNS}
     print(
-        f"Scan group 2 trained {results[2] / results[None]:.1f}x and the autotuned run "
-        f"{results['auto'] / results[None]:.1f}x as fast as full fidelity on this emulated storage."
+        f"\nOver AUTOTUNE at full fidelity, per seed: scan group 2 {_spread(speedups[2], '{:.1f}')}x, the "
+        f"scan-group autotuner {_spread(speedups['ScanGroupAutotuner'], '{:.1f}')}x (its probes included), the "
+        f"input tuner {_spread(speedups['InputTuner'], '{:.1f}')}x (its probes included)."
     )
+    print(f"\nThe input tuner's decisions (seed 1):\n{results['InputTuner'][0][3]}")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from tfliquid.jpeg.sized import decode_jpeg, decode_jpeg_at_size
 from tfliquid.keras.autotune import ScanGroupAutotuner
 from tfliquid.keras.stall_monitor import StallMonitor
 from tfliquid.keras.tuner import levers as levers_module
+from tfliquid.keras.tuner.advice import advice
 from tfliquid.keras.tuner.diagnosis import Diagnosis, Probes, Window, diagnose
 from tfliquid.keras.tuner.levers import Proposal, Settings
 from tfliquid.keras.tuner.report import report
@@ -130,7 +131,7 @@ class InputTuner(keras.callbacks.Callback):
         self._caches: dict = {}  # (capacity, scan group) -> its MinIOCache
         self._similarity = None  # (decode size, the ScanGroupAutotuner that runs the similarity test)
         self._last_test_epoch = None
-        self._window = None  # ((first step's start, counters then), (last step's end, counters then))
+        self._window = None  # (first step's start, last step's end): each (wall clock, CPU time, counters)
         self._epoch = 0
         self._fitting = False
 
@@ -151,6 +152,18 @@ class InputTuner(keras.callbacks.Callback):
             return None
         return int(shape[1]), int(shape[2])
 
+    @property
+    def num_records(self) -> int:
+        return self._reader.num_records
+
+    @property
+    def num_images(self) -> int:
+        return self._reader.num_images
+
+    @property
+    def cores(self) -> int:
+        return os.cpu_count() or 1
+
     def record_bytes(self, scan_group: int) -> list[int]:
         return self._reader.record_bytes(scan_group)
 
@@ -163,7 +176,7 @@ class InputTuner(keras.callbacks.Callback):
     def prep_rate(self, settings: Settings) -> float:
         """Items/s of the prep (decode, preprocess, augment) at `settings`, over probe batches held in memory."""
         pipeline = self._pipeline(settings)
-        job = phases.Job(None, pipeline, self._probe_items(), 0, os.cpu_count() or 1, 1, 1, PROBE_SECONDS)
+        job = phases.Job(None, pipeline, self._probe_items(), 0, self.cores, 1, 1, PROBE_SECONDS)
         return max(job.prep_pass(pipeline, job.subset())() for _ in range(2))
 
     def fetch_rate(self, settings: Settings) -> float:
@@ -242,7 +255,7 @@ class InputTuner(keras.callbacks.Callback):
         dataset = pipeline.dataset(cache=self._cache(settings))
         if settings.prep_parallelism is not None:  # a thread plan: one pool, no autotuner competing with it
             options = tf.data.Options()
-            options.threading.private_threadpool_size = os.cpu_count() or 1
+            options.threading.private_threadpool_size = self.cores
             options.autotune.enabled = False
             dataset = dataset.with_options(options)
         if settings.service:
@@ -307,18 +320,21 @@ class InputTuner(keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch, self._window = epoch, None
 
+    def _mark(self) -> tuple:
+        return time.perf_counter(), time.process_time(), self._monitor.counters()
+
     def on_train_batch_begin(self, batch, logs=None):
         if self._window is None:
-            self._window = ((time.perf_counter(), self._monitor.counters()), None)
+            self._window = (self._mark(), None)
 
     def on_train_batch_end(self, batch, logs=None):
-        self._window = (self._window[0], (time.perf_counter(), self._monitor.counters()))
+        self._window = (self._window[0], self._mark())
 
     def on_epoch_end(self, epoch, logs=None):
         if self._window is None or self._window[1] is None:
             raise ArgumentError("InputTuner: an epoch without a train step has no window to measure")
-        (start, (waited0, _, items0)), (end, (waited1, _, items1)) = self._window
-        window = Window(epoch, items1 - items0, end - start, waited1 - waited0)
+        (start, cpu0, (waited0, _, items0)), (end, cpu1, (waited1, _, items1)) = self._window
+        window = Window(epoch, items1 - items0, end - start, waited1 - waited0, cpu1 - cpu0)
         self.windows.append(window)
         ran = self.settings
         self._end_window(window)
@@ -403,6 +419,10 @@ class InputTuner(keras.callbacks.Callback):
                 predicted_images_per_second=proposal.predicted_rate,
             )
             return
+        for line in advice(self, diagnosis, self.settings):
+            if ("advice", line) not in self._considered:
+                self._considered.add(("advice", line))
+                self._record("advise", why=line)
 
     def __str__(self) -> str:
         return report(self)

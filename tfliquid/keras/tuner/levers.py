@@ -3,13 +3,15 @@
 Every lever proposes a change of the pipeline's settings with a predicted rate, or says why it does not apply. The
 prediction scales the window's measured rate by the bottleneck model's rate with the change over its rate now:
 
-    model(G, P, F) = min(1 / (1 / G + 1 / P), F)    the model on the CPU: its steps and the prep share the cores
-                   = min(G, P, F)                   on an accelerator, beside the input pipeline
+    model(G, P, F) = min(G, P, F, C)     C = 1 / (u / G + 1 / P) with the model on the CPU, else infinite
 
-with G the one-batch bound, P the prep rate and F the reads' rate (diagnosis.py), as tfliquid.analysis.whatif
-models them. A lever changes P (threads, a decode at the model's size, a scan group's smaller decode) or F (a
-cache's hits, a scan group's fewer bytes). The ratio is the prediction's, not the model's own rate: the window's
-rate is measured, and the model says how much the change moves it.
+with G the one-batch bound, P the prep rate and F the reads' rate (diagnosis.py). On a CPU the steps and the prep
+share the cores: C is the rate at which both fit in them, u the share of the cores a step keeps busy, from the
+window's CPU time (its CPU seconds per item, less the prep's cores / P, over the step's cores / G; from 0, steps
+that leave cores idle for the prep, to 1, steps that use them all). A lever changes P (threads, a decode at the
+model's size, a scan group's smaller decode) or F (a cache's hits, a scan group's fewer bytes). The ratio is the
+prediction's, not the model's own rate: the window's rate is measured, and the model says how much the change
+moves it.
 """
 
 from __future__ import annotations
@@ -55,17 +57,26 @@ class Proposal:
     settle: int = 0  # windows after the change that are not its measure (a cache's filling epoch)
 
 
-def model_rate(compute: float, prep: float, fetch: float, model_on_cpu: bool) -> float:
-    if model_on_cpu:
-        return min(1 / (1 / compute + 1 / prep), fetch)
-    return min(compute, prep, fetch)
+def model_rate(compute: float, prep: float, fetch: float, step_cores: float | None) -> float:
+    """min(G, P, F, C) above; `step_cores` is u, None where the model runs on an accelerator."""
+    shared = math.inf if step_cores is None else 1 / (step_cores / compute + 1 / prep)
+    return min(compute, prep, fetch, shared)
+
+
+def step_cores(context, diagnosis: Diagnosis) -> float | None:
+    """u: the share of the cores the window's steps kept busy (None with the model on an accelerator)."""
+    if not context.model_on_cpu:
+        return None
+    window, cores = diagnosis.window, context.cores
+    per_item = window.cpu_seconds / max(window.items, 1) - cores / diagnosis.probes.prep
+    return min(1.0, max(0.0, per_item * window.compute_rate / cores))
 
 
 def _scaled(context, diagnosis: Diagnosis, prep: float | None = None, fetch: float | None = None) -> float:
     """The window's rate scaled by model(G, P', F') / model(G, P, F)."""
-    g, probes, on_cpu = diagnosis.window.compute_rate, diagnosis.probes, context.model_on_cpu
-    now = model_rate(g, probes.prep, probes.fetch, on_cpu)
-    new = model_rate(g, probes.prep if prep is None else prep, probes.fetch if fetch is None else fetch, on_cpu)
+    g, probes, u = diagnosis.window.compute_rate, diagnosis.probes, step_cores(context, diagnosis)
+    now = model_rate(g, probes.prep, probes.fetch, u)
+    new = model_rate(g, probes.prep if prep is None else prep, probes.fetch if fetch is None else fetch, u)
     return diagnosis.window.rate * new / now
 
 
@@ -179,7 +190,9 @@ def service(context, diagnosis: Diagnosis, settings: Settings) -> Proposal | str
     fetch = diagnosis.probes.fetch
     g = diagnosis.window.compute_rate
     predicted = (
-        diagnosis.window.rate * min(g, fetch) / model_rate(g, diagnosis.probes.prep, fetch, context.model_on_cpu)
+        diagnosis.window.rate
+        * min(g, fetch)
+        / model_rate(g, diagnosis.probes.prep, fetch, step_cores(context, diagnosis))
     )
     return Proposal(
         "service",

@@ -33,6 +33,8 @@ def _line(decision: dict) -> str:
             head + f"raise the scan group ({decision['change']}): the similarity test accepts no lower one "
             f"({decision['evidence']})"
         )
+    if action == "advise":
+        return head + f"not in the tuner's reach: {decision['why']}"
     if action == "settle":
         return head + f"{decision['lever']}: {decision['why']}; judged on the next window"
     return head + f"{action} {decision['lever']}: {decision['why']}"
