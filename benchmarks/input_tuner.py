@@ -200,7 +200,8 @@ def report(results: list[dict], shapes) -> dict:
     for shape in shapes:
         print(f"\n{shape}: {'  '.join(f'seed {s}' for s in seeds)}")
         print(
-            f"  {'peer':<22} {'images/s tuned':>18} {'x AUTOTUNE':>16} {'val acc':>20} {'time to acc':>14} {'peak RSS MB':>12}"
+            f"  {'peer':<22} {'images/s tuned':>18} {'x AUTOTUNE':>16} {'val acc':>20} {'time to acc':>14} "
+            f"{'peak RSS MB':>12}"
         )
         row = {}
         for peer in PEERS:
@@ -246,7 +247,8 @@ def _verdicts(summary: dict, predictions: list[float]) -> None:
     print("\nTargets:")
     right = sum(all(d == (EXPECTED[s], 0) for d in row["diagnoses"]) for s, row in summary.items())
     print(
-        f"  [{'PASS' if right == len(summary) else 'MISS'}] diagnosis right in the first epoch: {right} of {len(summary)}"
+        f"  [{'PASS' if right == len(summary) else 'MISS'}] diagnosis right in the first epoch: "
+        f"{right} of {len(summary)}"
     )
     if "S1" in summary:
         common.verdict("S1 images/s once tuned over AUTOTUNE's", summary["S1"]["input_tuner"]["speedups"], 2.0)
@@ -263,7 +265,8 @@ def _verdicts(summary: dict, predictions: list[float]) -> None:
         speedups = summary["S3"]["input_tuner"]["speedups"]
         inside = 0.97 <= statistics.median(speedups) <= 1.03
         print(
-            f"  [{'PASS' if inside else 'MISS'}] S3 images/s over AUTOTUNE's in 0.97-1.03: {common.median_and_range(speedups)}"
+            f"  [{'PASS' if inside else 'MISS'}] S3 images/s over AUTOTUNE's in 0.97-1.03: "
+            f"{common.median_and_range(speedups)}"
         )
         untouched = not summary["S3"]["lowered"] and not summary["S3"]["cached"]
         print(f"  [{'PASS' if untouched else 'MISS'}] S3 fidelity never lowered, no cache: {untouched}")
