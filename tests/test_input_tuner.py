@@ -10,6 +10,8 @@ import tensorflow as tf
 
 import tfliquid
 from tfliquid._common.errors import ArgumentError
+from tfliquid.keras.tuner import levers
+from tfliquid.keras.tuner.diagnosis import CPU, Diagnosis, Probes, Window
 from tfliquid.samples import model as sample_model
 from tfliquid.samples import photos as sample_photos
 
@@ -147,6 +149,58 @@ def test_a_cpu_bound_job_decodes_at_the_models_size(datasets):
     gain = judged["measured_images_per_second"] / judged["before_images_per_second"]
     assert (judged["action"] == "keep") == (gain >= 1.05), str(tuner)
     assert tuner.settings.decode_size == ((64, 64) if judged["action"] == "keep" else None)
+
+
+def test_the_thread_split_proposed_is_the_plans_and_trains(datasets):
+    tuner = tfliquid.keras.InputTuner(datasets["large"], sample_model.preprocess, 10)
+    model = _model()
+    tuner.set_model(model)
+    settings = tuner.settings
+    probes = Probes(tuner.fetch_rate(settings), tuner.prep_rate(settings))
+    window = Window(0, 200, 200 / (0.8 * probes.prep), 0.2 * 200 / (0.8 * probes.prep), 1.0)  # prep-bound
+    proposal = levers.threads(tuner, Diagnosis(CPU, window, probes), settings)
+    assert isinstance(proposal, levers.Proposal), proposal
+    assert 1 <= proposal.settings.prep_parallelism <= tuner.cores and proposal.settings.read_parallelism >= 1
+    assert proposal.reason.startswith("thread plan on") and proposal.predicted_rate > 0
+    history = model.fit(tuner.dataset_for(proposal.settings, 0), epochs=1, verbose=0)
+    assert len(history.history["loss"]) == 1
+
+
+@pytest.fixture
+def service_cluster():
+    service = tf.data.experimental.service
+    dispatcher = service.DispatchServer()
+    worker = service.WorkerServer(service.WorkerConfig(dispatcher_address=dispatcher.target.split("://")[1]))
+    yield dispatcher.target
+    worker.stop()
+    dispatcher.stop()
+
+
+def test_the_input_moves_to_tf_data_service_workers_and_every_image_arrives(datasets, service_cluster):
+    tuner = tfliquid.keras.InputTuner(
+        datasets["large"], sample_model.preprocess, 10, dispatcher=service_cluster, levers=["service"], keep_gain=1.0
+    )
+    counter = _ImagesCounted()
+    tuner.fit(_model(), epochs=2, verbose=0, callbacks=[counter])
+    [applied] = _actions(tuner, "apply")
+    assert (applied["epoch"], applied["lever"]) == (0, "service"), str(tuner)
+    assert counter.images == [200, 200]  # an epoch of batches through the workers, as without them
+    [judged] = [d for d in tuner.decisions if d["action"] in ("keep", "roll back")]
+    assert tuner.settings.service == (judged["action"] == "keep"), str(tuner)
+
+
+class _ImagesCounted(keras.callbacks.Callback):
+    """The images each epoch trained on, from the size of each batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.images = []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.images.append(0)
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.images[-1] += 10
 
 
 def _slow_model():

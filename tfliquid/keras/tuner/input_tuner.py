@@ -260,9 +260,9 @@ class InputTuner(keras.callbacks.Callback):
             dataset = dataset.with_options(options)
         if settings.service:
             service = tf.data.experimental.service
-            dataset = dataset.apply(
-                service.distribute(service.ShardingPolicy.OFF, self.dispatcher, job_name=f"tuner-{id(self)}-{epoch}")
-            )
+            # Each record once over the workers, a job per window.
+            job = f"input-tuner-{id(self)}-{epoch}"
+            dataset = dataset.apply(service.distribute(service.ShardingPolicy.DYNAMIC, self.dispatcher, job_name=job))
         return (monitor or self._monitor).instrument(dataset)
 
     @property
