@@ -171,7 +171,9 @@ class InputTuner(keras.callbacks.Callback):
         return self._reader.bytes_per_epoch(scan_group)
 
     def plan_threads(self, settings: Settings):
-        return plan_threads(self._pipeline(settings), subset_items=self._probe_items())
+        items = self._probe_items()  # a dataset smaller than a batch is planned on its one partial batch
+        pipeline = self._pipeline(settings)
+        return plan_threads(pipeline.replace(batch_size=min(items, pipeline.batch_size)), subset_items=items)
 
     def prep_rate(self, settings: Settings) -> float:
         """Items/s of the prep (decode, preprocess, augment) at `settings`, over probe batches held in memory."""
