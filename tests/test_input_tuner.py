@@ -232,7 +232,8 @@ def test_a_compute_bound_job_is_left_alone_and_a_callbacks_stop_ends_it(datasets
     history = tuner.fit(_slow_model(), epochs=5, verbose=0, callbacks=[_StopAt(1)])
 
     assert len(history.history["loss"]) == 2  # stopped after epoch 1, as model.fit would
-    assert [d["kind"] for d in _actions(tuner, "diagnose")] == ["compute", "compute"], tuner
+    assert [d["kind"] for d in _actions(tuner, "diagnose")][0] == "compute", str(tuner)
+    assert all(d["kind"] == "compute" for d in _actions(tuner, "diagnose")), str(tuner)
     assert _actions(tuner, "apply") == [] and tuner.settings == tfliquid.keras.tuner.levers.Settings(
         tuner.full_fidelity
     )

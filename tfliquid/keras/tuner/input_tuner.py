@@ -14,6 +14,7 @@ tuner runs model.fit one window at a time on the pipeline its settings build; ca
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import time
 
@@ -26,6 +27,7 @@ from tfliquid.analysis import phases
 from tfliquid.analysis.pipeline import InputPipeline, pcr_pipeline
 from tfliquid.analysis.threads import plan_threads
 from tfliquid.cache import MinIOCache
+from tfliquid.io.storage import process_bytes_read
 from tfliquid.jpeg.sized import decode_jpeg, decode_jpeg_at_size
 from tfliquid.keras.autotune import ScanGroupAutotuner
 from tfliquid.keras.stall_monitor import StallMonitor
@@ -40,6 +42,7 @@ from tfliquid.pcr import PCRDataset
 KEEP_GAIN = 1.05  # a change is kept when its window trained this much faster than the one before it, or more
 PROBE_BATCHES = 4  # batches the side probes read and prep
 PROBE_SECONDS = 1.0  # a prep probe's pass lasts this share of it: shorter ones read low
+FETCH_PROBE_SECONDS = 0.5  # the reads probe's timed part: a record or more at the storage rates that stall
 _WINDOW_SEEDS = 3  # the salt of each window's shuffle seed (tfliquid.order.derived_seed)
 
 
@@ -131,6 +134,7 @@ class InputTuner(keras.callbacks.Callback):
         self._caches: dict = {}  # (capacity, scan group) -> its MinIOCache
         self._similarity = None  # (decode size, the ScanGroupAutotuner that runs the similarity test)
         self._last_test_epoch = None
+        self._steady = None  # (settings, window, scan group testable) after which no lever applied
         self._window = None  # (first step's start, last step's end): each (wall clock, CPU time, counters)
         self._epoch = 0
         self._fitting = False
@@ -182,15 +186,27 @@ class InputTuner(keras.callbacks.Callback):
         return max(job.prep_pass(pipeline, job.subset())() for _ in range(2))
 
     def fetch_rate(self, settings: Settings) -> float:
-        """Items/s of the reads alone at `settings` (through its cache), timed from the first quarter of the probe
-        on: the readers start up, and a throttle lets a burst through after idling."""
-        items = self._probe_items()
-        reads = self._pipeline(settings).reads(cache=self._cache(settings))
-        marks = [time.perf_counter()]
-        for _ in reads.take(items):
-            marks.append(time.perf_counter())
-        start = len(marks) // 4
-        return (len(marks) - 1 - start) / max(marks[-1] - marks[start], 1e-9)
+        """Items/s the reads deliver at `settings`: storage's bytes/s read without the cache, over an item's bytes
+        at the scan group, over 1 - h where the settings' cache holds the share h of those bytes. The bytes are
+        every byte the process read (readers read whole records, several at once, ahead of the items they yield),
+        over FETCH_PROBE_SECONDS from the first item on (before it, the readers start up); the whole read, from
+        the start, where the first item brought every byte."""
+        start, before = time.perf_counter(), process_bytes_read()
+        reads = iter(self._pipeline(settings).reads())
+        next(reads)
+        first, at_first = time.perf_counter(), process_bytes_read()
+        for _ in reads:
+            if time.perf_counter() - first >= FETCH_PROBE_SECONDS:
+                break
+        end, read = time.perf_counter(), process_bytes_read()
+        if read == at_first:  # nothing more to read after the first item
+            first, at_first = start, before
+        bytes_per_second = (read - at_first) / max(end - first, 1e-9)
+        epoch_bytes = self.bytes_per_epoch(settings.scan_group)
+        storage = bytes_per_second / (epoch_bytes / self.num_images)
+        cache = self._cache(settings)
+        held = 0.0 if cache is None else min(1.0, cache.stats().bytes / epoch_bytes)
+        return math.inf if held >= 1 else storage / (1 - held)
 
     @property
     def scan_group_testable(self) -> bool:
@@ -374,10 +390,29 @@ class InputTuner(keras.callbacks.Callback):
                 return
         if self._retest_due() and self._raised():
             return
+        if self._still_steady(window):
+            return
         diagnosis = diagnose(window, lambda: Probes(self.fetch_rate(self.settings), self.prep_rate(self.settings)))
         self._record("diagnose", diagnosis=str(diagnosis), kind=diagnosis.kind, evidence=diagnosis.evidence())
-        if diagnosis.input_bound:
-            self._apply_a_lever(diagnosis)
+        applied = diagnosis.input_bound and self._apply_a_lever(diagnosis)
+        self._steady = None if applied else (self.settings, window, self.scan_group_testable)
+
+    def _still_steady(self, window: Window) -> bool:
+        """Whether the window ran the settings of a window after which no lever applied, at a rate within the
+        rule's gain of it, with no lever become possible since: then nothing is diagnosed or probed again."""
+        if self._steady is None:
+            return False
+        settings, before, testable = self._steady
+        if settings != self.settings or testable != self.scan_group_testable:
+            return False
+        if max(window.rate / before.rate, before.rate / window.rate) >= self.keep_gain:
+            return False
+        self._record(
+            "steady",
+            why=f"{window.rate:.0f} images/s with the settings of epoch {before.epoch} ({before.rate:.0f}), "
+            "after which no lever applied",
+        )
+        return True
 
     def _retest_due(self) -> bool:
         lowered = self.settings.scan_group < self.full_fidelity
@@ -396,7 +431,8 @@ class InputTuner(keras.callbacks.Callback):
         self._record("raise", lever="scan group", change=self.settings.changes(before), evidence=tested)
         return True
 
-    def _apply_a_lever(self, diagnosis: Diagnosis) -> None:
+    def _apply_a_lever(self, diagnosis: Diagnosis) -> bool:
+        """Applies the first lever that predicts the rule's gain; True if one did."""
         floor = self.keep_gain * diagnosis.window.rate
         for lever in self.levers:
             name = lever.__name__.replace("_", " ")
@@ -420,11 +456,12 @@ class InputTuner(keras.callbacks.Callback):
                 before_images_per_second=diagnosis.window.rate,
                 predicted_images_per_second=proposal.predicted_rate,
             )
-            return
+            return True
         for line in advice(self, diagnosis, self.settings):
             if ("advice", line) not in self._considered:
                 self._considered.add(("advice", line))
                 self._record("advise", why=line)
+        return False
 
     def __str__(self) -> str:
         return report(self)

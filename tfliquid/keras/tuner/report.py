@@ -33,6 +33,8 @@ def _line(decision: dict) -> str:
             head + f"raise the scan group ({decision['change']}): the similarity test accepts no lower one "
             f"({decision['evidence']})"
         )
+    if action == "steady":
+        return head + f"steady: {decision['why']}"
     if action == "advise":
         return head + f"not in the tuner's reach: {decision['why']}"
     if action == "settle":
