@@ -54,17 +54,17 @@ BATCH_SIZE = 32
 
 
 def train_at(run, train_dir, val_dir, epochs, read_bandwidth, seed):
-    """One training run (see RUNS). Returns images/s, bytes read per epoch, validation accuracy, and the input
-    tuner's report where it ran."""
+    """One training run (see RUNS). Returns images/s, bytes read per epoch, validation accuracy, and, where the input
+    tuner ran, its report and its windows' training rates."""
     keras.utils.set_random_seed(seed)
     model = sample_model.small_cnn(tfliquid.PCRDataset(train_dir).num_classes)
     val_batches = tfliquid.PCRDataset(val_dir, shuffle=False).map(sample_model.preprocess).batch(64)  # full fidelity
     tfliquid.io.set_read_bandwidth(read_bandwidth)  # training reads from the emulated disk
-    bytes_before, start, report = tfliquid.io.read_stats()["bytes_read"], time.perf_counter(), None
+    bytes_before, start, tuned = tfliquid.io.read_stats()["bytes_read"], time.perf_counter(), None
     if run == "InputTuner":
         tuner = tfliquid.keras.InputTuner(train_dir, sample_model.preprocess, BATCH_SIZE, seed=seed)
         tuner.fit(model, epochs=epochs, verbose=0)
-        report = str(tuner)
+        tuned = (str(tuner), [window.rate for window in tuner.windows])
     else:
         callbacks = []
         if run == "ScanGroupAutotuner":  # it builds the dataset with a scan group variable, which it assigns
@@ -81,7 +81,7 @@ def train_at(run, train_dir, val_dir, epochs, read_bandwidth, seed):
     tfliquid.io.set_read_bandwidth(None)  # evaluation reads at full speed
     accuracy = model.evaluate(val_batches, verbose=0, return_dict=True)["accuracy"]
     images = tfliquid.PCRDataset(train_dir).num_images
-    return images * epochs / seconds, bytes_per_epoch, accuracy, report
+    return images * epochs / seconds, bytes_per_epoch, accuracy, tuned
 
 
 def _spread(values, style="{:.3f}") -> str:
@@ -125,7 +125,16 @@ def main():
         f"scan-group autotuner {_spread(speedups['ScanGroupAutotuner'], '{:.1f}')}x (its probes included), the "
         f"input tuner {_spread(speedups['InputTuner'], '{:.1f}')}x (its probes included)."
     )
-    print(f"\nThe input tuner's decisions (seed 1):\n{results['InputTuner'][0][3]}")
+    report, _ = results["InputTuner"][0][3]
+    last = [statistics.median(rates[2:]) for _, _, _, (_, rates) in results["InputTuner"] if rates[2:]]
+    autotune = statistics.median(r[0] for r in results["AUTOTUNE"])
+    if last:
+        print(
+            f"The input tuner's first two epochs read at the disk's rate (the one it diagnoses, the one that fills "
+            f"its cache); from its third on it trained at {_spread(last, '{:.0f}')} images/s, "
+            f"{statistics.median(last) / autotune:.1f}x AUTOTUNE's run."
+        )
+    print(f"\nThe input tuner's decisions (seed 1):\n{report}")
 
 
 if __name__ == "__main__":
