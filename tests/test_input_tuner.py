@@ -78,8 +78,8 @@ def test_a_storage_bound_job_gets_a_cache_that_is_kept(datasets, slow_disk, tmp_
 
     first = tuner.decisions[0]
     assert (first["epoch"], first["action"], first["kind"]) == (0, "diagnose", "storage"), tuner
-    [applied] = _actions(tuner, "apply")
-    assert (applied["epoch"], applied["lever"]) == (0, "cache"), tuner
+    applied = _actions(tuner, "apply")[0]  # (once cached, the CPU may hold it up, and a lever of its own apply)
+    assert (applied["epoch"], applied["lever"]) == (0, "cache"), str(tuner)
     assert applied["predicted_images_per_second"] >= 1.05 * applied["before_images_per_second"]
     [kept] = _actions(tuner, "keep")
     assert (kept["epoch"], kept["lever"]) == (2, "cache"), tuner  # epoch 1 fills the cache
@@ -157,7 +157,7 @@ def test_the_thread_split_proposed_is_the_plans_and_trains(datasets):
     tuner.set_model(model)
     settings = tuner.settings
     probes = Probes(tuner.fetch_rate(settings), tuner.prep_rate(settings))
-    window = Window(0, 200, 200 / (0.8 * probes.prep), 0.2 * 200 / (0.8 * probes.prep), 1.0)  # prep-bound
+    window = Window(0, 200, 200 / (0.8 * probes.prep), 0.2 * 200 / (0.8 * probes.prep))  # prep-bound
     proposal = levers.threads(tuner, Diagnosis(CPU, window, probes), settings)
     assert isinstance(proposal, levers.Proposal), proposal
     assert 1 <= proposal.settings.prep_parallelism <= tuner.cores and proposal.settings.read_parallelism >= 1

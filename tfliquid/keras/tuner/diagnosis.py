@@ -24,14 +24,12 @@ COMPUTE, STORAGE, CPU = "compute", "storage", "cpu"
 
 @dataclasses.dataclass(frozen=True)
 class Window:
-    """One window's training: `items` trained on in `seconds`, of which `waited` waiting for batches;
-    `cpu_seconds` the process's CPU time meanwhile (every thread's: the steps', the pipeline's)."""
+    """One window's training: `items` trained on in `seconds`, of which `waited` waiting for batches."""
 
     epoch: int
     items: int
     seconds: float
     waited: float
-    cpu_seconds: float = 0.0
 
     @property
     def rate(self) -> float:

@@ -135,7 +135,7 @@ class InputTuner(keras.callbacks.Callback):
         self._similarity = None  # (decode size, the ScanGroupAutotuner that runs the similarity test)
         self._last_test_epoch = None
         self._steady = None  # (settings, window, scan group testable) after which no lever applied
-        self._window = None  # (first step's start, last step's end): each (wall clock, CPU time, counters)
+        self._window = None  # (first step's start, last step's end): each (wall clock, counters)
         self._epoch = 0
         self._fitting = False
 
@@ -144,10 +144,6 @@ class InputTuner(keras.callbacks.Callback):
     @property
     def full_fidelity(self) -> int:
         return self._reader.num_scan_groups
-
-    @property
-    def model_on_cpu(self) -> bool:
-        return not tf.config.list_logical_devices("GPU")
 
     @property
     def model_size(self) -> tuple[int, int] | None:
@@ -339,7 +335,7 @@ class InputTuner(keras.callbacks.Callback):
         self._epoch, self._window = epoch, None
 
     def _mark(self) -> tuple:
-        return time.perf_counter(), time.process_time(), self._monitor.counters()
+        return time.perf_counter(), self._monitor.counters()
 
     def on_train_batch_begin(self, batch, logs=None):
         if self._window is None:
@@ -351,8 +347,8 @@ class InputTuner(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if self._window is None or self._window[1] is None:
             raise ArgumentError("InputTuner: an epoch without a train step has no window to measure")
-        (start, cpu0, (waited0, _, items0)), (end, cpu1, (waited1, _, items1)) = self._window
-        window = Window(epoch, items1 - items0, end - start, waited1 - waited0, cpu1 - cpu0)
+        (start, (waited0, _, items0)), (end, (waited1, _, items1)) = self._window
+        window = Window(epoch, items1 - items0, end - start, waited1 - waited0)
         self.windows.append(window)
         ran = self.settings
         self._end_window(window)

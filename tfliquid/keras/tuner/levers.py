@@ -1,17 +1,15 @@
 """The input tuner's levers, cheapest first, and how each predicts its gain before it is applied.
 
-Every lever proposes a change of the pipeline's settings with a predicted rate, or says why it does not apply. The
-prediction scales the window's measured rate by the bottleneck model's rate with the change over its rate now:
+Every lever proposes a change of the pipeline's settings with a predicted rate, or says why it does not apply. An
+input-bound window trained at the rate its input delivered, a share of what the slower of its stages does alone
+(the probes: reads F, prep P); the prediction keeps that share, at the changed stages' rates, up to the
+one-batch bound G:
 
-    model(G, P, F) = min(G, P, F, C)     C = 1 / (u / G + 1 / P) with the model on the CPU, else infinite
+    predicted = min(G, rate x min(P', F') / min(P, F))
 
-with G the one-batch bound, P the prep rate and F the reads' rate (diagnosis.py). On a CPU the steps and the prep
-share the cores: C is the rate at which both fit in them, u the share of the cores a step keeps busy, from the
-window's CPU time (its CPU seconds per item, less the prep's cores / P, over the step's cores / G; from 0, steps
-that leave cores idle for the prep, to 1, steps that use them all). A lever changes P (threads, a decode at the
-model's size, a scan group's smaller decode) or F (a cache's hits, a scan group's fewer bytes). The ratio is the
-prediction's, not the model's own rate: the window's rate is measured, and the model says how much the change
-moves it.
+A lever changes P (threads, a decode at the model's size, a scan group's smaller decode, tf.data service workers:
+no prep here) or F (a cache's hits, a scan group's fewer bytes). The share measured in the window holds what
+running beside the model costs the input (on a CPU, the cores its steps take).
 """
 
 from __future__ import annotations
@@ -57,27 +55,12 @@ class Proposal:
     settle: int = 0  # windows after the change that are not its measure (a cache's filling epoch)
 
 
-def model_rate(compute: float, prep: float, fetch: float, step_cores: float | None) -> float:
-    """min(G, P, F, C) above; `step_cores` is u, None where the model runs on an accelerator."""
-    shared = math.inf if step_cores is None else 1 / (step_cores / compute + 1 / prep)
-    return min(compute, prep, fetch, shared)
-
-
-def step_cores(context, diagnosis: Diagnosis) -> float | None:
-    """u: the share of the cores the window's steps kept busy (None with the model on an accelerator)."""
-    if not context.model_on_cpu:
-        return None
-    window, cores = diagnosis.window, context.cores
-    per_item = window.cpu_seconds / max(window.items, 1) - cores / diagnosis.probes.prep
-    return min(1.0, max(0.0, per_item * window.compute_rate / cores))
-
-
-def _scaled(context, diagnosis: Diagnosis, prep: float | None = None, fetch: float | None = None) -> float:
-    """The window's rate scaled by model(G, P', F') / model(G, P, F)."""
-    g, probes, u = diagnosis.window.compute_rate, diagnosis.probes, step_cores(context, diagnosis)
-    now = model_rate(g, probes.prep, probes.fetch, u)
-    new = model_rate(g, probes.prep if prep is None else prep, probes.fetch if fetch is None else fetch, u)
-    return diagnosis.window.rate * new / now
+def _scaled(diagnosis: Diagnosis, prep: float | None = None, fetch: float | None = None) -> float:
+    """The predicted rate with the stages' rates changed to `prep` and `fetch` (None: as probed)."""
+    window, probes = diagnosis.window, diagnosis.probes
+    now = min(probes.prep, probes.fetch)
+    new = min(probes.prep if prep is None else prep, probes.fetch if fetch is None else fetch)
+    return min(window.compute_rate, window.rate * new / now)
 
 
 def threads(context, diagnosis: Diagnosis, settings: Settings) -> Proposal | str:
@@ -92,7 +75,7 @@ def threads(context, diagnosis: Diagnosis, settings: Settings) -> Proposal | str
     return Proposal(
         "threads",
         dataclasses.replace(settings, prep_parallelism=plan.prep_parallelism, read_parallelism=plan.read_parallelism),
-        _scaled(context, diagnosis, prep=planned),
+        _scaled(diagnosis, prep=planned),
         f"{plan}; prep under AUTOTUNE {diagnosis.probes.prep:.0f} images/s",
     )
 
@@ -115,7 +98,7 @@ def cache(context, diagnosis: Diagnosis, settings: Settings) -> Proposal | str:
     return Proposal(
         "cache",
         dataclasses.replace(settings, cache_bytes=capacity),
-        _scaled(context, diagnosis, fetch=fetch),
+        _scaled(diagnosis, fetch=fetch),
         f"a MinIO cache of {capacity:,} bytes holds {share:.0%} of the records' bytes at scan group "
         f"{settings.scan_group} (budget {context.memory_budget:,} bytes); reads alone {diagnosis.probes.fetch:.0f} "
         "images/s",
@@ -144,7 +127,7 @@ def decode_size(context, diagnosis: Diagnosis, settings: Settings) -> Proposal |
     return Proposal(
         "decode size",
         changed,
-        _scaled(context, diagnosis, prep=prep),
+        _scaled(diagnosis, prep=prep),
         f"prep at {size[0]}x{size[1]} {prep:.0f} images/s against {diagnosis.probes.prep:.0f}",
     )
 
@@ -167,7 +150,7 @@ def scan_group(context, diagnosis: Diagnosis, settings: Settings) -> Proposal | 
             diagnosis.probes.fetch * context.bytes_per_epoch(settings.scan_group) / context.bytes_per_epoch(accepted)
         )
         why = f"reads at group {accepted} {fetch:.0f} images/s"
-        return Proposal("scan group", changed, _scaled(context, diagnosis, fetch=fetch), f"{evidence}; {why}")
+        return Proposal("scan group", changed, _scaled(diagnosis, fetch=fetch), f"{evidence}; {why}")
     # A lower group decodes less only at a smaller DCT scale (a DC-only group at 1/8): so also at the model's size.
     candidates = [changed]
     if context.model_size is not None and settings.decode_size is None:
@@ -176,7 +159,7 @@ def scan_group(context, diagnosis: Diagnosis, settings: Settings) -> Proposal | 
     best = max(preps, key=preps.get)
     size = f" decoded at {best.decode_size[0]}x{best.decode_size[1]}" if best.decode_size else ""
     why = f"prep at group {accepted}{size} {preps[best]:.0f} images/s against {diagnosis.probes.prep:.0f}"
-    return Proposal("scan group", best, _scaled(context, diagnosis, prep=preps[best]), f"{evidence}; {why}")
+    return Proposal("scan group", best, _scaled(diagnosis, prep=preps[best]), f"{evidence}; {why}")
 
 
 def service(context, diagnosis: Diagnosis, settings: Settings) -> Proposal | str:
@@ -187,13 +170,8 @@ def service(context, diagnosis: Diagnosis, settings: Settings) -> Proposal | str
         return "the reads, not the prep, hold the input up"
     if settings.service:
         return "already on tf.data service workers"
-    fetch = diagnosis.probes.fetch
-    g = diagnosis.window.compute_rate
-    predicted = (
-        diagnosis.window.rate
-        * min(g, fetch)
-        / model_rate(g, diagnosis.probes.prep, fetch, step_cores(context, diagnosis))
-    )
+    g, fetch = diagnosis.window.compute_rate, diagnosis.probes.fetch
+    predicted = _scaled(diagnosis, prep=math.inf)
     return Proposal(
         "service",
         dataclasses.replace(settings, service=True),
