@@ -1,6 +1,7 @@
 """Conversion jobs under misuse and damage: concurrent runs, damaged or foreign records on resume, destinations
 that cannot work, bad source files. Each is refused, repaired or rejected with a message naming the file."""
 
+import json
 import os
 import shutil
 import signal
@@ -325,3 +326,21 @@ def test_ctrl_c_exits_130_with_one_line_and_no_traceback():
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130 and "Traceback" not in err
     assert err.strip().splitlines()[-1] == "tfliquid: interrupted (a conversion resumes when rerun)"
+
+
+def test_a_record_written_but_not_reported_is_built_again(photo_folder, tmp_path):
+    """A Beam worker killed between writing a record and reporting it leaves a complete record that the state does
+    not count: a rerun builds it again, and ends with the state and the bytes of an uninterrupted run."""
+    options = dict(images_per_record=4, seed=3, progress=False)
+    clean = tfliquid.pcr.convert(str(photo_folder), str(tmp_path / "clean"), **options)
+    tfliquid.pcr.convert(str(photo_folder), str(tmp_path / "resumed"), **options)
+    state_path = tmp_path / "resumed" / record_job.STATE_FILENAME
+    state = json.loads(state_path.read_text())
+    unreported = sorted(state["lossy"])[1]
+    del state["lossy"][unreported]
+    state_path.write_text(json.dumps(state))
+
+    rerun = tfliquid.pcr.convert(str(photo_folder), str(tmp_path / "resumed"), **options)
+    assert (rerun.files_written, rerun.files_skipped) == (1, clean.files_written - 1)
+    for name in (record_job.STATE_FILENAME, unreported, pcr_format.INDEX_FILENAME):
+        assert (tmp_path / "resumed" / name).read_bytes() == (tmp_path / "clean" / name).read_bytes(), name

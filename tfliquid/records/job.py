@@ -305,9 +305,11 @@ def convert_locally(source, plan, dst, state, report, spec, verify, overwrite, r
     run.workers threads, if given). Adds each record to `settled` once it is kept or written (or found to have no
     image left)."""
     job = spec.job()
+    # A record is kept only if the state knows its lossy count: a Beam worker killed between writing a record and
+    # reporting it leaves a complete file that nothing counted, which is built again.
     entries = [
         None
-        if overwrite
+        if overwrite or relative not in state.lossy
         else complete_record(dst, relative, keys_of(source, items), labels_of(source, items), job.flags)
         for relative, items in zip(plan.relatives, plan.items)
     ]

@@ -45,6 +45,7 @@ class _Settings:
     overwrite: bool
     on_error: str
     fingerprint: str
+    recorded: frozenset  # the records whose lossy count the state holds: only they may be kept (as locally)
 
 
 def convert_records(source, plan, dst, state, report, spec, verify, overwrite, run, settled: set[str]):
@@ -52,7 +53,9 @@ def convert_records(source, plan, dst, state, report, spec, verify, overwrite, r
     images could be converted), fills in `report` and `state`, and adds every record to `settled` once the
     pipeline has run (a pipeline that fails settles none: what it rejected is not known). No progress is shown:
     Beam's own log is shown as `run.beam_log` says."""
-    settings = _Settings(dst, spec, spec.job().flags, verify, overwrite, run.on_error, state.fingerprint)
+    settings = _Settings(
+        dst, spec, spec.job().flags, verify, overwrite, run.on_error, state.fingerprint, frozenset(state.lossy)
+    )
     records = [
         [
             _ImageTask(
@@ -109,7 +112,11 @@ class _ConvertRecord(beam.DoFn):
         s = self.settings
         relative = images[0].relative
         keys, labels = [image.key for image in images], [image.label for image in images]
-        kept = None if s.overwrite else record_job.complete_record(s.dst, relative, keys, labels, s.flags)
+        kept = (
+            None
+            if s.overwrite or relative not in s.recorded
+            else record_job.complete_record(s.dst, relative, keys, labels, s.flags)
+        )
         if kept is not None and not s.verify:
             yield _outcome(relative, kept, ConversionReport(relative, skipped=len(images), files_skipped=1))
             return
