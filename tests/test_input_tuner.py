@@ -49,6 +49,14 @@ def _model(seed=0):
     return sample_model.small_cnn(10)
 
 
+def _linear_model(seed=0):
+    """A classifier whose step costs far less than decoding the large crops, so that their input is CPU-bound on
+    any machine (the small CNN's step is near the decode's time on 2 shared cores)."""
+    keras.utils.set_random_seed(seed)
+    head = keras.Sequential([keras.Input((64, 64, 3)), keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(10)])
+    return sample_model.compiled(head)
+
+
 def _actions(tuner, action):
     return [d for d in tuner.decisions if d["action"] == action]
 
@@ -135,7 +143,7 @@ def test_a_change_that_does_not_pay_is_rolled_back_and_not_tried_again(datasets,
 
 def test_a_cpu_bound_job_decodes_at_the_models_size(datasets):
     tuner = tfliquid.keras.InputTuner(datasets["large"], sample_model.preprocess, 10, levers=["decode size"])
-    tuner.fit(_model(), epochs=2, verbose=0)
+    tuner.fit(_linear_model(), epochs=2, verbose=0)
 
     first = tuner.decisions[0]
     assert (first["epoch"], first["kind"]) == (0, "cpu"), str(tuner)
@@ -181,7 +189,7 @@ def test_the_input_moves_to_tf_data_service_workers_and_every_image_arrives(data
         datasets["large"], sample_model.preprocess, 10, dispatcher=service_cluster, levers=["service"], keep_gain=1.0
     )
     counter = _ImagesCounted()
-    tuner.fit(_model(), epochs=2, verbose=0, callbacks=[counter])
+    tuner.fit(_linear_model(), epochs=2, verbose=0, callbacks=[counter])
     [applied] = _actions(tuner, "apply")
     assert (applied["epoch"], applied["lever"]) == (0, "service"), str(tuner)
     assert counter.images == [200, 200]  # an epoch of batches through the workers, as without them
