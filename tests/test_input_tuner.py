@@ -53,7 +53,13 @@ def _linear_model(seed=0):
     """A classifier whose step costs far less than decoding the large crops, so that their input is CPU-bound on
     any machine (the small CNN's step is near the decode's time on 2 shared cores)."""
     keras.utils.set_random_seed(seed)
-    head = keras.Sequential([keras.Input((64, 64, 3)), keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(10)])
+    head = keras.Sequential(
+        [
+            keras.Input((sample_model.IMAGE_SIZE, sample_model.IMAGE_SIZE, 3)),
+            keras.layers.GlobalAveragePooling2D(),
+            keras.layers.Dense(10),
+        ]
+    )
     return sample_model.compiled(head)
 
 
