@@ -16,9 +16,10 @@ demo: $(INSTALLED)
 	$(PY) examples/pcr_demo.py
 
 # The 15 slowest tests are listed at the end: pytest on 2 cores is kept under 10 minutes. Two test processes
-# (pytest-xdist): much of the suite waits on subprocesses, throttled reads and servers, not on the CPU.
+# (pytest-xdist): much of the suite waits on subprocesses, throttled reads and servers, not on the CPU. Tests of
+# one xdist_group share a process (the guides' blocks read what the README's make).
 test: lint $(INSTALLED)
-	$(PY) -m pytest -q -n 2 --durations=15 $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
 # Style is checked, not fixed, here; `ruff format .` and `clang-format -i` fix it (settings: pyproject.toml,
 # .clang-format).

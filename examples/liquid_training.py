@@ -71,6 +71,9 @@ def main():
         default=1024,
         help="images per timed pass of the ratio profiler (fewer: a quicker, noisier profile)",
     )
+    parser.add_argument(
+        "--profile-epochs", type=int, default=3, help="timed passes per ratio (the profiler takes their median)"
+    )
     args = parser.parse_args()
     workdir = args.workdir or tempfile.mkdtemp(prefix="tfliquid-liquid-")
     folder = os.path.join(workdir, "photos")
@@ -89,7 +92,13 @@ def main():
     bandwidth = float(np.sqrt(png_rate * bytes_per_image(png) * raw_rate * bytes_per_image(raw)))
     print(f"emulated disk: {bandwidth / 1e6:.1f} MB/s (tfliquid's read throttle)")
     result = profile(
-        folder, "png,raw", sample=128, read_bandwidth=bandwidth, pass_images=args.profile_pass_images, progress=False
+        folder,
+        "png,raw",
+        sample=128,
+        read_bandwidth=bandwidth,
+        pass_images=args.profile_pass_images,
+        epochs=args.profile_epochs,
+        progress=False,
     )
     print(result)
     mixed = convert(folder, os.path.join(workdir, f"png-raw-{result.chosen}"), result.formats, result.ratio)

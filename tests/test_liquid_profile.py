@@ -145,7 +145,7 @@ def test_training_example_runs(tmp_path):
 
     example = os.path.join(os.path.dirname(__file__), "..", "examples", "liquid_training.py")
     args = [sys.executable, example, "--workdir", str(tmp_path), "--epochs", "1", "--images-per-class", "4"]
-    args += ["--profile-pass-images", "64"]  # 40 images: one training step of 32 per run
+    args += ["--profile-pass-images", "64", "--profile-epochs", "1"]  # 40 images: one training step of 32 per run
     result = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     runs = result.stdout.split("reading through the disk:")[1].splitlines()[1:4]
