@@ -4,6 +4,7 @@ The sources are photographs shipped with scikit-image and scikit-learn, so no do
 shrunk to at most 256 px a side before encoding (except sklearn's shipped JPEGs) to keep the tests fast.
 """
 
+import io
 import pathlib
 import shutil
 import subprocess
@@ -104,3 +105,41 @@ def make_jpeg_zoo(tmpdir) -> dict[str, pathlib.Path]:
     coffee.save(out / "progressive_pillow.jpg", format="JPEG", quality=90, progressive=True)
     zoo["progressive_pillow"] = out / "progressive_pillow.jpg"
     return zoo
+
+
+def photo_500x375_jpeg() -> bytes:
+    """A 500x375 crop of a shipped photo at quality 90 (ImageNet's typical size), 4:2:0."""
+    import numpy as np
+    import tensorflow as tf
+
+    crop = np.asarray(Image.open(photo_path("skimage", "astronaut.png")).convert("RGB"))[:375, :500]
+    return tf.io.encode_jpeg(crop, quality=90).numpy()
+
+
+def _pillow_jpeg(mode: str, progressive: bool) -> bytes:
+    out = io.BytesIO()
+    image = Image.open(photo_path("skimage", "coffee.png")).convert(mode)
+    image.save(out, format="JPEG", quality=90, progressive=progressive)
+    return out.getvalue()
+
+
+def jpegs_of_every_kind(jpeg: bytes) -> dict[str, bytes]:
+    """{kind: JPEG}: `jpeg` (4:2:0) as it is, transcoded by PCR's fast script (each scan group's prefix and the
+    whole), by libjpeg's standard script and at 4:4:4; grey and CMYK (Adobe-inverted, as Photoshop writes it) from
+    Pillow, baseline and progressive."""
+    import tensorflow as tf
+
+    from tfliquid.jpeg.ops import jpeg_to_progressive
+
+    fast, ends = (t.numpy() for t in jpeg_to_progressive(jpeg, scan_script="fast"))
+    kinds = {f"fast script, scan group {g}": fast[:end] + b"\xff\xd9" for g, end in enumerate(ends[:-1], start=1)}
+    kinds["fast script, full fidelity"] = fast
+    kinds["standard script"] = jpeg_to_progressive(jpeg)[0].numpy()
+    kinds["baseline"] = jpeg
+    for mode in ("L", "CMYK"):
+        for progressive in (False, True):
+            kinds[f"{mode}, {'progressive' if progressive else 'baseline'}"] = _pillow_jpeg(mode, progressive)
+    kinds["4:4:4, fast script"] = jpeg_to_progressive(
+        tf.io.encode_jpeg(tf.io.decode_jpeg(jpeg), quality=95, chroma_downsampling=False), scan_script="fast"
+    )[0].numpy()
+    return kinds

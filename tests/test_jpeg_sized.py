@@ -16,14 +16,13 @@ import tfliquid
 from tfliquid.jpeg import scans
 from tfliquid.jpeg.ops import jpeg_scan_ends, jpeg_to_progressive
 from tfliquid.jpeg.sized import decode_jpeg, decode_jpeg_at_size, decode_jpeg_scaled
-from tfliquid.samples.photos import photo_path
+
+import jpeg_samples
 
 
 @pytest.fixture(scope="module")
 def photo_jpeg() -> bytes:
-    """A 500x375 crop of a shipped photo at quality 90 (ImageNet's typical size), 4:2:0."""
-    crop = np.asarray(Image.open(photo_path("skimage", "astronaut.png")).convert("RGB"))[:375, :500]
-    return tf.io.encode_jpeg(crop, quality=90).numpy()
+    return jpeg_samples.photo_500x375_jpeg()
 
 
 def _djpeg(jpeg: bytes, eighths: int, tmp_path) -> np.ndarray:
@@ -41,30 +40,8 @@ def test_full_size_is_tf_decode_jpeg_bit_for_bit(photo_jpeg):
         assert np.array_equal(decode_jpeg_scaled(jpeg, (375, 500)).numpy(), tf.io.decode_jpeg(jpeg).numpy())
 
 
-def _pillow_jpeg(mode: str, progressive: bool) -> bytes:
-    out = io.BytesIO()
-    image = Image.open(photo_path("skimage", "coffee.png")).convert(mode)
-    image.save(out, format="JPEG", quality=90, progressive=progressive)
-    return out.getvalue()
-
-
-def _jpegs_of_every_kind(photo_jpeg) -> dict[str, bytes]:
-    fast, ends = (t.numpy() for t in jpeg_to_progressive(photo_jpeg, scan_script="fast"))
-    kinds = {f"fast script, scan group {g}": fast[:end] + b"\xff\xd9" for g, end in enumerate(ends[:-1], start=1)}
-    kinds["fast script, full fidelity"] = fast
-    kinds["standard script"] = jpeg_to_progressive(photo_jpeg)[0].numpy()
-    kinds["baseline"] = photo_jpeg
-    for mode in ("L", "CMYK"):  # Pillow writes CMYK with an Adobe marker, inverted, as Photoshop does
-        for progressive in (False, True):
-            kinds[f"{mode}, {'progressive' if progressive else 'baseline'}"] = _pillow_jpeg(mode, progressive)
-    kinds["4:4:4, fast script"] = jpeg_to_progressive(
-        tf.io.encode_jpeg(tf.io.decode_jpeg(photo_jpeg), quality=95, chroma_downsampling=False), scan_script="fast"
-    )[0].numpy()
-    return kinds
-
-
 def test_decode_jpeg_is_tf_decode_jpeg_bit_for_bit(photo_jpeg):
-    for kind, jpeg in _jpegs_of_every_kind(photo_jpeg).items():
+    for kind, jpeg in jpeg_samples.jpegs_of_every_kind(photo_jpeg).items():
         expected = tf.io.decode_jpeg(jpeg, channels=3).numpy()
         assert np.array_equal(decode_jpeg(jpeg).numpy(), expected), kind
         if "scan group" not in kind:  # whole JPEGs at a size that only the full scale reaches: the same pixels

@@ -31,6 +31,8 @@ RANKS = {
     ("Liquid>ScanGroupVariableToken", "variable"): None,
     ("Liquid>EncodeL3", "image"): 3,
     ("Liquid>DecodeL3Batch", "encoded"): 1,
+    ("Liquid>DecodeJpegCrop", "window"): 1,
+    ("Liquid>DecodeJpegCrop", "size"): 1,
     ("Liquid>RecordDataset", "input_dataset"): None,
     ("Liquid>DeclaredCardinalityDataset", "input_dataset"): None,
     ("Liquid>CacheDataset", "input_dataset"): None,

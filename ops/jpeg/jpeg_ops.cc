@@ -95,6 +95,41 @@ Liquid>DecodeJpegScaled whose error messages start with `context` (when not empt
 e.g. its record file and key.
 )doc");
 
+REGISTER_OP(kDecodeJpegCropOp)
+    .Input("contents: string")
+    .Input("window: int64")
+    .Input("size: int64")
+    .Input("flip: bool")
+    .Input("context: string")
+    .Output("image: dtype")
+    .Attr(absl::StrCat(kDtypeAttr, ": {uint8, float, bfloat16} = DT_UINT8"))
+    .Attr(absl::StrCat(kMeanAttr, ": list(float) = []"))
+    .Attr(absl::StrCat(kStdAttr, ": list(float) = []"))
+    .Attr(absl::StrCat(kChannelsFirstAttr, ": bool = false"))
+    .SetShapeFn([](InferenceContext* c) {
+      for (int index : {0, 3, 4}) TF_RETURN_IF_ERROR(InputHasRank(c, index, 0));
+      for (int index : {1, 2}) TF_RETURN_IF_ERROR(InputHasRank(c, index, 1));
+      // The output size when it is a constant other than 0x0 (the window as decoded).
+      tensorflow::shape_inference::DimensionHandle height = c->UnknownDim(), width = c->UnknownDim();
+      if (const tensorflow::Tensor* size = c->input_tensor(2); size != nullptr && size->NumElements() == 2) {
+        const auto values = size->vec<int64_t>();
+        if (values(0) > 0 && values(1) > 0) height = c->MakeDim(values(0)), width = c->MakeDim(values(1));
+      }
+      bool channels_first;
+      TF_RETURN_IF_ERROR(c->GetAttr(kChannelsFirstAttr, &channels_first));
+      c->set_output(0, channels_first ? c->MakeShape({c->MakeDim(3), height, width})
+                                      : c->MakeShape({height, width, c->MakeDim(3)}));
+      return absl::OkStatus();
+    })
+    .Doc(R"doc(
+Decodes the window (y, x, height, width: full-size pixels inside the image) of a JPEG at libjpeg's DCT scale M/8,
+M the smallest of 1, 2, 4 and 8 whose window is at least size (height, width) and no finer than the scans present
+code, only the MCU rows and columns around the window; resizes it bilinearly to size (0x0: not resized, the window
+as decoded), mirrors it left to right if flip, and writes it as dtype: uint8, or float32/bfloat16 (value - mean[c])
+/ std[c] (mean and std: three values, or none for 0 and 1), [height, width, 3] or, with channels_first, [3, height,
+width]. At 8/8 the window's pixels are tf.io.decode_jpeg's. Errors start with `context` when it is not empty.
+)doc");
+
 REGISTER_OP(kCheckScanScriptOp)
     .Attr(absl::StrCat(kScanScriptAttr, ": string"))
     .SetIsStateful()                     // it has no outputs: a stateless op without outputs is never run

@@ -1,6 +1,6 @@
 // Names of the JPEG ops and their attributes, shared by their registration (jpeg_ops.cc) and kernels
 // (jpeg_kernels.cc). Python calls them liquid_jpeg_to_progressive, liquid_jpeg_scan_ends, liquid_check_jpeg,
-// liquid_check_scan_script, liquid_decode_jpeg_scaled, liquid_decode_jpeg_scaled_in_context.
+// liquid_check_scan_script, liquid_decode_jpeg_scaled, liquid_decode_jpeg_scaled_in_context, liquid_decode_jpeg_crop.
 #ifndef TFLIQUID_OPS_JPEG_JPEG_OPS_H_
 #define TFLIQUID_OPS_JPEG_JPEG_OPS_H_
 
@@ -14,10 +14,17 @@ inline constexpr char kDecodeJpegScaledOp[] = "Liquid>DecodeJpegScaled";
 // The same decode with a `context` input that starts its error messages: where the JPEG came from.
 inline constexpr char kDecodeJpegScaledInContextOp[] = "Liquid>DecodeJpegScaledInContext";
 
+// A window of the image decoded at the scale its output size needs, resized, flipped, normalised (crop_kernel.cc).
+inline constexpr char kDecodeJpegCropOp[] = "Liquid>DecodeJpegCrop";
+
 inline constexpr char kKeepMarkersAttr[] = "keep_markers";
 inline constexpr char kScanScriptAttr[] = "scan_script";
 inline constexpr char kRescriptProgressiveAttr[] = "rescript_progressive";
 inline constexpr char kResizeAttr[] = "resize";
+inline constexpr char kDtypeAttr[] = "dtype";
+inline constexpr char kMeanAttr[] = "mean";
+inline constexpr char kStdAttr[] = "std";
+inline constexpr char kChannelsFirstAttr[] = "channels_first";
 
 }  // namespace tfliquid
 

@@ -79,20 +79,26 @@ struct ScaledDecoder::State {
   int64_t target_height = 0, target_width = 0;
   bool no_finer_than_coded = true;
   int eighths = 8;
+  // The window decoded, in full-size pixels, and its region at the scale: rows [top, bottom), columns [left,
+  // right) of libjpeg's output (the whole output without a crop).
+  bool cropped = false, window_outside = false;
+  CropWindow crop;
+  int64_t top = 0, bottom = 0, left = 0, right = 0;
   // Set when the scans are spectral selection only: DecodeSpectralScans reads them into libjpeg's coefficient
   // arrays (block_rows), and libjpeg does the rest.
   bool spectral = false;
   SpectralPlan plan;
   std::vector<BlockRows> block_rows;
-  std::vector<uint8_t> cmyk_row;  // a row of a CMYK JPEG's output, before its conversion to RGB
+  std::vector<uint8_t> row;  // a row of libjpeg's output, when it is not written where it goes (CMYK, a crop)
 };
 
 ScaledDecoder::ScaledDecoder() : state_(std::make_unique<State>()) {}
 ScaledDecoder::~ScaledDecoder() = default;
 
-int64_t ScaledDecoder::height() const { return state_->src.output_height; }
-int64_t ScaledDecoder::width() const { return state_->src.output_width; }
+int64_t ScaledDecoder::height() const { return state_->bottom - state_->top; }
+int64_t ScaledDecoder::width() const { return state_->right - state_->left; }
 int ScaledDecoder::eighths() const { return state_->eighths; }
+bool ScaledDecoder::window_outside() const { return state_->window_outside; }
 
 namespace {
 
@@ -105,7 +111,7 @@ std::string Message(const ErrorManager& err, const jpeg_decompress_struct& src, 
 
 // The libjpeg parts of Start and Decode. libjpeg longjmps back into their setjmp on errors, so they create no
 // object whose destructor the jump would skip: messages are made by the callers.
-enum class Outcome { kDone, kLibjpegError, kImpossibleHeader };
+enum class Outcome { kDone, kLibjpegError, kImpossibleHeader, kWindowOutside };
 
 Outcome StartWithLibjpeg(ScaledDecoder::State* s) {
   if (setjmp(s->err.jump)) return Outcome::kLibjpegError;
@@ -114,11 +120,18 @@ Outcome StartWithLibjpeg(ScaledDecoder::State* s) {
   jpeg_mem_src(&s->src, s->data, s->size);
   jpeg_read_header(&s->src, TRUE);
   if (!FitsInData(s->src, s->data, s->size)) return Outcome::kImpossibleHeader;
+  const CropWindow& crop = s->crop;
+  if (s->cropped && (crop.y < 0 || crop.x < 0 || crop.height < 1 || crop.width < 1 ||
+                     crop.y + crop.height > s->src.image_height || crop.x + crop.width > s->src.image_width)) {
+    return Outcome::kWindowOutside;
+  }
+  const int64_t height = s->cropped ? crop.height : s->src.image_height;
+  const int64_t width = s->cropped ? crop.width : s->src.image_width;
   // 1/8, 1/4, 1/2 and 1: the scales libjpeg-turbo transforms with SIMD code (the others, in plain C, cost more
   // than the full size).
   int eighths = 1;
-  while (eighths < 8 && (ScaledSize(s->src.image_height, eighths) < s->target_height ||
-                         ScaledSize(s->src.image_width, eighths) < s->target_width)) {
+  while (eighths < 8 &&
+         (ScaledSize(height, eighths) < s->target_height || ScaledSize(width, eighths) < s->target_width)) {
     eighths *= 2;
   }
   int supported = s->no_finer_than_coded ? SupportedEighths(s->data, s->size) : 8;
@@ -136,6 +149,13 @@ Outcome StartWithLibjpeg(ScaledDecoder::State* s) {
   // the full size keeps it, as tf.io.decode_jpeg does.
   s->src.do_block_smoothing = s->no_finer_than_coded ? FALSE : TRUE;
   jpeg_calc_output_dimensions(&s->src);
+  s->top = 0, s->bottom = s->src.output_height, s->left = 0, s->right = s->src.output_width;
+  if (s->cropped) {  // the window's region at the scale: the output pixels it covers, in part or whole
+    s->top = crop.y * s->eighths / 8;
+    s->left = crop.x * s->eighths / 8;
+    s->bottom = std::min<int64_t>(s->bottom, ScaledSize(crop.y + crop.height, s->eighths));
+    s->right = std::min<int64_t>(s->right, ScaledSize(crop.x + crop.width, s->eighths));
+  }
   return Outcome::kDone;
 }
 
@@ -149,16 +169,41 @@ void CmykToRgb(const uint8_t* cmyk, size_t width, bool adobe, uint8_t* rgb) {
   }
 }
 
-// Reads libjpeg's output rows into `pixels` as RGB.
+// Reads the rows [top, bottom) and columns [left, right) of libjpeg's output into `pixels` as RGB. With a crop,
+// libjpeg is given the columns from an iMCU before the region to one after it (jpeg_crop_scanline widens them to
+// iMCU boundaries), and skips the rows above it but an iMCU row: the chroma upsampling of the region's edges then
+// reads the neighbours a whole decode reads, and its pixels are the whole decode's. Where libjpeg smooths a
+// progressive prefix's blocks (a decode at the full size), it reads every row and column, as for the whole image:
+// the smoothing of a block reads its neighbours' coefficients, which a cropped decode leaves out at the crop's
+// edges.
 void ReadRows(ScaledDecoder::State* s, uint8_t* pixels) {
-  const size_t width = s->src.output_width;
   const bool cmyk = s->src.out_color_space == JCS_CMYK;
-  if (cmyk) s->cmyk_row.resize(width * 4);
-  while (s->src.output_scanline < s->src.output_height) {
-    uint8_t* line = pixels + static_cast<size_t>(s->src.output_scanline) * width * 3;
-    JSAMPROW row = cmyk ? s->cmyk_row.data() : line;
+  const bool smoothed = s->src.do_block_smoothing && s->src.progressive_mode;
+  JDIMENSION first = static_cast<JDIMENSION>(s->left);  // the region's first column in libjpeg's output rows
+  if (s->cropped && !smoothed) {
+    const int64_t across = int64_t{s->src.max_h_samp_factor} * s->eighths;  // an iMCU's columns at the scale
+    const int64_t down = int64_t{s->src.max_v_samp_factor} * s->eighths;
+    JDIMENSION offset = static_cast<JDIMENSION>(std::max<int64_t>(0, s->left - across));
+    JDIMENSION columns = static_cast<JDIMENSION>(std::min<int64_t>(s->src.output_width, s->right + across) - offset);
+    if (offset > 0 || columns < s->src.output_width) jpeg_crop_scanline(&s->src, &offset, &columns);
+    first = static_cast<JDIMENSION>(s->left) - offset;
+    const int64_t skipped = std::max<int64_t>(0, s->top - down);
+    if (skipped > 0) jpeg_skip_scanlines(&s->src, static_cast<JDIMENSION>(skipped));
+  }
+  const size_t width = static_cast<size_t>(s->right - s->left);
+  const bool in_place = !cmyk && !s->cropped;
+  if (!in_place) s->row.resize(static_cast<size_t>(s->src.output_width) * (cmyk ? 4 : 3));
+  while (s->src.output_scanline < s->bottom) {
+    const int64_t y = s->src.output_scanline;
+    uint8_t* line = pixels + static_cast<size_t>(std::max<int64_t>(0, y - s->top)) * width * 3;
+    JSAMPROW row = in_place ? line : s->row.data();
     jpeg_read_scanlines(&s->src, &row, 1);
-    if (cmyk) CmykToRgb(row, width, s->src.saw_Adobe_marker, line);
+    if (y < s->top || in_place) continue;
+    if (cmyk) {
+      CmykToRgb(row + size_t{first} * 4, width, s->src.saw_Adobe_marker, line);
+    } else {
+      std::memcpy(line, row + size_t{first} * 3, width * 3);
+    }
   }
 }
 
@@ -224,15 +269,22 @@ Outcome DecodeWithLibjpeg(ScaledDecoder::State* s, uint8_t* pixels) {
   s->err.reading_scans = true;
   jpeg_start_decompress(&s->src);
   ReadRows(s, pixels);
-  jpeg_finish_decompress(&s->src);
+  // The rows below a crop are not decoded: what a finish would check there is no part of the output.
+  if (s->src.output_scanline < s->src.output_height) {
+    jpeg_abort_decompress(&s->src);
+  } else {
+    jpeg_finish_decompress(&s->src);
+  }
   return Outcome::kDone;
 }
 
 }  // namespace
 
 bool ScaledDecoder::Start(const uint8_t* data, size_t size, int64_t target_height, int64_t target_width,
-                          std::string* error, bool no_finer_than_coded) {
+                          std::string* error, bool no_finer_than_coded, const CropWindow* crop) {
   State* s = state_.get();
+  s->cropped = crop != nullptr;
+  if (crop != nullptr) s->crop = *crop;
   s->data = data;
   s->size = size;
   s->target_height = target_height;
@@ -249,6 +301,12 @@ bool ScaledDecoder::Start(const uint8_t* data, size_t size, int64_t target_heigh
       *error = "the frame header claims " + std::to_string(s->src.image_width) + "x" +
                std::to_string(s->src.image_height) + " pixels, more than " + std::to_string(size) +
                " bytes can code (at byte " + std::to_string(FrameHeaderOffset(data, size)) + ")";
+      return false;
+    case Outcome::kWindowOutside:
+      s->window_outside = true;
+      *error = "the crop window (y " + std::to_string(s->crop.y) + ", x " + std::to_string(s->crop.x) + ", height " +
+               std::to_string(s->crop.height) + ", width " + std::to_string(s->crop.width) + ") is not inside the " +
+               std::to_string(s->src.image_height) + "x" + std::to_string(s->src.image_width) + " image";
       return false;
   }
   return false;

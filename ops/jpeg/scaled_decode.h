@@ -37,17 +37,28 @@ int64_t ScaledSize(int64_t size, int eighths);
 //   std::vector<uint8_t> pixels(decoder.height() * decoder.width() * 3);
 //   if (!decoder.Decode(pixels.data(), &error)) ...;
 //   (or, for exactly 224 x 224: std::vector<uint8_t> pixels(224 * 224 * 3); decoder.DecodeResized(...))
+//
+// With a crop window (docs/formats/pcr.md, "Decoding a crop"), the scale is chosen for the window's size, and only
+// the window is decoded: height() x width() is its region at that scale (at 8/8 the window itself, the pixels of
+// tf.io.decode_jpeg cropped), and only the MCU rows and columns around it are inverse-transformed, upsampled and
+// colour-converted.
+struct CropWindow {
+  int64_t y = 0, x = 0, height = 0, width = 0;  // in full-size pixels
+};
+
 class ScaledDecoder {
  public:
   ScaledDecoder();
   ~ScaledDecoder();
 
-  // Reads the header and chooses the scale. False and *error ("what (at byte N)") on failure.
+  // Reads the header and chooses the scale. False and *error ("what (at byte N)") on failure; a crop window not
+  // inside the image is such a failure.
   bool Start(const uint8_t* data, size_t size, int64_t target_height, int64_t target_width, std::string* error,
-             bool no_finer_than_coded = true);
+             bool no_finer_than_coded = true, const CropWindow* crop = nullptr);
   int64_t height() const;
   int64_t width() const;
-  int eighths() const;  // the scale chosen
+  int eighths() const;          // the scale chosen
+  bool window_outside() const;  // whether Start failed on a crop window not inside the image
   // Writes height() x width() x 3 bytes of RGB. False and *error on failure.
   bool Decode(uint8_t* pixels, std::string* error);
   // Writes out_height x out_width x 3 bytes of RGB: the decode, resized bilinearly when its size is another.

@@ -1,0 +1,178 @@
+"""Decoding a crop (tfliquid.jpeg.crop, the op Liquid>DecodeJpegCrop; docs/formats/pcr.md, "Decoding a crop"): the
+window's pixels are the whole decode's at its scale (tf.io.decode_jpeg's at 8/8, bit for bit, on JPEGs of every
+kind), the scale is chosen from the window, and the flip, the normalisation and the layout are the plain ones;
+torchvision's random resized crop windows stay inside the image and replay by seed."""
+
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tfliquid
+from tfliquid.jpeg.crop import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    center_crop_window,
+    decode_crop,
+    decode_random_resized_crop,
+    random_resized_crop_window,
+)
+from tfliquid.jpeg.ops import jpeg_to_progressive
+from tfliquid.jpeg.sized import decode_jpeg_scaled
+
+import jpeg_samples
+
+
+@pytest.fixture(scope="module")
+def photo_jpeg() -> bytes:
+    return jpeg_samples.photo_500x375_jpeg()
+
+
+def _windows(height: int, width: int, rng) -> list[tuple[int, int, int, int]]:
+    """The whole image, one-pixel windows at two corners, the last column, and random windows."""
+    windows = [(0, 0, height, width), (0, 0, 1, 1), (height - 1, width - 1, 1, 1), (0, width - 1, height, 1)]
+    for _ in range(6):
+        h, w = int(rng.integers(1, height + 1)), int(rng.integers(1, width + 1))
+        windows.append((int(rng.integers(0, height - h + 1)), int(rng.integers(0, width - w + 1)), h, w))
+    return windows
+
+
+def test_a_window_at_full_scale_is_tf_decode_jpeg_cropped_bit_for_bit(photo_jpeg, zoo):
+    """Baseline 4:2:0 and 4:4:4, grey, restart intervals, odd sizes, EXIF/ICC, CMYK, progressive by jpegtran,
+    Pillow and PCR's fast script (read by tfliquid's spectral decoder), and every scan group's prefix."""
+    kinds = {**jpeg_samples.jpegs_of_every_kind(photo_jpeg), **zoo}
+    rng = np.random.default_rng(54)
+    for kind, jpeg in kinds.items():
+        whole = tf.io.decode_jpeg(jpeg, channels=3).numpy()
+        for y, x, h, w in _windows(*whole.shape[:2], rng):
+            window = decode_crop(jpeg, [y, x, h, w], None).numpy()
+            assert np.array_equal(window, whole[y : y + h, x : x + w]), (kind, (y, x, h, w))
+
+
+@pytest.mark.parametrize("eighths", [1, 2, 4])
+def test_a_window_at_a_smaller_scale_is_the_whole_decode_at_that_scale_cropped(photo_jpeg, eighths):
+    """A window 8/M times the output's size, at a multiple of 8/M: decoded at M/8, its region is exactly the output
+    size (not resized), and it is the whole image decoded at M/8 (djpeg's pixels: test_jpeg_sized.py) cropped."""
+    factor = 8 // eighths
+    fast = jpeg_to_progressive(photo_jpeg, scan_script="fast")[0].numpy()
+    whole_size = (-(-375 * eighths // 8), -(-500 * eighths // 8))
+    for jpeg in (photo_jpeg, fast):
+        whole = decode_jpeg_scaled(jpeg, whole_size).numpy()
+        for y, x, h, w in [(0, 0, 40, 48), (2, 4, 24, 40), (16, 24, 30, 20)]:  # in the output's pixels
+            window = [y * factor, x * factor, h * factor, w * factor]
+            image = decode_crop(jpeg, window, (h, w)).numpy()
+            assert np.array_equal(image, whole[y : y + h, x : x + w]), (eighths, window)
+
+
+def test_the_scale_is_the_smallest_whose_window_covers_the_output(photo_jpeg):
+    """Told by the pixels: a window whose half covers the output is the whole decode at 4/8 cropped (its region
+    is the output's size: not resized); one whose half does not is the full decode's window."""
+    half = decode_jpeg_scaled(photo_jpeg, (188, 250)).numpy()  # the whole image at 4/8
+    for side in (360, 359):  # ceil(side x 4 / 8) = 180
+        assert np.array_equal(decode_crop(photo_jpeg, [0, 0, side, side], (180, 180)).numpy(), half[:180, :180])
+    full = tf.io.decode_jpeg(photo_jpeg).numpy()
+    assert np.array_equal(decode_crop(photo_jpeg, [10, 20, 300, 300], (300, 300)).numpy(), full[10:310, 20:320])
+
+
+def test_the_resize_is_tf_image_resize_of_the_window_within_rounding(photo_jpeg):
+    full = tf.io.decode_jpeg(photo_jpeg).numpy()
+    image = decode_crop(photo_jpeg, [30, 50, 300, 260], (224, 224)).numpy().astype(int)  # at 8/8, downscaled
+    reference = np.round(tf.image.resize(full[30:330, 50:310], (224, 224)).numpy()).astype(int)
+    assert np.abs(image - reference).max() <= 1
+
+
+def test_flip_normalisation_and_layout(photo_jpeg):
+    window, size = [20, 40, 200, 300], (100, 150)
+    plain = decode_crop(photo_jpeg, window, size).numpy()
+    flipped = decode_crop(photo_jpeg, window, size, flip=True).numpy()
+    assert np.array_equal(flipped, plain[:, ::-1])
+    normalised = decode_crop(
+        photo_jpeg, window, size, flip=tf.constant(True), dtype=tf.float32, mean=IMAGENET_MEAN, std=IMAGENET_STD
+    ).numpy()
+    expected = (plain[:, ::-1].astype(np.float32) - np.float32(IMAGENET_MEAN)) / np.float32(IMAGENET_STD)
+    np.testing.assert_allclose(normalised, expected, rtol=1e-6, atol=1e-6)
+    first = decode_crop(photo_jpeg, window, size, dtype=tf.float32, channels_first=True).numpy()
+    assert first.shape == (3, *size) and np.array_equal(first, np.transpose(plain, (2, 0, 1)).astype(np.float32))
+    half = decode_crop(photo_jpeg, window, size, dtype=tf.bfloat16, mean=IMAGENET_MEAN, std=IMAGENET_STD)
+    assert half.dtype == tf.bfloat16
+    as_float = decode_crop(photo_jpeg, window, size, dtype=tf.float32, mean=IMAGENET_MEAN, std=IMAGENET_STD)
+    assert np.array_equal(half.numpy(), tf.cast(as_float, tf.bfloat16).numpy())
+
+
+def test_in_a_graph_the_output_shape_is_known():
+    @tf.function(input_signature=[tf.TensorSpec([], tf.string), tf.TensorSpec([4], tf.int64)])
+    def decode(contents, window):
+        return decode_crop(contents, window, (224, 200), dtype=tf.float32, channels_first=True)
+
+    assert decode.get_concrete_function().output_shapes.as_list() == [3, 224, 200]
+
+
+@pytest.mark.parametrize("shape", [(375, 500), (500, 375), (64, 64), (10, 1000), (1000, 10), (1, 1), (3, 7)])
+def test_random_resized_crop_windows_stay_inside_and_follow_torchvision(shape):
+    height, width = shape
+    windows = np.stack([random_resized_crop_window(shape, [seed, 7]).numpy() for seed in range(60)])
+    y, x, h, w = windows.T
+    assert (y >= 0).all() and (x >= 0).all() and (h >= 1).all() and (w >= 1).all()
+    assert (y + h <= height).all() and (x + w <= width).all()
+    if shape == (375, 500):  # windows from a draw: within the scale and the ratio, but for the rounding
+        area = h * w / (height * width)
+        assert (area >= 0.08 - 0.01).all() and (area <= 1.0).all()
+        aspect = w / h
+        assert (aspect >= 3 / 4 * 0.95).all() and (aspect <= 4 / 3 * 1.05).all()
+        assert len({tuple(window) for window in windows}) > 50  # seeds give different windows
+    if shape == (10, 1000):  # no draw fits: the widest window within the ratio, centred
+        assert {tuple(window) for window in windows} == {(0, 493, 10, 13)}
+    again = np.stack([random_resized_crop_window(shape, [seed, 7]).numpy() for seed in range(60)])
+    assert np.array_equal(windows, again)
+
+
+def test_center_crop_window():
+    assert center_crop_window([375, 500, 3]).numpy().tolist() == [23, 86, 328, 328]
+    assert center_crop_window([256, 256], 0.875).numpy().tolist() == [16, 16, 224, 224]
+    assert center_crop_window([1, 9], 0.5).numpy().tolist() == [0, 4, 1, 1]
+
+
+def test_a_random_resized_crop_decode_replays_by_seed(photo_jpeg):
+    images = [decode_random_resized_crop(photo_jpeg, (64, 64), [seed, 1]).numpy() for seed in (1, 2, 1)]
+    assert np.array_equal(images[0], images[2]) and not np.array_equal(images[0], images[1])
+    assert images[0].shape == (64, 64, 3) and images[0].dtype == np.uint8
+
+
+def test_damaged_data_windows_outside_and_bad_options_are_errors(photo_jpeg):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"} where: corrupt JPEG: .*\(at byte \d+\)"):
+        decode_crop(photo_jpeg[:2000], [0, 0, 300, 300], (64, 64), context=tf.constant("where"))
+    for window in ([0, 0, 376, 500], [-1, 0, 10, 10], [0, 0, 0, 10], [370, 490, 10, 11]):
+        message = re.escape(f"the crop window (y {window[0]}, x {window[1]}, height {window[2]}, width {window[3]})")
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"} " + message + r" is not inside the 375x500 image"):
+            decode_crop(photo_jpeg, window, (64, 64))
+    with pytest.raises(tfliquid.ArgumentError, match="mean and std normalise float32 or bfloat16 output"):
+        decode_crop(photo_jpeg, [0, 0, 10, 10], (8, 8), mean=IMAGENET_MEAN)
+    with pytest.raises(tfliquid.ArgumentError, match="std must be finite and above 0"):
+        decode_crop(photo_jpeg, [0, 0, 10, 10], (8, 8), dtype=tf.float32, std=(1, 0, 1))
+    with pytest.raises(tfliquid.ArgumentError, match="size's height must be an int in 1..65535"):
+        decode_crop(photo_jpeg, [0, 0, 10, 10], (0, 8))
+    with pytest.raises(tfliquid.ArgumentError, match=r"scale must be \(low, high\) with 0 < low <= high"):
+        random_resized_crop_window([10, 10], [1, 2], scale=(0.5, 0.1))
+
+
+def test_damaged_fast_script_data_falls_back_to_libjpeg_as_the_whole_decode_does(photo_jpeg):
+    """Bytes changed in the entropy-coded data of a fast-script JPEG: the window decodes as tf.io.decode_jpeg's
+    window where that decodes, and fails with a byte offset where it does not."""
+    fast = jpeg_to_progressive(photo_jpeg, scan_script="fast")[0].numpy()
+    rng = np.random.default_rng(54)
+    failures = decoded = 0
+    for at in rng.integers(1000, len(fast) - 2, size=30):
+        damaged = bytearray(fast)
+        damaged[at] = (damaged[at] + 1 + rng.integers(254)) % 256
+        if damaged[at] == 0xFF or damaged[at - 1] == 0xFF:  # a marker, not damaged data
+            continue
+        try:
+            window = decode_crop(bytes(damaged), [100, 120, 200, 240], None).numpy()
+        except tf.errors.InvalidArgumentError as error:
+            assert re.search(r"corrupt JPEG: .*\(at byte \d+\)", error.message), error.message
+            failures += 1
+            continue
+        assert np.array_equal(window, tf.io.decode_jpeg(bytes(damaged), channels=3).numpy()[100:300, 120:360])
+        decoded += 1
+    assert failures > 0 and decoded > 0

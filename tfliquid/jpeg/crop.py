@@ -1,0 +1,165 @@
+"""Decoding only the crop training uses: a window of a JPEG, at the DCT scale its output size needs.
+
+An ImageNet-style input reads each image through a random resized crop (a window of 8-100% of the area, aspect
+3/4-4/3, resized to 224 x 224), a random flip and a normalisation. Decoding the whole image and cropping after
+throws away the work spent outside the window, and the DCT-scale saving (a window twice the output size decodes
+at 1/2). `decode_crop` decodes the window alone, at the smallest of libjpeg's scales 1/8, 1/4, 1/2 and 1 whose
+window still covers the output, inverse-transforming only the MCU rows and columns around it; then it resizes,
+flips and normalises in the same op (docs/formats/pcr.md, "Decoding a crop").
+
+    shape = tf.image.extract_jpeg_shape(contents)
+    window = tfliquid.jpeg.crop.random_resized_crop_window(shape, seed)           # (y, x, height, width)
+    image = tfliquid.jpeg.crop.decode_crop(contents, window, (224, 224), flip=True,
+                                           dtype=tf.float32, mean=IMAGENET_MEAN, std=IMAGENET_STD)
+
+or, in one call, `decode_random_resized_crop(contents, (224, 224), seed, ...)`; `center_crop_window` gives the
+validation crop. The windows are drawn by stateless random ops from `seed` (a [2] int tensor), so a seed gives the
+same window and flip every time: an epoch replays, a checkpoint resumes the same crops.
+"""
+
+from __future__ import annotations
+
+import math
+
+import tensorflow as tf
+
+from tfliquid._common.checks import check_int, check_number
+from tfliquid._common.errors import ArgumentError
+from tfliquid._lib import load_ops
+
+IMAGENET_MEAN = (123.675, 116.28, 103.53)  # torchvision's, in pixel values 0..255
+IMAGENET_STD = (58.395, 57.12, 57.375)
+_ATTEMPTS = 10  # torchvision's RandomResizedCrop draws 10 windows before its fallback
+
+
+def random_resized_crop_window(shape, seed, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)) -> tf.Tensor:
+    """int64 [4] (y, x, height, width): torchvision's RandomResizedCrop window of an image of `shape` ([height,
+    width] or [height, width, channels]), drawn from `seed` ([2] int).
+
+    Up to 10 draws of an area (a share in `scale` of the image's, uniform) and an aspect ratio (width over height,
+    log-uniform in `ratio`); the first that fits in the image is placed uniformly. If none fits, the largest
+    window of the image within `ratio`, centred."""
+    low_scale, high_scale = _check_range("scale", scale, 0.0, 1.0)
+    low_ratio, high_ratio = _check_range("ratio", ratio, 0.0, math.inf)
+    height, width = _height_and_width(shape)
+    seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 4)
+    area = tf.cast(height * width, tf.float64)
+    areas = area * tf.random.stateless_uniform([_ATTEMPTS], seeds[0], low_scale, high_scale, tf.float64)
+    aspects = tf.exp(
+        tf.random.stateless_uniform([_ATTEMPTS], seeds[1], math.log(low_ratio), math.log(high_ratio), tf.float64)
+    )
+    widths = tf.cast(tf.round(tf.sqrt(areas * aspects)), tf.int64)
+    heights = tf.cast(tf.round(tf.sqrt(areas / aspects)), tf.int64)
+    fits = (widths > 0) & (widths <= width) & (heights > 0) & (heights <= height)
+    first = tf.argmax(tf.cast(fits, tf.int32), output_type=tf.int64)
+    drawn_height, drawn_width = heights[first], widths[first]
+    y = _uniform_offset(seeds[2], height - drawn_height)
+    x = _uniform_offset(seeds[3], width - drawn_width)
+    drawn = tf.stack([y, x, drawn_height, drawn_width])
+    return tf.where(tf.reduce_any(fits), drawn, _central_window(height, width, low_ratio, high_ratio))
+
+
+def center_crop_window(shape, fraction: float = 0.875) -> tf.Tensor:
+    """int64 [4] (y, x, height, width): the central square of side `fraction` of the image's shorter side (the
+    validation crop: 0.875 is 224 of a 256 resize)."""
+    fraction = check_number("fraction", fraction, 0.0, 1.0, "a share of the shorter side")
+    height, width = _height_and_width(shape)
+    side = tf.maximum(tf.cast(tf.round(tf.cast(tf.minimum(height, width), tf.float64) * fraction), tf.int64), 1)
+    return tf.stack([(height - side) // 2, (width - side) // 2, side, side])
+
+
+def decode_crop(
+    contents,
+    window,
+    size: tuple[int, int] | None,
+    *,
+    flip=False,
+    dtype=tf.uint8,
+    mean=None,
+    std=None,
+    channels_first: bool = False,
+    context=None,
+) -> tf.Tensor:
+    """The window (y, x, height, width; full-size pixels inside the image) of a JPEG's bytes, decoded at the
+    smallest DCT scale whose window is at least `size` (and no finer than the scans present code), resized
+    bilinearly to `size` (None: not resized, the window as decoded at full scale: the pixels of
+    `tf.io.decode_jpeg` cropped), mirrored left to right where `flip` (a bool, or a bool tensor), as `dtype`:
+    uint8, or float32/bfloat16 (value - mean) / std per channel (`mean`, `std`: three values in pixel units, e.g.
+    IMAGENET_MEAN and IMAGENET_STD; default 0 and 1). [height, width, 3], or [3, height, width] with
+    `channels_first`. Read strictly: data lost to damage is an error with its byte offset, after `context` (a
+    string tensor naming where the JPEG came from) when given."""
+    dtype = tf.as_dtype(dtype)
+    if dtype not in (tf.uint8, tf.float32, tf.bfloat16):
+        raise ArgumentError(f"dtype must be tf.uint8, tf.float32 or tf.bfloat16, got {dtype.name}")
+    if dtype == tf.uint8 and (mean is not None or std is not None):
+        raise ArgumentError("mean and std normalise float32 or bfloat16 output: pass dtype=tf.float32 with them")
+    mean, std = _check_channels("mean", mean), _check_channels("std", std)
+    if any(not (0 < value < math.inf) for value in std):
+        raise ArgumentError(f"std must be finite and above 0, got {list(std)}")
+    if size is None:
+        sizes = (0, 0)
+    else:
+        if not isinstance(size, tuple | list) or len(size) != 2:
+            raise ArgumentError(f"size must be (height, width) or None, got {size!r}")
+        sizes = tuple(check_int(f"size's {name}", n, 1, 65535) for name, n in zip(("height", "width"), size))
+    return load_ops().liquid_decode_jpeg_crop(
+        contents,
+        tf.cast(window, tf.int64),
+        tf.constant(sizes, tf.int64),
+        tf.convert_to_tensor(flip, tf.bool),
+        tf.constant("") if context is None else context,
+        dtype=dtype,
+        mean=list(mean),
+        std=list(std),
+        channels_first=bool(channels_first),
+    )
+
+
+def decode_random_resized_crop(
+    contents, size: tuple[int, int], seed, *, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip: bool = True, **options
+) -> tf.Tensor:
+    """`decode_crop` of `random_resized_crop_window` (drawn from `seed`), flipped with probability 1/2 (drawn from
+    `seed` too) where `flip`; `options` are decode_crop's (dtype, mean, std, channels_first, context)."""
+    window_seed, flip_seed = tf.unstack(tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 2))
+    window = random_resized_crop_window(tf.image.extract_jpeg_shape(contents), window_seed, scale, ratio)
+    flipped = tf.random.stateless_uniform([], flip_seed) < 0.5 if flip else False
+    return decode_crop(contents, window, size, flip=flipped, **options)
+
+
+def _height_and_width(shape) -> tuple[tf.Tensor, tf.Tensor]:
+    shape = tf.cast(shape, tf.int64)
+    return shape[0], shape[1]
+
+
+def _uniform_offset(seed, room) -> tf.Tensor:
+    """A uniform integer in 0..room."""
+    return tf.random.stateless_uniform([], seed, 0, tf.maximum(room, 0) + 1, tf.int64)
+
+
+def _central_window(height, width, low_ratio: float, high_ratio: float) -> tf.Tensor:
+    """torchvision's fallback: the whole image where its aspect is within the ratio, else the widest or tallest
+    window at the nearest bound, centred."""
+    aspect = tf.cast(width, tf.float64) / tf.cast(height, tf.float64)
+    narrow_height = tf.cast(tf.round(tf.cast(width, tf.float64) / low_ratio), tf.int64)
+    wide_width = tf.cast(tf.round(tf.cast(height, tf.float64) * high_ratio), tf.int64)
+    window_height = tf.where(aspect < low_ratio, tf.minimum(narrow_height, height), height)
+    window_width = tf.where(aspect > high_ratio, tf.minimum(wide_width, width), width)
+    return tf.stack([(height - window_height) // 2, (width - window_width) // 2, window_height, window_width])
+
+
+def _check_range(name: str, bounds, low: float, high: float) -> tuple[float, float]:
+    if not isinstance(bounds, tuple | list) or len(bounds) != 2:
+        raise ArgumentError(f"{name} must be (low, high), got {bounds!r}")
+    first, second = (float(check_number(name, value, low, high)) for value in bounds)
+    if not 0 < first <= second:
+        raise ArgumentError(f"{name} must be (low, high) with 0 < low <= high, got {bounds!r}")
+    return first, second
+
+
+def _check_channels(name: str, values) -> tuple[float, ...]:
+    if values is None:
+        return ()
+    values = tuple(float(value) for value in values)
+    if len(values) != 3:
+        raise ArgumentError(f"{name} must hold 3 values (R, G, B), got {len(values)}")
+    return values
