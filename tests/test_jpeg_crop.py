@@ -176,3 +176,61 @@ def test_damaged_fast_script_data_falls_back_to_libjpeg_as_the_whole_decode_does
         assert np.array_equal(window, tf.io.decode_jpeg(bytes(damaged), channels=3).numpy()[100:300, 120:360])
         decoded += 1
     assert failures > 0 and decoded > 0
+
+
+@pytest.fixture(scope="module")
+def photos_pcr(photo_folder, tmp_path_factory) -> str:
+    dst = tmp_path_factory.mktemp("crop") / "pcr"
+    tfliquid.pcr.convert(str(photo_folder), str(dst), images_per_record=4, progress=False)
+    return str(dst)
+
+
+def _images(dataset) -> list[np.ndarray]:
+    return [element["image"].numpy() for element in dataset]
+
+
+def test_pcr_random_crops_replay_by_seed_change_by_epoch_and_resume_from_a_checkpoint(photos_pcr, tmp_path):
+    def dataset():
+        return tfliquid.PCRDataset(photos_pcr, decode_size=(48, 48), crop="random", seed=5)
+
+    run = _images(dataset().repeat(2))  # two epochs of 16
+    assert len(run) == 32 and all(image.shape == (48, 48, 3) for image in run)
+    again = _images(dataset().repeat(2))
+    assert all(np.array_equal(a, b) for a, b in zip(again, run, strict=True))
+    assert not all(np.array_equal(a, b) for a, b in zip(run[:16], run[16:]))  # another epoch, other crops
+    iterator = iter(dataset().repeat(2))
+    for _ in range(10):
+        next(iterator)
+    checkpoint = tf.train.Checkpoint(iterator=iterator)
+    path = checkpoint.write(str(tmp_path / "ckpt"))
+    restored = iter(dataset().repeat(2))
+    tf.train.Checkpoint(iterator=restored).read(path).assert_consumed()
+    rest = [element["image"].numpy() for element in restored]
+    assert len(rest) == 22 and all(np.array_equal(a, b) for a, b in zip(rest, run[10:]))
+
+
+def test_pcr_center_crops_are_the_full_decodes_window_and_normalise_in_the_op(photos_pcr):
+    jpegs = [element["image"].numpy() for element in tfliquid.PCRDataset(photos_pcr, decode=False, shuffle=False)]
+    centre = tfliquid.PCRDataset(photos_pcr, crop="center", shuffle=False)
+    for jpeg, image in zip(jpegs, _images(centre), strict=True):
+        whole = tf.io.decode_jpeg(jpeg, channels=3).numpy()
+        y, x, h, w = center_crop_window(whole.shape).numpy()
+        assert np.array_equal(image, whole[y : y + h, x : x + w])
+    options = dict(decode_size=(32, 40), shuffle=False, dtype=tf.float32, mean=IMAGENET_MEAN, std=IMAGENET_STD)
+    normalised = tfliquid.PCRDataset(photos_pcr, channels_first=True, **options)
+    plain = _images(tfliquid.PCRDataset(photos_pcr, decode_size=(32, 40), shuffle=False))
+    assert normalised.element_spec["image"] == tf.TensorSpec([3, 32, 40], tf.float32)
+    for image, expected in zip(_images(normalised), plain, strict=True):
+        reference = (np.transpose(expected, (2, 0, 1)) - np.float32(IMAGENET_MEAN)[:, None, None]) / np.float32(
+            IMAGENET_STD
+        )[:, None, None]
+        np.testing.assert_allclose(image, reference, rtol=1e-5, atol=1e-5)
+
+
+def test_pcr_crop_options_are_checked(photos_pcr):
+    with pytest.raises(tfliquid.ArgumentError, match="crop must be 'random', 'center'"):
+        tfliquid.PCRDataset(photos_pcr, crop="middle")
+    with pytest.raises(tfliquid.ArgumentError, match="say how images are decoded: decode=True"):
+        tfliquid.PCRDataset(photos_pcr, decode=False, crop="center")
+    with pytest.raises(tfliquid.ArgumentError, match="mean and std normalise float32 or bfloat16 output"):
+        tfliquid.PCRDataset(photos_pcr, mean=IMAGENET_MEAN)

@@ -19,6 +19,7 @@ same window and flip every time: an epoch replays, a checkpoint resumes the same
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import tensorflow as tf
@@ -88,14 +89,7 @@ def decode_crop(
     IMAGENET_MEAN and IMAGENET_STD; default 0 and 1). [height, width, 3], or [3, height, width] with
     `channels_first`. Read strictly: data lost to damage is an error with its byte offset, after `context` (a
     string tensor naming where the JPEG came from) when given."""
-    dtype = tf.as_dtype(dtype)
-    if dtype not in (tf.uint8, tf.float32, tf.bfloat16):
-        raise ArgumentError(f"dtype must be tf.uint8, tf.float32 or tf.bfloat16, got {dtype.name}")
-    if dtype == tf.uint8 and (mean is not None or std is not None):
-        raise ArgumentError("mean and std normalise float32 or bfloat16 output: pass dtype=tf.float32 with them")
-    mean, std = _check_channels("mean", mean), _check_channels("std", std)
-    if any(not (0 < value < math.inf) for value in std):
-        raise ArgumentError(f"std must be finite and above 0, got {list(std)}")
+    dtype, mean, std = checked_output(dtype, mean, std)
     if size is None:
         sizes = (0, 0)
     else:
@@ -115,15 +109,71 @@ def decode_crop(
     )
 
 
+def checked_output(dtype, mean, std) -> tuple[tf.DType, tuple[float, ...], tuple[float, ...]]:
+    """decode_crop's dtype, mean and std, checked: ArgumentError unless dtype is uint8 (without mean and std),
+    float32 or bfloat16, and mean and std hold three values each (std finite and above 0) or are None."""
+    dtype = tf.as_dtype(dtype)
+    if dtype not in (tf.uint8, tf.float32, tf.bfloat16):
+        raise ArgumentError(f"dtype must be tf.uint8, tf.float32 or tf.bfloat16, got {dtype.name}")
+    if dtype == tf.uint8 and (mean is not None or std is not None):
+        raise ArgumentError("mean and std normalise float32 or bfloat16 output: pass dtype=tf.float32 with them")
+    mean, std = _check_channels("mean", mean), _check_channels("std", std)
+    if any(not (0 < value < math.inf) for value in std):
+        raise ArgumentError(f"std must be finite and above 0, got {list(std)}")
+    return dtype, mean, std
+
+
 def decode_random_resized_crop(
     contents, size: tuple[int, int], seed, *, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip: bool = True, **options
 ) -> tf.Tensor:
     """`decode_crop` of `random_resized_crop_window` (drawn from `seed`), flipped with probability 1/2 (drawn from
     `seed` too) where `flip`; `options` are decode_crop's (dtype, mean, std, channels_first, context)."""
-    window_seed, flip_seed = tf.unstack(tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 2))
-    window = random_resized_crop_window(tf.image.extract_jpeg_shape(contents), window_seed, scale, ratio)
-    flipped = tf.random.stateless_uniform([], flip_seed) < 0.5 if flip else False
+    window, flipped = RandomResizedCrop(scale, ratio, flip).window_and_flip(contents, seed)
     return decode_crop(contents, window, size, flip=flipped, **options)
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomResizedCrop:
+    """A training crop: torchvision's random resized crop window (`random_resized_crop_window`), mirrored left to
+    right with probability 1/2 where `flip`."""
+
+    scale: tuple[float, float] = (0.08, 1.0)
+    ratio: tuple[float, float] = (3 / 4, 4 / 3)
+    flip: bool = True
+
+    def __post_init__(self):
+        _check_range("scale", self.scale, 0.0, 1.0)
+        _check_range("ratio", self.ratio, 0.0, math.inf)
+
+    def window_and_flip(self, contents, seed) -> tuple[tf.Tensor, tf.Tensor]:
+        window_seed, flip_seed = tf.unstack(tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 2))
+        window = random_resized_crop_window(tf.image.extract_jpeg_shape(contents), window_seed, self.scale, self.ratio)
+        flipped = tf.random.stateless_uniform([], flip_seed) < 0.5 if self.flip else tf.constant(False)
+        return window, flipped
+
+
+@dataclasses.dataclass(frozen=True)
+class CenterCrop:
+    """A validation crop: the central square of `fraction` of the shorter side (`center_crop_window`)."""
+
+    fraction: float = 0.875
+
+    def __post_init__(self):
+        check_number("fraction", self.fraction, 0.0, 1.0, "a share of the shorter side")
+
+    def window_and_flip(self, contents, seed=None) -> tuple[tf.Tensor, tf.Tensor]:
+        return center_crop_window(tf.image.extract_jpeg_shape(contents), self.fraction), tf.constant(False)
+
+
+def checked_crop(crop) -> RandomResizedCrop | CenterCrop | None:
+    """A crop argument as a crop: "random" (RandomResizedCrop()), "center" (CenterCrop()), one of them, or None."""
+    if crop is None or isinstance(crop, RandomResizedCrop | CenterCrop):
+        return crop
+    if isinstance(crop, str) and crop in ("random", "center"):
+        return RandomResizedCrop() if crop == "random" else CenterCrop()
+    raise ArgumentError(
+        f"crop must be 'random', 'center', a tfliquid.jpeg.crop.RandomResizedCrop or CenterCrop, or None; got {crop!r}"
+    )
 
 
 def _height_and_width(shape) -> tuple[tf.Tensor, tf.Tensor]:

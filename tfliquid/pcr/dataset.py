@@ -23,6 +23,7 @@ from tfliquid._common.op_dataset import OpDataset
 from tfliquid._lib import crc32c_fast, load_ops
 from tfliquid.cache.minio_cache import MinIOCache
 from tfliquid.cache.transform import cached, with_pass
+from tfliquid.jpeg.crop import RandomResizedCrop, checked_crop, checked_output, decode_crop
 from tfliquid.jpeg.sized import check_size, decode_jpeg, decode_jpeg_at_size
 from tfliquid.order.iterations import numbered_iterations, seeded_shuffle
 from tfliquid.order.seeded_order import SeededOrder, checked_order, derived_seed
@@ -197,14 +198,26 @@ class PCRDataset(RecordFilesDataset):
         only the images within each record. Give the order once: to the cache, when it is a
         `MinIOCache(..., policy="clairvoyant", order=order)`, which ranks the records by their next use.
       epochs, first_epoch: with an order, which of its epochs to read.
+      crop: decode only a window of each image (docs/formats/pcr.md, "Decoding a crop"), at the smallest DCT scale
+        whose window still covers `decode_size`, then resized to it: "random" (torchvision's random resized crop,
+        scale 0.08-1, aspect 3/4-4/3, and a random flip), "center" (the central square of 0.875 of the shorter
+        side, for validation), a `tfliquid.jpeg.crop.RandomResizedCrop(scale, ratio, flip)` or `CenterCrop(
+        fraction)`. Random crops are drawn from `seed`, anew each iteration as the shuffle is, so a seed replays
+        the same crops and a restored iterator the uninterrupted run's. None: the whole image.
+      dtype, mean, std, channels_first: the image as uint8 (the default), or float32 or bfloat16 (value - mean) /
+        std per channel (three values each, in pixel units 0..255, e.g. `tfliquid.jpeg.crop.IMAGENET_MEAN` and
+        `IMAGENET_STD`), [H, W, 3] or, with channels_first, [3, H, W]: in the decode op, with no map of its own.
 
     Its cardinality is declared (`len(ds)`, Keras' progress): `num_images`, or with an order the images of its
     epochs (infinite without end), though under tf.data service's dynamic sharding each worker yields a part.
 
-    Elements: {"image": uint8 [H, W, 3] (or string), "label": int64 [, "key": string]}.
+    Elements: {"image": uint8 [H, W, 3] (or string, or as `dtype` and `channels_first` say), "label": int64 [,
+    "key": string]}.
 
     >>> ds = tfliquid.PCRDataset("/data/imagenet-pcr", scan_group=2)
     >>> ds = ds.map(lambda x: (tf.image.resize(x["image"], [224, 224]), x["label"])).batch(256)
+    >>> train = tfliquid.PCRDataset("/data/imagenet-pcr", decode_size=(224, 224), crop="random", seed=0,
+    ...                             dtype=tf.float32, mean=IMAGENET_MEAN, std=IMAGENET_STD)
     """
 
     def __init__(
@@ -221,6 +234,11 @@ class PCRDataset(RecordFilesDataset):
         order: SeededOrder | None = None,
         epochs: int | None = None,
         first_epoch: int = 0,
+        crop=None,
+        dtype=tf.uint8,
+        mean=None,
+        std=None,
+        channels_first: bool = False,
     ):
         path = check_dataset_path(path)
         index = pcr_format.read_index(path, crc=crc32c_fast)
@@ -239,6 +257,13 @@ class PCRDataset(RecordFilesDataset):
         self._epochs = self._order.epochs_dataset(epochs, first_epoch) if self._order is not None else None
         if decode_size is not None and not decode:
             raise ArgumentError("decode_size is the size images are decoded to: it needs decode=True")
+        self._crop = checked_crop(crop)
+        dtype, mean, std = checked_output(dtype, mean, std)
+        self._output = {"dtype": dtype, "mean": mean or None, "std": std or None, "channels_first": channels_first}
+        self._plain_decode = self._crop is None and dtype == tf.uint8 and not channels_first
+        if not decode and not self._plain_decode:
+            raise ArgumentError("crop, dtype, mean, std and channels_first say how images are decoded: decode=True")
+        self._crop_seed = seed
         pipeline = self._build(decode, shuffle, seed, num_parallel_reads, with_keys)
         if self._order is None:
             cardinality = index.num_images
@@ -317,6 +342,11 @@ class PCRDataset(RecordFilesDataset):
             # As many decodes in flight as cores, not AUTOTUNE: under throttled reads tf.data's autotuner starves
             # this map now and then, and a whole epoch takes twice as long. Decoding is CPU work: one call per core
             # is what autotuning should reach anyway.
+            if isinstance(self._crop, RandomResizedCrop):
+                # A crop seed per image, from a stream of `seed` drawn anew each iteration (and checkpointed):
+                # an iteration replays its crops whatever its scan group, and a restore goes on where it stood.
+                crop_seeds = tf.data.Dataset.random(seed=self._crop_seed, rerandomize_each_iteration=True).batch(2)
+                images = tf.data.Dataset.zip(images, crop_seeds)
             images = images.map(self._decoded, num_parallel_calls=os.cpu_count() or 1)
         return images
 
@@ -349,19 +379,33 @@ class PCRDataset(RecordFilesDataset):
         """The (height, width) images are decoded to, or None (each at its own size)."""
         return self._decode_size
 
-    def decode_image(self, jpeg, context=None) -> tf.Tensor:
-        """uint8 [H, W, 3] of a JPEG's bytes, decoded as this dataset decodes its images: at full size, the pixels
-        of `tf.io.decode_jpeg` (`tfliquid.jpeg.sized.decode_jpeg`), or at `decode_size`
-        (`tfliquid.jpeg.sized.decode_jpeg_at_size`). A decode error starts with `context` when given."""
-        if self._decode_size is None:
-            return decode_jpeg(jpeg, context)
-        return decode_jpeg_at_size(jpeg, self._decode_size, context)
+    @property
+    def crop(self):
+        """The crop images are decoded through (a RandomResizedCrop or CenterCrop), or None."""
+        return self._crop
 
-    def _decoded(self, element):
+    def decode_image(self, jpeg, context=None, crop_seed=None) -> tf.Tensor:
+        """A JPEG's bytes decoded as this dataset decodes its images: at full size, the pixels of
+        `tf.io.decode_jpeg` (`tfliquid.jpeg.sized.decode_jpeg`), or at `decode_size`
+        (`tfliquid.jpeg.sized.decode_jpeg_at_size`); through the crop, as the dtype, normalisation and layout
+        asked (`tfliquid.jpeg.crop.decode_crop`), a random crop drawn from `crop_seed` ([2] int; None: [0, 0],
+        the same draws for every image). A decode error starts with `context` when given."""
+        if self._plain_decode:
+            if self._decode_size is None:
+                return decode_jpeg(jpeg, context)
+            return decode_jpeg_at_size(jpeg, self._decode_size, context)
+        if self._crop is None:
+            shape = tf.image.extract_jpeg_shape(jpeg, tf.int64)
+            window, flip = tf.stack([0, 0, shape[0], shape[1]]), False
+        else:
+            window, flip = self._crop.window_and_flip(jpeg, tf.zeros([2], tf.int64) if crop_seed is None else crop_seed)
+        return decode_crop(jpeg, window, self._decode_size, flip=flip, context=context, **self._output)
+
+    def _decoded(self, element, crop_seed=None):
         """The element with its image decoded, errors naming the record file, the image's key and scan group."""
         element = dict(element)
         context = element.pop("context")
-        return {**element, "image": self.decode_image(element["image"], context)}
+        return {**element, "image": self.decode_image(element["image"], context, crop_seed)}
 
     @property
     def scan_group(self):
