@@ -10,10 +10,12 @@ import pytest
 import tensorflow as tf
 
 import tfliquid
+from tfliquid.jpeg import crop_reference
 from tfliquid.jpeg.crop import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     center_crop_window,
+    decode_center_crop,
     decode_crop,
     decode_random_resized_crop,
     random_resized_crop_window,
@@ -125,6 +127,35 @@ def test_random_resized_crop_windows_stay_inside_and_follow_torchvision(shape):
         assert {tuple(window) for window in windows} == {(0, 493, 10, 13)}
     again = np.stack([random_resized_crop_window(shape, [seed, 7]).numpy() for seed in range(60)])
     assert np.array_equal(windows, again)
+    reference = [crop_reference.random_resized_crop(height, width, (seed, 7))[0] for seed in range(60)]
+    assert [tuple(window) for window in windows.tolist()] == reference
+
+
+def test_windows_and_flips_are_the_references_draw_for_draw(photo_jpeg):
+    """The op's SplitMix64 draws and torchvision's algorithm against tfliquid.jpeg.crop_reference, over seeds of
+    every sign and other scales and ratios; the one-op decodes use the same windows and flips."""
+    rng = np.random.default_rng(54)
+    for _ in range(200):
+        seed = [int(v) for v in rng.integers(-(2**63), 2**63 - 1, size=2, dtype=np.int64)]
+        height, width = (int(v) for v in rng.integers(1, 2000, size=2))
+        low = float(rng.uniform(0.01, 1.0))
+        scale, ratio = (low, float(rng.uniform(low, 1.0))), (float(rng.uniform(0.2, 1)), float(rng.uniform(1, 5)))
+        window = random_resized_crop_window([height, width], seed, scale, ratio).numpy().tolist()
+        assert tuple(window) == crop_reference.random_resized_crop(height, width, seed, scale, ratio)[0]
+    assert center_crop_window([999, 1001], 0.3).numpy().tolist() == list(crop_reference.center_crop(999, 1001, 0.3))
+    full = tf.io.decode_jpeg(photo_jpeg).numpy()
+    flips = set()
+    for seed in range(12):
+        (y, x, h, w), flip = crop_reference.random_resized_crop(375, 500, (seed, 3))
+        flips.add(flip)
+        image = decode_random_resized_crop(photo_jpeg, None, [seed, 3]).numpy()
+        window = full[y : y + h, x : x + w]
+        assert np.array_equal(image, window[:, ::-1] if flip else window), seed
+        unflipped = decode_random_resized_crop(photo_jpeg, None, [seed, 3], flip=False).numpy()
+        assert np.array_equal(unflipped, window), seed
+    assert flips == {False, True}
+    y, x, h, w = crop_reference.center_crop(375, 500)
+    assert np.array_equal(decode_center_crop(photo_jpeg, None).numpy(), full[y : y + h, x : x + w])
 
 
 def test_center_crop_window():

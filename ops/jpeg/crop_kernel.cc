@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/input_checks.h"
 #include "common/kernel.h"
+#include "jpeg/crop_window.h"
 #include "jpeg/jpeg_ops.h"
 #include "jpeg/scaled_decode.h"
 #include "tensorflow/core/framework/bfloat16.h"
@@ -18,83 +19,84 @@ namespace {
 constexpr int64_t kMaxSide = 65535;  // JPEG's own limit, as Liquid>DecodeJpegScaled's
 
 // Writes RGB pixels [height, width, 3] to `out` as T, mirrored left to right if `flip`, (value - mean) / std per
-// channel, in HWC or CHW order.
+// channel, in HWC or CHW order. The loops run forwards over the output, a row at a time, so that they vectorise.
 template <typename T>
 void Write(const uint8_t* pixels, int64_t height, int64_t width, bool flip, const float* mean, const float* std,
            bool channels_first, T* out) {
   float scale[3], shift[3];  // value * scale + shift: a multiply and an add per value
   for (int c = 0; c < 3; ++c) scale[c] = 1.0f / std[c], shift[c] = -mean[c] / std[c];
+  auto value = [&](uint8_t v, int c) -> T {
+    if constexpr (std::is_same_v<T, uint8_t>) {
+      return v;
+    } else {
+      return static_cast<T>(v * scale[c] + shift[c]);
+    }
+  };
   const int64_t plane = height * width;
   for (int64_t y = 0; y < height; ++y) {
     const uint8_t* row = pixels + y * width * 3;
-    for (int64_t x = 0; x < width; ++x) {
-      const uint8_t* pixel = row + (flip ? width - 1 - x : x) * 3;
+    const int64_t first = flip ? (width - 1) * 3 : 0, step = flip ? -3 : 3;  // the source pixel of output x = 0
+    if (channels_first) {
+      T* planes[3] = {out + y * width, out + plane + y * width, out + 2 * plane + y * width};
       for (int c = 0; c < 3; ++c) {
-        const int64_t at = channels_first ? c * plane + y * width + x : (y * width + x) * 3 + c;
-        if constexpr (std::is_same_v<T, uint8_t>) {
-          out[at] = pixel[c];
-        } else {
-          out[at] = static_cast<T>(pixel[c] * scale[c] + shift[c]);
-        }
+        const uint8_t* source = row + first + c;
+        for (int64_t x = 0; x < width; ++x) planes[c][x] = value(source[x * step], c);
+      }
+    } else {
+      T* line = out + y * width * 3;
+      for (int64_t x = 0; x < width; ++x) {
+        const uint8_t* pixel = row + first + x * step;
+        line[3 * x] = value(pixel[0], 0), line[3 * x + 1] = value(pixel[1], 1), line[3 * x + 2] = value(pixel[2], 2);
       }
     }
   }
 }
 
-class DecodeJpegCropOp : public OpKernel {
+// The output attributes (dtype, mean, std, channels_first) and the decode of a window into that output.
+class CroppedOutput {
  public:
-  explicit DecodeJpegCropOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ctx->GetAttr(kDtypeAttr, &dtype_));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr(kChannelsFirstAttr, &channels_first_));
+  absl::Status Init(OpKernelConstruction* ctx) {
+    TF_RETURN_IF_ERROR(ctx->GetAttr(kDtypeAttr, &dtype_));
+    TF_RETURN_IF_ERROR(ctx->GetAttr(kChannelsFirstAttr, &channels_first_));
     std::vector<float> mean, std;
-    OP_REQUIRES_OK(ctx, ctx->GetAttr(kMeanAttr, &mean));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr(kStdAttr, &std));
-    OP_REQUIRES(ctx, (mean.empty() || mean.size() == 3) && (std.empty() || std.size() == 3),
-                tensorflow::errors::InvalidArgument("mean and std must hold 3 values (R, G, B) or none, got ",
-                                                    mean.size(), " and ", std.size()));
-    OP_REQUIRES(ctx, dtype_ != tensorflow::DT_UINT8 || (mean.empty() && std.empty()),
-                tensorflow::errors::InvalidArgument("mean and std normalise float32 or bfloat16 output, not uint8"));
+    TF_RETURN_IF_ERROR(ctx->GetAttr(kMeanAttr, &mean));
+    TF_RETURN_IF_ERROR(ctx->GetAttr(kStdAttr, &std));
+    if ((!mean.empty() && mean.size() != 3) || (!std.empty() && std.size() != 3)) {
+      return tensorflow::errors::InvalidArgument("mean and std must hold 3 values (R, G, B) or none, got ", mean.size(),
+                                                 " and ", std.size());
+    }
+    if (dtype_ == tensorflow::DT_UINT8 && !(mean.empty() && std.empty())) {
+      return tensorflow::errors::InvalidArgument("mean and std normalise float32 or bfloat16 output, not uint8");
+    }
     if (mean.empty()) mean.assign(3, 0.0f);
     if (std.empty()) std.assign(3, 1.0f);
     for (float value : std) {
-      OP_REQUIRES(ctx, value > 0 && value < std::numeric_limits<float>::infinity(),
-                  tensorflow::errors::InvalidArgument("std must be finite and above 0, got ", value));
+      if (!(value > 0 && value < std::numeric_limits<float>::infinity())) {
+        return tensorflow::errors::InvalidArgument("std must be finite and above 0, got ", value);
+      }
     }
     for (int c = 0; c < 3; ++c) mean_[c] = mean[c], std_[c] = std[c];
+    return absl::OkStatus();
   }
 
-  void Compute(OpKernelContext* ctx) override {
-    const tstring *contents, *context;
-    const Tensor *window_input, *size_input;
-    bool flip;
-    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "contents", &contents));
-    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "window", 1, &window_input));
-    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "size", 1, &size_input));
-    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "flip", &flip));
-    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "context", &context));
-    OP_REQUIRES(ctx, window_input->NumElements() == 4 && size_input->NumElements() == 2,
-                tensorflow::errors::InvalidArgument("window must hold (y, x, height, width) and size (height, "
-                                                    "width), got shapes ",
-                                                    window_input->shape().DebugString(), " and ",
-                                                    size_input->shape().DebugString()));
-    const auto window = window_input->vec<int64_t>();
-    const int64_t height = size_input->vec<int64_t>()(0), width = size_input->vec<int64_t>()(1);
+  // Output 0: the window of `contents` at the scale `size` needs, resized to it (0x0: not resized), flipped,
+  // written as the attributes say. Errors start with `context` when it is not empty.
+  void Decode(OpKernelContext* ctx, const tstring& contents, const jpeg::CropWindow& crop, bool flip, int64_t height,
+              int64_t width, const tstring& context) const {
     const bool as_decoded = height == 0 && width == 0;
     OP_REQUIRES(ctx, as_decoded || (height >= 1 && width >= 1 && height <= kMaxSide && width <= kMaxSide),
                 tensorflow::errors::InvalidArgument("size must be in 1x1..", kMaxSide, "x", kMaxSide,
                                                     " (or 0x0: the window as decoded), got ", height, "x", width));
-    const std::string corrupt = context->empty() ? "corrupt JPEG: " : absl::StrCat(*context, ": corrupt JPEG: ");
-    const jpeg::CropWindow crop{window(0), window(1), window(2), window(3)};
+    const std::string where = context.empty() ? "" : absl::StrCat(context, ": ");
     jpeg::ScaledDecoder decoder;
     std::string error;
     constexpr int64_t kLargest = std::numeric_limits<int64_t>::max();  // a size no scale reaches: 8/8
-    const bool started = as_decoded ? decoder.Start(Bytes(*contents), contents->size(), kLargest, kLargest, &error,
+    const bool started = as_decoded ? decoder.Start(Bytes(contents), contents.size(), kLargest, kLargest, &error,
                                                     /*no_finer_than_coded=*/false, &crop)
-                                    : decoder.Start(Bytes(*contents), contents->size(), height, width, &error,
+                                    : decoder.Start(Bytes(contents), contents.size(), height, width, &error,
                                                     /*no_finer_than_coded=*/true, &crop);
-    OP_REQUIRES(ctx, started || !decoder.window_outside(),
-                tensorflow::errors::InvalidArgument(context->empty() ? "" : absl::StrCat(*context, ": "), error));
-    OP_REQUIRES(ctx, started, tensorflow::errors::InvalidArgument(corrupt, error));
+    OP_REQUIRES(ctx, started || !decoder.window_outside(), tensorflow::errors::InvalidArgument(where, error));
+    OP_REQUIRES(ctx, started, tensorflow::errors::InvalidArgument(where, "corrupt JPEG: ", error));
     const int64_t out_height = as_decoded ? decoder.height() : height;
     const int64_t out_width = as_decoded ? decoder.width() : width;
     Tensor* image;
@@ -105,7 +107,7 @@ class DecodeJpegCropOp : public OpKernel {
     std::vector<uint8_t> resized(direct ? 0 : static_cast<size_t>(out_height * out_width * 3));
     uint8_t* pixels = direct ? image->flat<uint8_t>().data() : resized.data();
     OP_REQUIRES(ctx, decoder.DecodeResized(pixels, out_height, out_width, &error),
-                tensorflow::errors::InvalidArgument(corrupt, error));
+                tensorflow::errors::InvalidArgument(where, "corrupt JPEG: ", error));
     if (direct) return;
     switch (dtype_) {
       case tensorflow::DT_UINT8:
@@ -123,12 +125,157 @@ class DecodeJpegCropOp : public OpKernel {
  private:
   static const uint8_t* Bytes(const tstring& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
 
-  tensorflow::DataType dtype_;
+  tensorflow::DataType dtype_ = tensorflow::DT_UINT8;
   bool channels_first_ = false;
-  float mean_[3], std_[3];
+  float mean_[3] = {0, 0, 0}, std_[3] = {1, 1, 1};
+};
+
+// The crop, scale, ratio and fraction attributes: how a window is drawn or placed.
+class WindowChoice {
+ public:
+  absl::Status Init(OpKernelConstruction* ctx) {
+    std::string crop;
+    std::vector<float> scale, ratio;
+    float fraction;
+    TF_RETURN_IF_ERROR(ctx->GetAttr(kCropAttr, &crop));
+    TF_RETURN_IF_ERROR(ctx->GetAttr(kScaleAttr, &scale));
+    TF_RETURN_IF_ERROR(ctx->GetAttr(kRatioAttr, &ratio));
+    TF_RETURN_IF_ERROR(ctx->GetAttr(kFractionAttr, &fraction));
+    random_ = crop == "random";
+    constexpr float kInfinity = std::numeric_limits<float>::infinity();
+    if (scale.size() != 2 || !(0 < scale[0] && scale[0] <= scale[1] && scale[1] <= 1)) {
+      return tensorflow::errors::InvalidArgument("scale must be (low, high) with 0 < low <= high <= 1");
+    }
+    if (ratio.size() != 2 || !(0 < ratio[0] && ratio[0] <= ratio[1] && ratio[1] < kInfinity)) {
+      return tensorflow::errors::InvalidArgument("ratio must be (low, high) with 0 < low <= high, finite");
+    }
+    if (!(0 < fraction && fraction <= 1)) {
+      return tensorflow::errors::InvalidArgument("fraction must be in (0, 1], got ", fraction);
+    }
+    // As doubles of the attributes' float values, as the reference (crop_reference.py) takes them.
+    parameters_ = {scale[0], scale[1], ratio[0], ratio[1]};
+    fraction_ = fraction;
+    return absl::OkStatus();
+  }
+
+  // The window of an image of height x width and whether it is flipped: for a random crop, the seed's first draw
+  // decides the flip (below one half: flipped), the next ones the window.
+  void Choose(int64_t height, int64_t width, const Tensor& seed, jpeg::CropWindow* window, bool* flip) const {
+    if (!random_) {
+      *window = jpeg::CenterCropWindow(height, width, fraction_);
+      *flip = false;
+      return;
+    }
+    jpeg::CropDraws draws(seed.vec<int64_t>()(0), seed.vec<int64_t>()(1));
+    *flip = draws.Uniform() < 0.5;
+    *window = jpeg::RandomResizedCropWindow(height, width, parameters_, &draws);
+  }
+
+ private:
+  bool random_ = true;
+  jpeg::RandomCropParameters parameters_;
+  double fraction_ = 0.875;
+};
+
+absl::Status VectorInput(OpKernelContext* ctx, absl::string_view name, int64_t size, const Tensor** input) {
+  TF_RETURN_IF_ERROR(InputWithRank(ctx, name, 1, input));
+  if ((*input)->NumElements() != size) {
+    return tensorflow::errors::InvalidArgument(name, " must hold ", size, " values, got ", (*input)->NumElements());
+  }
+  return absl::OkStatus();
+}
+
+class DecodeJpegCropOp : public OpKernel {
+ public:
+  explicit DecodeJpegCropOp(OpKernelConstruction* ctx) : OpKernel(ctx) { OP_REQUIRES_OK(ctx, output_.Init(ctx)); }
+
+  void Compute(OpKernelContext* ctx) override {
+    const tstring *contents, *context;
+    const Tensor *window, *size;
+    bool flip;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "contents", &contents));
+    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "window", 1, &window));
+    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "size", 1, &size));
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "flip", &flip));
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "context", &context));
+    OP_REQUIRES_OK(ctx, VectorInput(ctx, "window", 4, &window));
+    OP_REQUIRES_OK(ctx, VectorInput(ctx, "size", 2, &size));
+    const auto w = window->vec<int64_t>();
+    output_.Decode(ctx, *contents, {w(0), w(1), w(2), w(3)}, flip, size->vec<int64_t>()(0), size->vec<int64_t>()(1),
+                   *context);
+  }
+
+ private:
+  CroppedOutput output_;
+};
+
+class DecodeJpegSampledCropOp : public OpKernel {
+ public:
+  explicit DecodeJpegSampledCropOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, output_.Init(ctx));
+    OP_REQUIRES_OK(ctx, choice_.Init(ctx));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kRandomFlipAttr, &random_flip_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const tstring *contents, *context;
+    const Tensor *seed, *size;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "contents", &contents));
+    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "seed", 1, &seed));
+    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "size", 1, &size));
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "context", &context));
+    OP_REQUIRES_OK(ctx, VectorInput(ctx, "seed", 2, &seed));
+    OP_REQUIRES_OK(ctx, VectorInput(ctx, "size", 2, &size));
+    int64_t height, width;
+    OP_REQUIRES(ctx,
+                jpeg::FrameSize(reinterpret_cast<const uint8_t*>(contents->data()), contents->size(), &height, &width),
+                tensorflow::errors::InvalidArgument(context->empty() ? "" : absl::StrCat(*context, ": "),
+                                                    "corrupt JPEG: no frame header giving the image's size"));
+    jpeg::CropWindow window;
+    bool flip;
+    choice_.Choose(height, width, *seed, &window, &flip);
+    output_.Decode(ctx, *contents, window, flip && random_flip_, size->vec<int64_t>()(0), size->vec<int64_t>()(1),
+                   *context);
+  }
+
+ private:
+  CroppedOutput output_;
+  WindowChoice choice_;
+  bool random_flip_ = true;
+};
+
+class CropWindowOp : public OpKernel {
+ public:
+  explicit CropWindowOp(OpKernelConstruction* ctx) : OpKernel(ctx) { OP_REQUIRES_OK(ctx, choice_.Init(ctx)); }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor *image_size, *seed;
+    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "image_size", 1, &image_size));
+    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "seed", 1, &seed));
+    OP_REQUIRES_OK(ctx, VectorInput(ctx, "image_size", 2, &image_size));
+    OP_REQUIRES_OK(ctx, VectorInput(ctx, "seed", 2, &seed));
+    const int64_t height = image_size->vec<int64_t>()(0), width = image_size->vec<int64_t>()(1);
+    OP_REQUIRES(ctx, height >= 1 && width >= 1 && height <= kMaxSide && width <= kMaxSide,
+                tensorflow::errors::InvalidArgument("image_size must be in 1x1..", kMaxSide, "x", kMaxSide, ", got ",
+                                                    height, "x", width));
+    jpeg::CropWindow window;
+    bool flip;
+    choice_.Choose(height, width, *seed, &window, &flip);
+    Tensor *window_output, *flip_output;
+    OP_REQUIRES_OK(ctx, AllocateOutput(ctx, 0, {4}, &window_output));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({}), &flip_output));
+    auto values = window_output->vec<int64_t>();
+    values(0) = window.y, values(1) = window.x, values(2) = window.height, values(3) = window.width;
+    flip_output->scalar<bool>()() = flip;
+  }
+
+ private:
+  WindowChoice choice_;
 };
 
 REGISTER_KERNEL_BUILDER(Name(kDecodeJpegCropOp).Device(tensorflow::DEVICE_CPU), DecodeJpegCropOp);
+REGISTER_KERNEL_BUILDER(Name(kDecodeJpegSampledCropOp).Device(tensorflow::DEVICE_CPU), DecodeJpegSampledCropOp);
+REGISTER_KERNEL_BUILDER(Name(kCropWindowOp).Device(tensorflow::DEVICE_CPU), CropWindowOp);
 
 }  // namespace
 }  // namespace tfliquid

@@ -1,6 +1,10 @@
 // Registration and shape functions of the JPEG ops (kernels: jpeg_kernels.cc).
 #include "jpeg/jpeg_ops.h"
 
+#include <algorithm>
+#include <initializer_list>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "common/input_checks.h"
 #include "tensorflow/core/framework/op.h"
@@ -95,6 +99,40 @@ Liquid>DecodeJpegScaled whose error messages start with `context` (when not empt
 e.g. its record file and key.
 )doc");
 
+namespace {
+
+// Inputs `vectors` have rank 1, the others rank 0; the image's shape from its `size` input when that is a constant
+// other than 0x0 (the window as decoded), [3, H, W] with channels_first.
+absl::Status CroppedImageShape(InferenceContext* c, std::initializer_list<int> vectors, int size_index) {
+  for (int index = 0; index < c->num_inputs(); ++index) {
+    const bool vector = std::find(vectors.begin(), vectors.end(), index) != vectors.end();
+    TF_RETURN_IF_ERROR(InputHasRank(c, index, vector ? 1 : 0));
+  }
+  tensorflow::shape_inference::DimensionHandle height = c->UnknownDim(), width = c->UnknownDim();
+  if (const tensorflow::Tensor* size = c->input_tensor(size_index); size != nullptr && size->NumElements() == 2) {
+    const auto values = size->vec<int64_t>();
+    if (values(0) > 0 && values(1) > 0) height = c->MakeDim(values(0)), width = c->MakeDim(values(1));
+  }
+  bool channels_first;
+  TF_RETURN_IF_ERROR(c->GetAttr(kChannelsFirstAttr, &channels_first));
+  c->set_output(
+      0, channels_first ? c->MakeShape({c->MakeDim(3), height, width}) : c->MakeShape({height, width, c->MakeDim(3)}));
+  return absl::OkStatus();
+}
+
+// The specs of the attributes that say how a crop window is drawn or placed (jpeg/crop_window.h), and of the
+// output's (crop_kernel.cc).
+const std::string kCropSpec = absl::StrCat(kCropAttr, ": {'random', 'center'} = 'random'");
+const std::string kScaleSpec = absl::StrCat(kScaleAttr, ": list(float) = [0.08, 1.0]");
+const std::string kRatioSpec = absl::StrCat(kRatioAttr, ": list(float) = [0.75, 1.3333333333333333]");
+const std::string kFractionSpec = absl::StrCat(kFractionAttr, ": float = 0.875");
+const std::string kDtypeSpec = absl::StrCat(kDtypeAttr, ": {uint8, float, bfloat16} = DT_UINT8");
+const std::string kMeanSpec = absl::StrCat(kMeanAttr, ": list(float) = []");
+const std::string kStdSpec = absl::StrCat(kStdAttr, ": list(float) = []");
+const std::string kChannelsFirstSpec = absl::StrCat(kChannelsFirstAttr, ": bool = false");
+
+}  // namespace
+
 REGISTER_OP(kDecodeJpegCropOp)
     .Input("contents: string")
     .Input("window: int64")
@@ -102,25 +140,11 @@ REGISTER_OP(kDecodeJpegCropOp)
     .Input("flip: bool")
     .Input("context: string")
     .Output("image: dtype")
-    .Attr(absl::StrCat(kDtypeAttr, ": {uint8, float, bfloat16} = DT_UINT8"))
-    .Attr(absl::StrCat(kMeanAttr, ": list(float) = []"))
-    .Attr(absl::StrCat(kStdAttr, ": list(float) = []"))
-    .Attr(absl::StrCat(kChannelsFirstAttr, ": bool = false"))
-    .SetShapeFn([](InferenceContext* c) {
-      for (int index : {0, 3, 4}) TF_RETURN_IF_ERROR(InputHasRank(c, index, 0));
-      for (int index : {1, 2}) TF_RETURN_IF_ERROR(InputHasRank(c, index, 1));
-      // The output size when it is a constant other than 0x0 (the window as decoded).
-      tensorflow::shape_inference::DimensionHandle height = c->UnknownDim(), width = c->UnknownDim();
-      if (const tensorflow::Tensor* size = c->input_tensor(2); size != nullptr && size->NumElements() == 2) {
-        const auto values = size->vec<int64_t>();
-        if (values(0) > 0 && values(1) > 0) height = c->MakeDim(values(0)), width = c->MakeDim(values(1));
-      }
-      bool channels_first;
-      TF_RETURN_IF_ERROR(c->GetAttr(kChannelsFirstAttr, &channels_first));
-      c->set_output(0, channels_first ? c->MakeShape({c->MakeDim(3), height, width})
-                                      : c->MakeShape({height, width, c->MakeDim(3)}));
-      return absl::OkStatus();
-    })
+    .Attr(kDtypeSpec)
+    .Attr(kMeanSpec)
+    .Attr(kStdSpec)
+    .Attr(kChannelsFirstSpec)
+    .SetShapeFn([](InferenceContext* c) { return CroppedImageShape(c, {1, 2}, 2); })
     .Doc(R"doc(
 Decodes the window (y, x, height, width: full-size pixels inside the image) of a JPEG at libjpeg's DCT scale M/8,
 M the smallest of 1, 2, 4 and 8 whose window is at least size (height, width) and no finer than the scans present
@@ -128,6 +152,50 @@ code, only the MCU rows and columns around the window; resizes it bilinearly to 
 as decoded), mirrors it left to right if flip, and writes it as dtype: uint8, or float32/bfloat16 (value - mean[c])
 / std[c] (mean and std: three values, or none for 0 and 1), [height, width, 3] or, with channels_first, [3, height,
 width]. At 8/8 the window's pixels are tf.io.decode_jpeg's. Errors start with `context` when it is not empty.
+)doc");
+
+REGISTER_OP(kDecodeJpegSampledCropOp)
+    .Input("contents: string")
+    .Input("seed: int64")
+    .Input("size: int64")
+    .Input("context: string")
+    .Output("image: dtype")
+    .Attr(kCropSpec)
+    .Attr(kScaleSpec)
+    .Attr(kRatioSpec)
+    .Attr(kFractionSpec)
+    .Attr(absl::StrCat(kRandomFlipAttr, ": bool = true"))
+    .Attr(kDtypeSpec)
+    .Attr(kMeanSpec)
+    .Attr(kStdSpec)
+    .Attr(kChannelsFirstSpec)
+    .SetShapeFn([](InferenceContext* c) { return CroppedImageShape(c, {1, 2}, 2); })
+    .Doc(R"doc(
+Liquid>DecodeJpegCrop of the window the op takes from the JPEG's frame header and `seed` ([2]): crop 'random',
+torchvision's random resized crop (areas in `scale` of the image's, aspects width / height in `ratio`), mirrored
+with probability 1/2 if random_flip; 'center', the central square of `fraction` of the shorter side. The draws are
+SplitMix64's of the seed (docs/formats/pcr.md, "Decoding a crop"): a seed gives the same window and flip.
+)doc");
+
+REGISTER_OP(kCropWindowOp)
+    .Input("image_size: int64")
+    .Input("seed: int64")
+    .Output("window: int64")
+    .Output("flip: bool")
+    .Attr(kCropSpec)
+    .Attr(kScaleSpec)
+    .Attr(kRatioSpec)
+    .Attr(kFractionSpec)
+    .SetShapeFn([](InferenceContext* c) {
+      TF_RETURN_IF_ERROR(InputHasRank(c, 0, 1));
+      TF_RETURN_IF_ERROR(InputHasRank(c, 1, 1));
+      c->set_output(0, c->Vector(4));
+      c->set_output(1, c->Scalar());
+      return absl::OkStatus();
+    })
+    .Doc(R"doc(
+The window (y, x, height, width) and flip Liquid>DecodeJpegSampledCrop (random_flip) takes of an image of
+image_size (height, width) with `seed`.
 )doc");
 
 REGISTER_OP(kCheckScanScriptOp)

@@ -1,6 +1,7 @@
 // Names of the JPEG ops and their attributes, shared by their registration (jpeg_ops.cc) and kernels
 // (jpeg_kernels.cc). Python calls them liquid_jpeg_to_progressive, liquid_jpeg_scan_ends, liquid_check_jpeg,
-// liquid_check_scan_script, liquid_decode_jpeg_scaled, liquid_decode_jpeg_scaled_in_context, liquid_decode_jpeg_crop.
+// liquid_check_scan_script, liquid_decode_jpeg_scaled, liquid_decode_jpeg_scaled_in_context,
+// liquid_decode_jpeg_crop, liquid_decode_jpeg_sampled_crop, liquid_crop_window.
 #ifndef TFLIQUID_OPS_JPEG_JPEG_OPS_H_
 #define TFLIQUID_OPS_JPEG_JPEG_OPS_H_
 
@@ -16,6 +17,10 @@ inline constexpr char kDecodeJpegScaledInContextOp[] = "Liquid>DecodeJpegScaledI
 
 // A window of the image decoded at the scale its output size needs, resized, flipped, normalised (crop_kernel.cc).
 inline constexpr char kDecodeJpegCropOp[] = "Liquid>DecodeJpegCrop";
+// The same decode of a window it draws (a random resized crop) or places (the central square) itself.
+inline constexpr char kDecodeJpegSampledCropOp[] = "Liquid>DecodeJpegSampledCrop";
+// The window and flip that op draws, of an image's size: for pipelines that crop with other ops.
+inline constexpr char kCropWindowOp[] = "Liquid>CropWindow";
 
 inline constexpr char kKeepMarkersAttr[] = "keep_markers";
 inline constexpr char kScanScriptAttr[] = "scan_script";
@@ -25,6 +30,11 @@ inline constexpr char kDtypeAttr[] = "dtype";
 inline constexpr char kMeanAttr[] = "mean";
 inline constexpr char kStdAttr[] = "std";
 inline constexpr char kChannelsFirstAttr[] = "channels_first";
+inline constexpr char kCropAttr[] = "crop";
+inline constexpr char kScaleAttr[] = "scale";
+inline constexpr char kRatioAttr[] = "ratio";
+inline constexpr char kFractionAttr[] = "fraction";
+inline constexpr char kRandomFlipAttr[] = "random_flip";
 
 }  // namespace tfliquid
 

@@ -7,14 +7,14 @@ at 1/2). `decode_crop` decodes the window alone, at the smallest of libjpeg's sc
 window still covers the output, inverse-transforming only the MCU rows and columns around it; then it resizes,
 flips and normalises in the same op (docs/formats/pcr.md, "Decoding a crop").
 
-    shape = tf.image.extract_jpeg_shape(contents)
-    window = tfliquid.jpeg.crop.random_resized_crop_window(shape, seed)           # (y, x, height, width)
-    image = tfliquid.jpeg.crop.decode_crop(contents, window, (224, 224), flip=True,
-                                           dtype=tf.float32, mean=IMAGENET_MEAN, std=IMAGENET_STD)
+    image = tfliquid.jpeg.crop.decode_random_resized_crop(contents, (224, 224), seed, dtype=tf.float32,
+                                                         mean=IMAGENET_MEAN, std=IMAGENET_STD)   # training
+    image = tfliquid.jpeg.crop.decode_center_crop(contents, (224, 224))                      # validation
 
-or, in one call, `decode_random_resized_crop(contents, (224, 224), seed, ...)`; `center_crop_window` gives the
-validation crop. The windows are drawn by stateless random ops from `seed` (a [2] int tensor), so a seed gives the
-same window and flip every time: an epoch replays, a checkpoint resumes the same crops.
+or, with a window of your own, `decode_crop(contents, window, size, flip=...)`; `random_resized_crop_window` and
+`center_crop_window` give the windows those two decode. The windows are drawn inside the op from SplitMix64 draws
+of `seed` (a [2] int tensor; docs/formats/pcr.md, "Decoding a crop"), so a seed gives the same window and flip
+every time: an epoch replays, a checkpoint resumes the same crops.
 """
 
 from __future__ import annotations
@@ -30,43 +30,34 @@ from tfliquid._lib import load_ops
 
 IMAGENET_MEAN = (123.675, 116.28, 103.53)  # torchvision's, in pixel values 0..255
 IMAGENET_STD = (58.395, 57.12, 57.375)
-_ATTEMPTS = 10  # torchvision's RandomResizedCrop draws 10 windows before its fallback
+_OPTIONS = {"dtype", "mean", "std", "channels_first", "context"}  # decode_crop's options of the output
 
 
 def random_resized_crop_window(shape, seed, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)) -> tf.Tensor:
     """int64 [4] (y, x, height, width): torchvision's RandomResizedCrop window of an image of `shape` ([height,
-    width] or [height, width, channels]), drawn from `seed` ([2] int).
+    width] or [height, width, channels]), drawn from `seed` ([2] int), the window `decode_random_resized_crop`
+    decodes with that seed.
 
     Up to 10 draws of an area (a share in `scale` of the image's, uniform) and an aspect ratio (width over height,
     log-uniform in `ratio`); the first that fits in the image is placed uniformly. If none fits, the largest
-    window of the image within `ratio`, centred."""
-    low_scale, high_scale = _check_range("scale", scale, 0.0, 1.0)
-    low_ratio, high_ratio = _check_range("ratio", ratio, 0.0, math.inf)
-    height, width = _height_and_width(shape)
-    seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 4)
-    area = tf.cast(height * width, tf.float64)
-    areas = area * tf.random.stateless_uniform([_ATTEMPTS], seeds[0], low_scale, high_scale, tf.float64)
-    aspects = tf.exp(
-        tf.random.stateless_uniform([_ATTEMPTS], seeds[1], math.log(low_ratio), math.log(high_ratio), tf.float64)
+    window of the image within `ratio`, centred (docs/formats/pcr.md, "Decoding a crop")."""
+    scale, ratio = _check_range("scale", scale, 0.0, 1.0), _check_range("ratio", ratio, 0.0, math.inf)
+    window, _ = load_ops().liquid_crop_window(
+        _image_size(shape), tf.cast(seed, tf.int64), crop="random", scale=list(scale), ratio=list(ratio)
     )
-    widths = tf.cast(tf.round(tf.sqrt(areas * aspects)), tf.int64)
-    heights = tf.cast(tf.round(tf.sqrt(areas / aspects)), tf.int64)
-    fits = (widths > 0) & (widths <= width) & (heights > 0) & (heights <= height)
-    first = tf.argmax(tf.cast(fits, tf.int32), output_type=tf.int64)
-    drawn_height, drawn_width = heights[first], widths[first]
-    y = _uniform_offset(seeds[2], height - drawn_height)
-    x = _uniform_offset(seeds[3], width - drawn_width)
-    drawn = tf.stack([y, x, drawn_height, drawn_width])
-    return tf.where(tf.reduce_any(fits), drawn, _central_window(height, width, low_ratio, high_ratio))
+    return window
 
 
 def center_crop_window(shape, fraction: float = 0.875) -> tf.Tensor:
     """int64 [4] (y, x, height, width): the central square of side `fraction` of the image's shorter side (the
     validation crop: 0.875 is 224 of a 256 resize)."""
     fraction = check_number("fraction", fraction, 0.0, 1.0, "a share of the shorter side")
-    height, width = _height_and_width(shape)
-    side = tf.maximum(tf.cast(tf.round(tf.cast(tf.minimum(height, width), tf.float64) * fraction), tf.int64), 1)
-    return tf.stack([(height - side) // 2, (width - side) // 2, side, side])
+    if not fraction:
+        raise ArgumentError("fraction must be above 0, got 0")
+    window, _ = load_ops().liquid_crop_window(
+        _image_size(shape), tf.zeros([2], tf.int64), crop="center", fraction=fraction
+    )
+    return window
 
 
 def decode_crop(
@@ -90,22 +81,45 @@ def decode_crop(
     `channels_first`. Read strictly: data lost to damage is an error with its byte offset, after `context` (a
     string tensor naming where the JPEG came from) when given."""
     dtype, mean, std = checked_output(dtype, mean, std)
-    if size is None:
-        sizes = (0, 0)
-    else:
-        if not isinstance(size, tuple | list) or len(size) != 2:
-            raise ArgumentError(f"size must be (height, width) or None, got {size!r}")
-        sizes = tuple(check_int(f"size's {name}", n, 1, 65535) for name, n in zip(("height", "width"), size))
     return load_ops().liquid_decode_jpeg_crop(
         contents,
         tf.cast(window, tf.int64),
-        tf.constant(sizes, tf.int64),
+        _sizes(size),
         tf.convert_to_tensor(flip, tf.bool),
         tf.constant("") if context is None else context,
         dtype=dtype,
         mean=list(mean),
         std=list(std),
         channels_first=bool(channels_first),
+    )
+
+
+def _sizes(size) -> tf.Tensor:
+    if size is None:
+        return tf.constant([0, 0], tf.int64)
+    if not isinstance(size, tuple | list) or len(size) != 2:
+        raise ArgumentError(f"size must be (height, width) or None, got {size!r}")
+    return tf.constant([check_int(f"size's {n}", v, 1, 65535) for n, v in zip(("height", "width"), size)], tf.int64)
+
+
+def _sampled_crop(contents, size, seed, options: dict, **window) -> tf.Tensor:
+    unknown = set(options) - _OPTIONS
+    if unknown:
+        raise ArgumentError(
+            f"unknown options {sorted(unknown)}: decode_crop takes dtype, mean, std, channels_first, context"
+        )
+    dtype, mean, std = checked_output(options.get("dtype", tf.uint8), options.get("mean"), options.get("std"))
+    context = options.get("context")
+    return load_ops().liquid_decode_jpeg_sampled_crop(
+        contents,
+        tf.cast(seed, tf.int64),
+        _sizes(size),
+        tf.constant("") if context is None else context,
+        dtype=dtype,
+        mean=list(mean),
+        std=list(std),
+        channels_first=bool(options.get("channels_first", False)),
+        **window,
     )
 
 
@@ -127,9 +141,13 @@ def decode_random_resized_crop(
     contents, size: tuple[int, int], seed, *, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip: bool = True, **options
 ) -> tf.Tensor:
     """`decode_crop` of `random_resized_crop_window` (drawn from `seed`), flipped with probability 1/2 (drawn from
-    `seed` too) where `flip`; `options` are decode_crop's (dtype, mean, std, channels_first, context)."""
-    window, flipped = RandomResizedCrop(scale, ratio, flip).window_and_flip(contents, seed)
-    return decode_crop(contents, window, size, flip=flipped, **options)
+    `seed` too) where `flip`, in one op; `options` are decode_crop's (dtype, mean, std, channels_first, context)."""
+    return RandomResizedCrop(scale, ratio, flip).decode(contents, size, seed, **options)
+
+
+def decode_center_crop(contents, size: tuple[int, int] | None, *, fraction: float = 0.875, **options) -> tf.Tensor:
+    """`decode_crop` of `center_crop_window`, in one op; `options` are decode_crop's."""
+    return CenterCrop(fraction).decode(contents, size, **options)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,11 +163,18 @@ class RandomResizedCrop:
         _check_range("scale", self.scale, 0.0, 1.0)
         _check_range("ratio", self.ratio, 0.0, math.inf)
 
-    def window_and_flip(self, contents, seed) -> tuple[tf.Tensor, tf.Tensor]:
-        window_seed, flip_seed = tf.unstack(tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 2))
-        window = random_resized_crop_window(tf.image.extract_jpeg_shape(contents), window_seed, self.scale, self.ratio)
-        flipped = tf.random.stateless_uniform([], flip_seed) < 0.5 if self.flip else tf.constant(False)
-        return window, flipped
+    def decode(self, contents, size, seed, **options) -> tf.Tensor:
+        """decode_crop of this crop's window drawn from `seed` ([2] int), flipped where the seed says."""
+        return _sampled_crop(
+            contents,
+            size,
+            seed,
+            options,
+            crop="random",
+            scale=list(self.scale),
+            ratio=list(self.ratio),
+            random_flip=self.flip,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,8 +186,9 @@ class CenterCrop:
     def __post_init__(self):
         check_number("fraction", self.fraction, 0.0, 1.0, "a share of the shorter side")
 
-    def window_and_flip(self, contents, seed=None) -> tuple[tf.Tensor, tf.Tensor]:
-        return center_crop_window(tf.image.extract_jpeg_shape(contents), self.fraction), tf.constant(False)
+    def decode(self, contents, size, seed=None, **options) -> tf.Tensor:
+        """decode_crop of this crop's window (`seed` is not used: the window is the image's centre)."""
+        return _sampled_crop(contents, size, tf.zeros([2], tf.int64), options, crop="center", fraction=self.fraction)
 
 
 def checked_crop(crop) -> RandomResizedCrop | CenterCrop | None:
@@ -176,25 +202,8 @@ def checked_crop(crop) -> RandomResizedCrop | CenterCrop | None:
     )
 
 
-def _height_and_width(shape) -> tuple[tf.Tensor, tf.Tensor]:
-    shape = tf.cast(shape, tf.int64)
-    return shape[0], shape[1]
-
-
-def _uniform_offset(seed, room) -> tf.Tensor:
-    """A uniform integer in 0..room."""
-    return tf.random.stateless_uniform([], seed, 0, tf.maximum(room, 0) + 1, tf.int64)
-
-
-def _central_window(height, width, low_ratio: float, high_ratio: float) -> tf.Tensor:
-    """torchvision's fallback: the whole image where its aspect is within the ratio, else the widest or tallest
-    window at the nearest bound, centred."""
-    aspect = tf.cast(width, tf.float64) / tf.cast(height, tf.float64)
-    narrow_height = tf.cast(tf.round(tf.cast(width, tf.float64) / low_ratio), tf.int64)
-    wide_width = tf.cast(tf.round(tf.cast(height, tf.float64) * high_ratio), tf.int64)
-    window_height = tf.where(aspect < low_ratio, tf.minimum(narrow_height, height), height)
-    window_width = tf.where(aspect > high_ratio, tf.minimum(wide_width, width), width)
-    return tf.stack([(height - window_height) // 2, (width - window_width) // 2, window_height, window_width])
+def _image_size(shape) -> tf.Tensor:
+    return tf.cast(shape, tf.int64)[:2]
 
 
 def _check_range(name: str, bounds, low: float, high: float) -> tuple[float, float]:

@@ -394,12 +394,12 @@ class PCRDataset(RecordFilesDataset):
             if self._decode_size is None:
                 return decode_jpeg(jpeg, context)
             return decode_jpeg_at_size(jpeg, self._decode_size, context)
-        if self._crop is None:
+        if self._crop is None:  # the whole image, normalised
             shape = tf.image.extract_jpeg_shape(jpeg, tf.int64)
-            window, flip = tf.stack([0, 0, shape[0], shape[1]]), False
-        else:
-            window, flip = self._crop.window_and_flip(jpeg, tf.zeros([2], tf.int64) if crop_seed is None else crop_seed)
-        return decode_crop(jpeg, window, self._decode_size, flip=flip, context=context, **self._output)
+            window = tf.stack([0, 0, shape[0], shape[1]])
+            return decode_crop(jpeg, window, self._decode_size, context=context, **self._output)
+        seed = tf.zeros([2], tf.int64) if crop_seed is None else crop_seed
+        return self._crop.decode(jpeg, self._decode_size, seed, context=context, **self._output)
 
     def _decoded(self, element, crop_seed=None):
         """The element with its image decoded, errors naming the record file, the image's key and scan group."""
