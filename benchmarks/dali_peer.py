@@ -43,7 +43,12 @@ def image_folder_epoch(folder: str, images: int, threads: int | None = None, siz
         decoded = fn.decoders.image(jpegs, device="cpu")
         return (decoded if size is None else fn.resize(decoded, resize_x=size, resize_y=size)), labels
 
-    dali = pipeline()
+    return pipeline_epoch(pipeline(), images)
+
+
+def pipeline_epoch(dali, images: int):
+    """A function that runs a built-here DALI pipeline (of BATCH images a batch) over `images` images once and
+    returns its PassTiming (whole batches)."""
     dali.build()
     batches = math.ceil(images / BATCH)
 

@@ -151,8 +151,8 @@ def profile(pcr: str, folder: str, target: int) -> None:
     print(f"tf.data's cost of one more map per element: {overhead:.1f} us")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser) -> None:
+    """The options of the CPU-bound PCR benchmarks: the photos, the target, the threads, the rounds."""
     parser.add_argument("--workdir", default="bench_data", help="where datasets are made (kept between runs)")
     parser.add_argument("--images-per-class", type=int, default=40, help="10 classes")
     parser.add_argument("--width", type=int, default=500)
@@ -160,9 +160,11 @@ def main():
     parser.add_argument("--target", type=int, default=224, help="the model's input side, for the sized runs")
     parser.add_argument("--threads", type=lambda text: [int(t) for t in text.split(",")], default=[1, 2])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--profile", action="store_true", help="split a PCR element's CPU time instead")
-    args = parser.parse_args()
 
+
+def datasets(args) -> tuple[str, str, str, int]:
+    """(the JPEG folder, its TFRecords, its PCR dataset of the fast script, the number of images), made once per
+    workdir and size, and read once into the page cache."""
     name = f"photos-{args.images_per_class}x{args.width}x{args.height}"
     folder = os.path.join(args.workdir, name)
     if not os.path.exists(folder):
@@ -174,12 +176,21 @@ def main():
         os.replace(tfrecord + ".tmp", tfrecord)
     tfliquid.pcr.convert(folder, pcr, images_per_record=64, scan_script="fast", progress=False)
     images = sum(len(files) for _, _, files in os.walk(folder))
-    start = time.perf_counter()
     print(
         f"{images} images {args.width}x{args.height} q90; PCR: {len(tfliquid.pcr.inspect(pcr).scan_groups)} "
         f"scan groups; {os.cpu_count()} cores; TensorFlow {tf.__version__}"
     )
     common.page_cached(args.workdir, lambda: None)()
+    return folder, tfrecord, pcr, images
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    parser.add_argument("--profile", action="store_true", help="split a PCR element's CPU time instead")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    folder, tfrecord, pcr, images = datasets(args)
     if args.profile:
         profile(pcr, folder, args.target)
     else:
