@@ -16,6 +16,7 @@ import tfliquid
 from tfliquid.jpeg import scans
 from tfliquid.jpeg.ops import jpeg_scan_ends, jpeg_to_progressive
 from tfliquid.jpeg.sized import decode_jpeg, decode_jpeg_at_size, decode_jpeg_scaled
+from tfliquid.samples.photos import photo_path
 
 import jpeg_samples
 
@@ -219,3 +220,42 @@ def test_a_quantisation_table_defined_just_before_its_first_scan(photo_jpeg):
         for size in ((47, 62), (375, 500)):
             expected = decode_jpeg_scaled(prefix, size).numpy()
             assert np.array_equal(decode_jpeg_scaled(late_prefix, size).numpy(), expected), (group, size)
+
+
+def _flat_chroma_jpeg(height: int, width: int, subsampling: int) -> bytes:
+    """A photo crop whose chroma is constant over each 16 x 16 tile (its 4:2:0 chroma blocks code no AC
+    coefficient), as a Pillow JPEG (subsampling 0: 4:4:4, 2: 4:2:0)."""
+    photo = Image.open(photo_path("skimage", "astronaut.png")).convert("YCbCr").resize((width, height))
+    planes = np.asarray(photo).astype(float)
+    for y in range(0, height, 16):
+        for x in range(0, width, 16):
+            planes[y : y + 16, x : x + 16, 1:] = planes[y : y + 16, x : x + 16, 1:].mean(axis=(0, 1)).round()
+    out = io.BytesIO()
+    Image.fromarray(planes.astype(np.uint8), "YCbCr").save(out, "JPEG", quality=90, subsampling=subsampling)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "kind, height, width",
+    [("grey", 375, 500), ("4:4:4", 375, 500), ("4:2:0", 375, 500), ("grey", 181, 97), ("4:2:0", 203, 141)],
+)
+def test_a_dc_only_group_decodes_at_one_eighth_as_djpeg(tmp_path, kind, height, width):
+    """PCR's scan group 1 (the DC scan) decoded at 1/8 from its DC coefficients alone (docs/formats/pcr.md,
+    "Decoding a DC-only group"), against djpeg -scale 1/8 of the whole JPEG: at 1/8 libjpeg reads each luminance
+    block's DC alone, and 4:2:0 chroma by a 2 x 2 transform whose AC coefficients are zero here (the chroma is flat
+    over each block). Odd sizes included."""
+    if kind == "grey":
+        out = io.BytesIO()
+        Image.open(photo_path("skimage", "camera.png")).convert("L").resize((width, height)).save(out, "JPEG")
+        jpeg = out.getvalue()
+    else:
+        jpeg = _flat_chroma_jpeg(height, width, 0 if kind == "4:4:4" else 2)
+    fast, ends = (t.numpy() for t in jpeg_to_progressive(jpeg, scan_script="fast"))
+    dc_group = fast[: ends[0]] + b"\xff\xd9"
+    expected = _djpeg(fast, 1, tmp_path)
+    assert expected.shape[:2] == (-(-height // 8), -(-width // 8))
+    for data in (dc_group, fast):  # the whole JPEG takes the DC-only path too where its chroma is 1:1
+        decoded = decode_jpeg_scaled(data, (1, 1)).numpy()
+        if kind == "4:2:0" and data is fast:
+            continue  # its chroma's AC scans are there: libjpeg's 2 x 2 transform reads them (the path it takes)
+        assert np.array_equal(decoded, expected), kind

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "jpeg/dc_decode.h"
 #include "jpeg/scan_split.h"
 #include "jpeg/spectral_decode.h"
 #include "jpeg/strict_libjpeg.h"
@@ -312,8 +313,45 @@ bool ScaledDecoder::Start(const uint8_t* data, size_t size, int64_t target_heigh
   return false;
 }
 
+namespace {
+
+// The DC quantisers of the components, for DecodeDcOnly: 0 for a component no DC scan reaches. False when a
+// component scanned has no table (libjpeg then says so).
+bool DcQuantisers(const ScaledDecoder::State* s, std::array<int32_t, 3>* quantisers) {
+  std::array<bool, 3> scanned{};
+  for (const SpectralPlan::Step& step : s->plan.steps) {
+    if (step.segment.code != kSos || step.scan.first != 0) continue;
+    for (int k = 0; k < step.scan.count; ++k) scanned[static_cast<size_t>(step.scan.index[k])] = true;
+  }
+  for (int c = 0; c < s->src.num_components; ++c) {
+    const int number = s->src.comp_info[c].quant_tbl_no;
+    (*quantisers)[static_cast<size_t>(c)] = 0;
+    if (!scanned[static_cast<size_t>(c)]) continue;
+    if (number < 0 || number >= NUM_QUANT_TBLS || s->src.quant_tbl_ptrs[number] == nullptr) return false;
+    (*quantisers)[static_cast<size_t>(c)] = s->src.quant_tbl_ptrs[number]->quantval[0];
+  }
+  return true;
+}
+
+// At 1/8 from DC alone (dc_decode.h): grey or YCbCr output as RGB, in a frame DcOnlyDecodes takes.
+bool DcOnlyApplies(const ScaledDecoder::State* s) {
+  const bool grey = s->src.jpeg_color_space == JCS_GRAYSCALE && s->src.num_components == 1;
+  const bool ycbcr = s->src.jpeg_color_space == JCS_YCbCr && s->src.num_components == 3;
+  return s->spectral && s->eighths == 1 && (grey || ycbcr) && s->src.out_color_space == JCS_RGB &&
+         DcOnlyDecodes(s->plan);
+}
+
+}  // namespace
+
 bool ScaledDecoder::Decode(uint8_t* pixels, std::string* error) {
   State* s = state_.get();
+  std::array<int32_t, 3> quantisers;
+  if (DcOnlyApplies(s) && DcQuantisers(s, &quantisers) &&
+      DecodeDcOnly(s->data, s->plan, quantisers, s->src.num_components == 3, s->top, s->bottom, s->left, s->right,
+                   pixels)) {
+    return true;
+  }
+  // Otherwise (damaged DC scans among them: the decoders below say what is wrong) libjpeg's arrays.
   if (s->spectral) {
     if (StartBufferedWithLibjpeg(s) != Outcome::kDone) {
       *error = Message(s->err, s->src, s->size);

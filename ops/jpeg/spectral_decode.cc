@@ -181,7 +181,7 @@ inline bool DecodeDc(const HuffmanTable& table, BitReader* bits, int32_t* predic
 }
 
 bool DecodeDcScan(const Scan& scan, const SpectralPlan& plan, const std::array<HuffmanTable, 4>& tables,
-                  const std::vector<BlockRows>& blocks, BitReader* bits) {
+                  const std::vector<BlockRows>& blocks, int64_t stride, BitReader* bits) {
   std::array<int32_t, kMaxComponents> predictions{};
   if (scan.count == 1) {  // a component's own blocks in raster order
     const int c = scan.index[0];
@@ -189,7 +189,7 @@ bool DecodeDcScan(const Scan& scan, const SpectralPlan& plan, const std::array<H
     const HuffmanTable& table = tables[scan.dc_table[0]];
     for (int64_t row = 0; row < component.height_in_blocks; ++row) {
       for (int64_t column = 0; column < component.width_in_blocks; ++column) {
-        if (!DecodeDc(table, bits, &predictions[0], blocks[c][row] + 64 * column) || bits->Overran()) return false;
+        if (!DecodeDc(table, bits, &predictions[0], blocks[c][row] + stride * column) || bits->Overran()) return false;
       }
     }
     return true;
@@ -202,7 +202,7 @@ bool DecodeDcScan(const Scan& scan, const SpectralPlan& plan, const std::array<H
         for (int v = 0; v < component.v; ++v) {
           int16_t* row = blocks[scan.index[i]][mcu_row * component.v + v];
           for (int h = 0; h < component.h; ++h) {
-            if (!DecodeDc(table, bits, &predictions[i], row + 64 * (mcu_column * component.h + h))) return false;
+            if (!DecodeDc(table, bits, &predictions[i], row + stride * (mcu_column * component.h + h))) return false;
           }
         }
       }
@@ -350,7 +350,8 @@ bool PlanSpectralScans(const uint8_t* data, size_t size, SpectralPlan* plan) {
   return ended && error.empty() && supported && framed;
 }
 
-bool DecodeSpectralScans(const uint8_t* data, const SpectralPlan& plan, const std::vector<BlockRows>& blocks) {
+bool DecodeSpectralScans(const uint8_t* data, const SpectralPlan& plan, const std::vector<BlockRows>& blocks,
+                         int64_t block_stride) {
   std::array<HuffmanTable, 4> dc_tables, ac_tables;
   std::vector<uint8_t> unstuffed;
   for (const SpectralPlan::Step& step : plan.steps) {
@@ -361,13 +362,14 @@ bool DecodeSpectralScans(const uint8_t* data, const SpectralPlan& plan, const st
     }
     const Scan& scan = step.scan;
     const bool dc = scan.first == 0;
+    if (!dc && block_stride != 64) return false;  // AC coefficients need whole blocks
     for (int i = 0; i < scan.count; ++i) {
       // A table never defined: libjpeg-turbo substitutes T.81's typical tables (K.3).
       if (!(dc ? dc_tables[scan.dc_table[i]] : ac_tables[scan.ac_table[i]]).defined) return false;
     }
     if (!Unstuff(data + segment.offset + 2 + segment.length, data + segment.end, &unstuffed)) return false;
     BitReader bits(unstuffed.data(), unstuffed.size() - kPadding);
-    const bool decoded = dc ? DecodeDcScan(scan, plan, dc_tables, blocks, &bits)
+    const bool decoded = dc ? DecodeDcScan(scan, plan, dc_tables, blocks, block_stride, &bits)
                             : DecodeAcScan(scan, plan, ac_tables[scan.ac_table[0]], blocks, &bits);
     // Whole bytes left over: libjpeg would find them before the next marker and warn that data is lost.
     if (!decoded || !bits.AtEnd()) return false;

@@ -54,7 +54,10 @@ using BlockRows = std::vector<int16_t*>;
 // Decodes the scans of `plan` into blocks[c], component c in the frame's order. False when the entropy-coded data
 // is damaged (a code no table has, data that runs out or is left over, a coefficient beyond its band, a missing
 // table): the blocks are then partly written, and the caller lets libjpeg read the data, which says what is wrong.
-bool DecodeSpectralScans(const uint8_t* data, const SpectralPlan& plan, const std::vector<BlockRows>& blocks);
+// block_stride: the values from one block's start to the next's in a row, 64; or, for a plan of DC scans alone,
+// 1: a row of DCs (dc_decode.cc), which an AC scan refuses.
+bool DecodeSpectralScans(const uint8_t* data, const SpectralPlan& plan, const std::vector<BlockRows>& blocks,
+                         int64_t block_stride = 64);
 
 }  // namespace tfliquid::jpeg
 

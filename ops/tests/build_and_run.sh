@@ -24,7 +24,8 @@ for jpeg in "${jpegs[@]}"; do
 done
 
 sources=("$root/ops/jpeg/scan_split.cc" "$root/ops/jpeg/scan_script.cc" "$root/ops/jpeg/transcode.cc"
-  "$root/ops/jpeg/progressive_writer.cc" "$root/ops/jpeg/strict_libjpeg.cc" "$root/ops/jpeg/scaled_decode.cc" "$root/ops/jpeg/spectral_decode.cc"
+  "$root/ops/jpeg/progressive_writer.cc" "$root/ops/jpeg/strict_libjpeg.cc" "$root/ops/jpeg/scaled_decode.cc"
+  "$root/ops/jpeg/spectral_decode.cc" "$root/ops/jpeg/dc_decode.cc"
   "$root/ops/tests/jpeg_test.cc")
 flags=(-std=c++17 -Wall -Wextra -Werror -pthread -I"$root/ops")
 sanitize=(-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
