@@ -143,3 +143,16 @@ def jpegs_of_every_kind(jpeg: bytes) -> dict[str, bytes]:
         tf.io.encode_jpeg(tf.io.decode_jpeg(jpeg), quality=95, chroma_downsampling=False), scan_script="fast"
     )[0].numpy()
     return kinds
+
+
+def damaged_copies(jpeg: bytes, seed: int, count: int):
+    """Copies of `jpeg` with one byte of its entropy-coded data changed (from byte 1000 on), the changes that would
+    make or break a marker left out."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    for at in rng.integers(1000, len(jpeg) - 2, size=count):
+        damaged = bytearray(jpeg)
+        damaged[at] = (damaged[at] + 1 + rng.integers(254)) % 256
+        if damaged[at] != 0xFF and damaged[at - 1] != 0xFF:
+            yield bytes(damaged)
