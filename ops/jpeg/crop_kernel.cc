@@ -16,8 +16,6 @@
 namespace tfliquid {
 namespace {
 
-constexpr int64_t kMaxSide = 65535;  // JPEG's own limit, as Liquid>DecodeJpegScaled's
-
 // Writes RGB pixels [height, width, 3] to `out` as T, mirrored left to right if `flip`, (value - mean) / std per
 // channel, in HWC or CHW order. The loops run forwards over the output, a row at a time, so that they vectorise.
 template <typename T>
@@ -84,8 +82,8 @@ class CroppedOutput {
   void Decode(OpKernelContext* ctx, const tstring& contents, const jpeg::CropWindow& crop, bool flip, int64_t height,
               int64_t width, const tstring& context) const {
     const bool as_decoded = height == 0 && width == 0;
-    OP_REQUIRES(ctx, as_decoded || (height >= 1 && width >= 1 && height <= kMaxSide && width <= kMaxSide),
-                tensorflow::errors::InvalidArgument("size must be in 1x1..", kMaxSide, "x", kMaxSide,
+    OP_REQUIRES(ctx, as_decoded || (height >= 1 && width >= 1 && height <= kMaxImageSide && width <= kMaxImageSide),
+                tensorflow::errors::InvalidArgument("size must be in 1x1..", kMaxImageSide, "x", kMaxImageSide,
                                                     " (or 0x0: the window as decoded), got ", height, "x", width));
     const std::string where = context.empty() ? "" : absl::StrCat(context, ": ");
     jpeg::ScaledDecoder decoder;
@@ -177,10 +175,11 @@ class WindowChoice {
   double fraction_ = 0.875;
 };
 
-absl::Status VectorInput(OpKernelContext* ctx, absl::string_view name, int64_t size, const Tensor** input) {
-  TF_RETURN_IF_ERROR(InputWithRank(ctx, name, 1, input));
-  if ((*input)->NumElements() != size) {
-    return tensorflow::errors::InvalidArgument(name, " must hold ", size, " values, got ", (*input)->NumElements());
+// After every input's rank is checked (so that a wrong rank is reported for the input that has it): a vector
+// input's length.
+absl::Status CheckLength(absl::string_view name, const Tensor& input, int64_t length) {
+  if (input.NumElements() != length) {
+    return tensorflow::errors::InvalidArgument(name, " must hold ", length, " values, got ", input.NumElements());
   }
   return absl::OkStatus();
 }
@@ -198,8 +197,8 @@ class DecodeJpegCropOp : public OpKernel {
     OP_REQUIRES_OK(ctx, InputWithRank(ctx, "size", 1, &size));
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "flip", &flip));
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "context", &context));
-    OP_REQUIRES_OK(ctx, VectorInput(ctx, "window", 4, &window));
-    OP_REQUIRES_OK(ctx, VectorInput(ctx, "size", 2, &size));
+    OP_REQUIRES_OK(ctx, CheckLength("window", *window, 4));
+    OP_REQUIRES_OK(ctx, CheckLength("size", *size, 2));
     const auto w = window->vec<int64_t>();
     output_.Decode(ctx, *contents, {w(0), w(1), w(2), w(3)}, flip, size->vec<int64_t>()(0), size->vec<int64_t>()(1),
                    *context);
@@ -224,8 +223,8 @@ class DecodeJpegSampledCropOp : public OpKernel {
     OP_REQUIRES_OK(ctx, InputWithRank(ctx, "seed", 1, &seed));
     OP_REQUIRES_OK(ctx, InputWithRank(ctx, "size", 1, &size));
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "context", &context));
-    OP_REQUIRES_OK(ctx, VectorInput(ctx, "seed", 2, &seed));
-    OP_REQUIRES_OK(ctx, VectorInput(ctx, "size", 2, &size));
+    OP_REQUIRES_OK(ctx, CheckLength("seed", *seed, 2));
+    OP_REQUIRES_OK(ctx, CheckLength("size", *size, 2));
     int64_t height, width;
     OP_REQUIRES(ctx,
                 jpeg::FrameSize(reinterpret_cast<const uint8_t*>(contents->data()), contents->size(), &height, &width),
@@ -252,12 +251,12 @@ class CropWindowOp : public OpKernel {
     const Tensor *image_size, *seed;
     OP_REQUIRES_OK(ctx, InputWithRank(ctx, "image_size", 1, &image_size));
     OP_REQUIRES_OK(ctx, InputWithRank(ctx, "seed", 1, &seed));
-    OP_REQUIRES_OK(ctx, VectorInput(ctx, "image_size", 2, &image_size));
-    OP_REQUIRES_OK(ctx, VectorInput(ctx, "seed", 2, &seed));
+    OP_REQUIRES_OK(ctx, CheckLength("image_size", *image_size, 2));
+    OP_REQUIRES_OK(ctx, CheckLength("seed", *seed, 2));
     const int64_t height = image_size->vec<int64_t>()(0), width = image_size->vec<int64_t>()(1);
-    OP_REQUIRES(ctx, height >= 1 && width >= 1 && height <= kMaxSide && width <= kMaxSide,
-                tensorflow::errors::InvalidArgument("image_size must be in 1x1..", kMaxSide, "x", kMaxSide, ", got ",
-                                                    height, "x", width));
+    OP_REQUIRES(ctx, height >= 1 && width >= 1 && height <= kMaxImageSide && width <= kMaxImageSide,
+                tensorflow::errors::InvalidArgument("image_size must be in 1x1..", kMaxImageSide, "x", kMaxImageSide,
+                                                    ", got ", height, "x", width));
     jpeg::CropWindow window;
     bool flip;
     choice_.Choose(height, width, *seed, &window, &flip);

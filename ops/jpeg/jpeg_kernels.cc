@@ -121,10 +121,10 @@ class DecodeJpegScaledOp : public OpKernel {
       if (!context->empty()) corrupt = absl::StrCat(*context, ": ", corrupt);
     }
     const bool full_size = height == 0 && width == 0;
-    constexpr int64_t kMaxSide = 65535;  // JPEG's own limit, and tfliquid.jpeg.sized's
-    OP_REQUIRES(ctx, full_size || (height >= 1 && width >= 1 && height <= kMaxSide && width <= kMaxSide),
-                tensorflow::errors::InvalidArgument("the target size must be in 1x1..", kMaxSide, "x", kMaxSide,
-                                                    " (or 0x0: the full size), got ", height, "x", width));
+    OP_REQUIRES(
+        ctx, full_size || (height >= 1 && width >= 1 && height <= kMaxImageSide && width <= kMaxImageSide),
+        tensorflow::errors::InvalidArgument("the target size must be in 1x1..", kMaxImageSide, "x", kMaxImageSide,
+                                            " (or 0x0: the full size), got ", height, "x", width));
     jpeg::ScaledDecoder decoder;
     std::string error;
     constexpr int64_t kLargest = std::numeric_limits<int64_t>::max();  // a target no scale reaches: 8/8

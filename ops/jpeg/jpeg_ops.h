@@ -5,6 +5,8 @@
 #ifndef TFLIQUID_OPS_JPEG_JPEG_OPS_H_
 #define TFLIQUID_OPS_JPEG_JPEG_OPS_H_
 
+#include <cstdint>
+
 namespace tfliquid {
 
 inline constexpr char kJpegToProgressiveOp[] = "Liquid>JpegToProgressive";
@@ -21,6 +23,9 @@ inline constexpr char kDecodeJpegCropOp[] = "Liquid>DecodeJpegCrop";
 inline constexpr char kDecodeJpegSampledCropOp[] = "Liquid>DecodeJpegSampledCrop";
 // The window and flip that op draws, of an image's size: for pipelines that crop with other ops.
 inline constexpr char kCropWindowOp[] = "Liquid>CropWindow";
+
+// The largest image side a decode takes as its output size: JPEG's own limit, and tfliquid.jpeg.sized's.
+inline constexpr int64_t kMaxImageSide = 65535;
 
 inline constexpr char kKeepMarkersAttr[] = "keep_markers";
 inline constexpr char kScanScriptAttr[] = "scan_script";

@@ -263,7 +263,6 @@ class PCRDataset(RecordFilesDataset):
         self._plain_decode = self._crop is None and dtype == tf.uint8 and not channels_first
         if not decode and not self._plain_decode:
             raise ArgumentError("crop, dtype, mean, std and channels_first say how images are decoded: decode=True")
-        self._crop_seed = seed
         pipeline = self._build(decode, shuffle, seed, num_parallel_reads, with_keys)
         if self._order is None:
             cardinality = index.num_images
@@ -345,7 +344,7 @@ class PCRDataset(RecordFilesDataset):
             if isinstance(self._crop, RandomResizedCrop):
                 # A crop seed per image, from a stream of `seed` drawn anew each iteration (and checkpointed):
                 # an iteration replays its crops whatever its scan group, and a restore goes on where it stood.
-                crop_seeds = tf.data.Dataset.random(seed=self._crop_seed, rerandomize_each_iteration=True).batch(2)
+                crop_seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
                 images = tf.data.Dataset.zip(images, crop_seeds)
             images = images.map(self._decoded, num_parallel_calls=os.cpu_count() or 1)
         return images
