@@ -15,6 +15,7 @@ from tfliquid.jpeg.crop import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     center_crop_window,
+    crop_pixels,
     decode_center_crop,
     decode_crop,
     decode_random_resized_crop,
@@ -260,3 +261,43 @@ def test_pcr_crop_options_are_checked(photos_pcr):
         tfliquid.PCRDataset(photos_pcr, decode=False, crop="center")
     with pytest.raises(tfliquid.ArgumentError, match="mean and std normalise float32 or bfloat16 output"):
         tfliquid.PCRDataset(photos_pcr, mean=IMAGENET_MEAN)
+
+
+def test_crop_pixels_is_the_jpeg_crop_at_full_scale_bit_for_bit(photo_jpeg):
+    """Images of other formats are cropped as JPEGs are: the same window, resize, flip and output, at 8/8."""
+    whole = tf.io.decode_jpeg(photo_jpeg, channels=3)
+    rng = np.random.default_rng(7)
+    for y, x, h, w in _windows(375, 500, rng):
+        # Above half the window on one side: decoded at 8/8, then resized.
+        for size in (None, (h // 2 + 2, max(1, w // 3))):
+            for flip, options in (
+                (False, {}),
+                (True, {"dtype": tf.float32, "mean": IMAGENET_MEAN, "std": IMAGENET_STD}),
+            ):
+                expected = decode_crop(photo_jpeg, [y, x, h, w], size, flip=flip, **options).numpy()
+                cropped = crop_pixels(whole, [y, x, h, w], size, flip=flip, **options).numpy()
+                assert np.array_equal(cropped, expected), ((y, x, h, w), size, flip)
+    channels_first = crop_pixels(whole, [10, 20, 30, 40], None, channels_first=True).numpy()
+    assert np.array_equal(channels_first, np.transpose(whole.numpy()[10:40, 20:60], (2, 0, 1)))
+
+
+def test_crop_classes_crop_pixels_through_the_window_their_decode_draws(photo_jpeg):
+    whole = tf.io.decode_jpeg(photo_jpeg, channels=3)
+    crop = tfliquid.jpeg.crop.RandomResizedCrop()
+    for seed in range(8):  # without a size: the window at 8/8, unresized, flipped by half the seeds
+        drawn = crop.decode(photo_jpeg, None, [seed, 3]).numpy()
+        assert np.array_equal(crop.crop(whole, None, [seed, 3]).numpy(), drawn), seed
+    centre = tfliquid.jpeg.crop.CenterCrop(0.5)
+    assert np.array_equal(centre.crop(whole, (100, 100)).numpy(), centre.decode(photo_jpeg, (100, 100)).numpy())
+
+
+def test_crop_pixels_refuses_windows_outside_and_images_not_rgb(photo_jpeg):
+    whole = tf.io.decode_jpeg(photo_jpeg, channels=3)
+    for window in ([0, 0, 376, 10], [0, 491, 10, 10], [-1, 0, 5, 5], [0, 0, 0, 5]):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"photo\.png: window .* is not inside the 375x500"):
+            crop_pixels(whole, window, None, context=tf.constant("photo.png"))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"image must be RGB \[height, width, 3\]"):
+        crop_pixels(whole[..., :1], [0, 0, 5, 5], None)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="size must be in 1x1"):
+        load = tfliquid._lib.load_ops()
+        load.liquid_crop_pixels(whole, tf.constant([0, 0, 5, 5], tf.int64), tf.constant([0, 3], tf.int64), False, "")

@@ -265,3 +265,87 @@ def test_raw_records_are_read_as_pixels_and_name_the_file_and_offset_of_a_mismat
     first = tfliquid.pcr.format.read_index(str(pcr)).records[0]
     with pytest.raises(tf.errors.InvalidArgumentError, match=rf"{first.path}: offset 0: the item format 'raw' reads"):
         read(str(pcr / first.path), first.prefix_ends[-1], item_format="raw", item_channels=3)
+
+
+@pytest.fixture(scope="module")
+def four_formats(crops, tmp_path_factory) -> pathlib.Path:
+    """jpeg:png:raw:l3 at 1:1:1:1, records of 8: each format's items, all cropped alike."""
+    dst = tmp_path_factory.mktemp("liquid-crop") / "four"
+    tfliquid.liquid.convert(
+        str(crops), str(dst), formats="jpeg,png,raw,l3", ratio="1:1:1:1", images_per_record=8, seed=3, progress=False
+    )
+    return dst
+
+
+def test_center_crops_of_every_format_are_the_crop_of_its_decoded_pixels(four_formats):
+    """JPEG items decode the window alone (at 8/8 here: 42 pixels to 24 is less than half), the others crop their
+    decoded pixels: either way the pixels of crop_pixels of the whole decode, and normalised in the same op."""
+    from tfliquid.jpeg.crop import IMAGENET_MEAN, IMAGENET_STD, center_crop_window, crop_pixels
+
+    def by_key(**options):
+        ds = tfliquid.LiquidDataset(str(four_formats), batch_size=8, shuffle=False, with_keys=True, **options)
+        return {x["key"]: (x["format"], x["image"]) for x in ds.as_numpy_iterator()}
+
+    whole = by_key()
+    centred = by_key(decode_size=(24, 24), crop="center")
+    normalised = by_key(decode_size=(24, 24), crop="center", dtype=tf.float32, mean=IMAGENET_MEAN, std=IMAGENET_STD)
+    assert len(whole) == len(centred) == 120
+    assert collections.Counter(f for f, _ in centred.values()) == {b"jpeg": 30, b"png": 30, b"raw": 30, b"l3": 30}
+    for key, (_, pixels) in whole.items():
+        expected = crop_pixels(pixels, center_crop_window(pixels.shape), (24, 24)).numpy()
+        assert np.array_equal(centred[key][1], expected), (key, centred[key][0])
+        reference = (expected - np.float32(IMAGENET_MEAN)) / np.float32(IMAGENET_STD)
+        np.testing.assert_allclose(normalised[key][1], reference, rtol=1e-5, atol=1e-5)
+    squashed = tfliquid.LiquidDataset(str(four_formats), batch_size=8, decode_size=(20, 30), channels_first=True)
+    assert squashed.element_spec["image"] == tf.TensorSpec([3, 20, 30], tf.uint8)
+    assert sum(1 for _ in squashed) == 120
+
+
+def test_random_crops_replay_by_seed_change_by_epoch_and_resume_from_a_checkpoint(four_formats, tmp_path):
+    def make(**options):
+        return tfliquid.LiquidDataset(
+            str(four_formats), batch_size=8, seed=9, decode_size=(16, 16), crop="random", with_keys=True, **options
+        )
+
+    def images(iterator):
+        return [(x["key"].numpy(), x["image"].numpy()) for x in iterator]
+
+    run = images(make(epochs=2))
+    assert len(run) == 240 and all(image.shape == (16, 16, 3) for _, image in run)
+    again = images(make(epochs=2))
+    assert all(a[0] == b[0] and np.array_equal(a[1], b[1]) for a, b in zip(run, again, strict=True))
+    first, second = dict(run[:120]), dict(run[120:])
+    assert sum(not np.array_equal(first[key], second[key]) for key in first) > 100  # other crops every epoch
+    iterator = iter(make(epochs=2))
+    head = [next(iterator) for _ in range(50)]
+    saved = tf.train.Checkpoint(iterator=iterator).save(str(tmp_path / "ckpt"))
+    restored = iter(make(epochs=2))
+    tf.train.Checkpoint(iterator=restored).restore(saved)
+    rest = images(restored)
+    assert len(head) + len(rest) == 240
+    assert all(a[0] == b[0] and np.array_equal(a[1], b[1]) for a, b in zip(rest, run[50:], strict=True))
+
+
+def test_random_crops_with_an_order_replay_by_seed(four_formats):
+    order = tfliquid.order.SeededOrder(16, seed=4, num_workers=2, worker_index=1)
+
+    def images():
+        ds = tfliquid.LiquidDataset(
+            str(four_formats), batch_size=8, order=order, epochs=1, decode_size=(16, 16), crop="random"
+        )
+        return [x["image"] for x in ds.as_numpy_iterator()]
+
+    run = images()
+    assert run and all(np.array_equal(a, b) for a, b in zip(run, images(), strict=True))
+
+
+def test_crop_options_are_checked(crops, four_formats, tmp_path):
+    with pytest.raises(tfliquid.ArgumentError, match="say how images are decoded: decode=True"):
+        tfliquid.LiquidDataset(str(four_formats), batch_size=8, decode=False, crop="center")
+    with pytest.raises(tfliquid.ArgumentError, match="crop must be 'random', 'center'"):
+        tfliquid.LiquidDataset(str(four_formats), batch_size=8, crop="middle")
+    grey = tmp_path / "grey"
+    tfliquid.liquid.convert(str(crops), str(grey), formats="png", channels=1, images_per_record=60, progress=False)
+    with pytest.raises(tfliquid.ArgumentError, match=r"has 1 channel\(s\), and only an RGB dataset"):
+        tfliquid.LiquidDataset(str(grey), batch_size=8, crop="center", decode_size=(16, 16))
+    assert tfliquid.LiquidDataset(str(grey), batch_size=8).element_spec["image"].shape[-1] == 1

@@ -1,5 +1,7 @@
-// The kernel of Liquid>DecodeJpegCrop (jpeg_ops.cc): a window of a JPEG decoded at the scale its output needs
-// (scaled_decode.h), resized, flipped and normalised in one pass (docs/formats/pcr.md, "Decoding a crop").
+// The kernels of Liquid>DecodeJpegCrop, Liquid>DecodeJpegSampledCrop, Liquid>CropPixels and Liquid>CropWindow
+// (jpeg_ops.cc): a window of a JPEG decoded at the scale its output needs (scaled_decode.h), or of decoded pixels,
+// resized, flipped and normalised in one pass (docs/formats/pcr.md, "Decoding a crop").
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -16,11 +18,14 @@
 namespace tfliquid {
 namespace {
 
+// What starts an error message: the context naming the image's source, when given.
+std::string Where(const tstring& context) { return context.empty() ? "" : absl::StrCat(context, ": "); }
+
 // Writes RGB pixels [height, width, 3] to `out` as T, mirrored left to right if `flip`, (value - mean) / std per
 // channel, in HWC or CHW order. The loops run forwards over the output, a row at a time, so that they vectorise.
 template <typename T>
-void Write(const uint8_t* pixels, int64_t height, int64_t width, bool flip, const float* mean, const float* std,
-           bool channels_first, T* out) {
+void WriteAs(const uint8_t* pixels, int64_t height, int64_t width, bool flip, const float* mean, const float* std,
+             bool channels_first, T* out) {
   float scale[3], shift[3];  // value * scale + shift: a multiply and an add per value
   for (int c = 0; c < 3; ++c) scale[c] = 1.0f / std[c], shift[c] = -mean[c] / std[c];
   auto value = [&](uint8_t v, int c) -> T {
@@ -81,11 +86,9 @@ class CroppedOutput {
   // written as the attributes say. Errors start with `context` when it is not empty.
   void Decode(OpKernelContext* ctx, const tstring& contents, const jpeg::CropWindow& crop, bool flip, int64_t height,
               int64_t width, const tstring& context) const {
+    OP_REQUIRES_OK(ctx, CheckSize(height, width));
     const bool as_decoded = height == 0 && width == 0;
-    OP_REQUIRES(ctx, as_decoded || (height >= 1 && width >= 1 && height <= kMaxImageSide && width <= kMaxImageSide),
-                tensorflow::errors::InvalidArgument("size must be in 1x1..", kMaxImageSide, "x", kMaxImageSide,
-                                                    " (or 0x0: the window as decoded), got ", height, "x", width));
-    const std::string where = context.empty() ? "" : absl::StrCat(context, ": ");
+    const std::string where = Where(context);
     jpeg::ScaledDecoder decoder;
     std::string error;
     constexpr int64_t kLargest = std::numeric_limits<int64_t>::max();  // a size no scale reaches: 8/8
@@ -95,8 +98,52 @@ class CroppedOutput {
                                                     /*no_finer_than_coded=*/true, &crop);
     OP_REQUIRES(ctx, started || !decoder.window_outside(), tensorflow::errors::InvalidArgument(where, error));
     OP_REQUIRES(ctx, started, tensorflow::errors::InvalidArgument(where, "corrupt JPEG: ", error));
-    const int64_t out_height = as_decoded ? decoder.height() : height;
-    const int64_t out_width = as_decoded ? decoder.width() : width;
+    Write(ctx, as_decoded ? decoder.height() : height, as_decoded ? decoder.width() : width, flip,
+          [&](uint8_t* pixels, int64_t out_height, int64_t out_width) {
+            return decoder.DecodeResized(pixels, out_height, out_width, &error)
+                       ? absl::OkStatus()
+                       : tensorflow::errors::InvalidArgument(where, "corrupt JPEG: ", error);
+          });
+  }
+
+  // Output 0 of RGB pixels [image_height, image_width, 3]: their window resized to `size` (0x0: not resized),
+  // flipped, written as the attributes say; the JPEG decode's output at 8/8 of the same window.
+  void Crop(OpKernelContext* ctx, const uint8_t* image, int64_t image_width, const jpeg::CropWindow& crop, bool flip,
+            int64_t height, int64_t width) const {
+    OP_REQUIRES_OK(ctx, CheckSize(height, width));
+    const bool as_window = height == 0 && width == 0;
+    Write(ctx, as_window ? crop.height : height, as_window ? crop.width : width, flip,
+          [&](uint8_t* pixels, int64_t out_height, int64_t out_width) {
+            const uint8_t* first = image + (crop.y * image_width + crop.x) * 3;
+            const size_t row_bytes = static_cast<size_t>(crop.width) * 3;
+            if (as_window || crop.width != image_width) {  // the window's rows, next to each other
+              std::vector<uint8_t> window(as_window ? 0 : row_bytes * static_cast<size_t>(crop.height));
+              uint8_t* rows = as_window ? pixels : window.data();
+              for (int64_t y = 0; y < crop.height; ++y) {
+                std::memcpy(rows + y * row_bytes, first + y * image_width * 3, row_bytes);
+              }
+              if (!as_window) jpeg::ResizeBilinear(rows, crop.height, crop.width, pixels, out_height, out_width);
+            } else {
+              jpeg::ResizeBilinear(first, crop.height, crop.width, pixels, out_height, out_width);
+            }
+            return absl::OkStatus();
+          });
+  }
+
+ private:
+  static absl::Status CheckSize(int64_t height, int64_t width) {
+    if ((height == 0 && width == 0) ||
+        (height >= 1 && width >= 1 && height <= kMaxImageSide && width <= kMaxImageSide)) {
+      return absl::OkStatus();
+    }
+    return tensorflow::errors::InvalidArgument("size must be in 1x1..", kMaxImageSide, "x", kMaxImageSide,
+                                               " (or 0x0: the window as it is), got ", height, "x", width);
+  }
+
+  // Allocates output 0 of out_height x out_width as the attributes say, and fills it from the RGB pixels of that
+  // size `fill(pixels, out_height, out_width)` writes (returning its error).
+  template <typename Fill>
+  void Write(OpKernelContext* ctx, int64_t out_height, int64_t out_width, bool flip, Fill&& fill) const {
     Tensor* image;
     OP_REQUIRES_OK(ctx, channels_first_ ? AllocateOutput(ctx, 0, {3, out_height, out_width}, &image)
                                         : AllocateOutput(ctx, 0, {out_height, out_width, 3}, &image));
@@ -104,23 +151,21 @@ class CroppedOutput {
     const bool direct = dtype_ == tensorflow::DT_UINT8 && !channels_first_ && !flip;
     std::vector<uint8_t> resized(direct ? 0 : static_cast<size_t>(out_height * out_width * 3));
     uint8_t* pixels = direct ? image->flat<uint8_t>().data() : resized.data();
-    OP_REQUIRES(ctx, decoder.DecodeResized(pixels, out_height, out_width, &error),
-                tensorflow::errors::InvalidArgument(where, "corrupt JPEG: ", error));
+    OP_REQUIRES_OK(ctx, fill(pixels, out_height, out_width));
     if (direct) return;
     switch (dtype_) {
       case tensorflow::DT_UINT8:
-        Write(pixels, out_height, out_width, flip, mean_, std_, channels_first_, image->flat<uint8_t>().data());
+        WriteAs(pixels, out_height, out_width, flip, mean_, std_, channels_first_, image->flat<uint8_t>().data());
         break;
       case tensorflow::DT_FLOAT:
-        Write(pixels, out_height, out_width, flip, mean_, std_, channels_first_, image->flat<float>().data());
+        WriteAs(pixels, out_height, out_width, flip, mean_, std_, channels_first_, image->flat<float>().data());
         break;
       default:
-        Write(pixels, out_height, out_width, flip, mean_, std_, channels_first_,
-              image->flat<tensorflow::bfloat16>().data());
+        WriteAs(pixels, out_height, out_width, flip, mean_, std_, channels_first_,
+                image->flat<tensorflow::bfloat16>().data());
     }
   }
 
- private:
   static const uint8_t* Bytes(const tstring& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
 
   tensorflow::DataType dtype_ = tensorflow::DT_UINT8;
@@ -184,24 +229,39 @@ absl::Status CheckLength(absl::string_view name, const Tensor& input, int64_t le
   return absl::OkStatus();
 }
 
+// The inputs after the first of Liquid>DecodeJpegCrop and Liquid>CropPixels: window [4], size [2], flip and
+// context. Read after the first input's rank is checked, their ranks before their lengths.
+struct WindowInputs {
+  absl::Status Read(OpKernelContext* ctx) {
+    const Tensor *window_input, *size_input;
+    TF_RETURN_IF_ERROR(InputWithRank(ctx, "window", 1, &window_input));
+    TF_RETURN_IF_ERROR(InputWithRank(ctx, "size", 1, &size_input));
+    TF_RETURN_IF_ERROR(ScalarInput(ctx, "flip", &flip));
+    TF_RETURN_IF_ERROR(ScalarInput(ctx, "context", &context));
+    TF_RETURN_IF_ERROR(CheckLength("window", *window_input, 4));
+    TF_RETURN_IF_ERROR(CheckLength("size", *size_input, 2));
+    const auto w = window_input->vec<int64_t>();
+    window = {w(0), w(1), w(2), w(3)};
+    height = size_input->vec<int64_t>()(0), width = size_input->vec<int64_t>()(1);
+    return absl::OkStatus();
+  }
+
+  jpeg::CropWindow window;
+  int64_t height = 0, width = 0;  // the output's size; 0x0: the window's
+  bool flip = false;
+  const tstring* context = nullptr;
+};
+
 class DecodeJpegCropOp : public OpKernel {
  public:
   explicit DecodeJpegCropOp(OpKernelConstruction* ctx) : OpKernel(ctx) { OP_REQUIRES_OK(ctx, output_.Init(ctx)); }
 
   void Compute(OpKernelContext* ctx) override {
-    const tstring *contents, *context;
-    const Tensor *window, *size;
-    bool flip;
+    const tstring* contents;
+    WindowInputs in;
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "contents", &contents));
-    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "window", 1, &window));
-    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "size", 1, &size));
-    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "flip", &flip));
-    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "context", &context));
-    OP_REQUIRES_OK(ctx, CheckLength("window", *window, 4));
-    OP_REQUIRES_OK(ctx, CheckLength("size", *size, 2));
-    const auto w = window->vec<int64_t>();
-    output_.Decode(ctx, *contents, {w(0), w(1), w(2), w(3)}, flip, size->vec<int64_t>()(0), size->vec<int64_t>()(1),
-                   *context);
+    OP_REQUIRES_OK(ctx, in.Read(ctx));
+    output_.Decode(ctx, *contents, in.window, in.flip, in.height, in.width, *in.context);
   }
 
  private:
@@ -226,10 +286,9 @@ class DecodeJpegSampledCropOp : public OpKernel {
     OP_REQUIRES_OK(ctx, CheckLength("seed", *seed, 2));
     OP_REQUIRES_OK(ctx, CheckLength("size", *size, 2));
     int64_t height, width;
-    OP_REQUIRES(ctx,
-                jpeg::FrameSize(reinterpret_cast<const uint8_t*>(contents->data()), contents->size(), &height, &width),
-                tensorflow::errors::InvalidArgument(context->empty() ? "" : absl::StrCat(*context, ": "),
-                                                    "corrupt JPEG: no frame header giving the image's size"));
+    OP_REQUIRES(
+        ctx, jpeg::FrameSize(reinterpret_cast<const uint8_t*>(contents->data()), contents->size(), &height, &width),
+        tensorflow::errors::InvalidArgument(Where(*context), "corrupt JPEG: no frame header giving the image's size"));
     jpeg::CropWindow window;
     bool flip;
     choice_.Choose(height, width, *seed, &window, &flip);
@@ -241,6 +300,34 @@ class DecodeJpegSampledCropOp : public OpKernel {
   CroppedOutput output_;
   WindowChoice choice_;
   bool random_flip_ = true;
+};
+
+class CropPixelsOp : public OpKernel {
+ public:
+  explicit CropPixelsOp(OpKernelConstruction* ctx) : OpKernel(ctx) { OP_REQUIRES_OK(ctx, output_.Init(ctx)); }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor* image;
+    WindowInputs in;
+    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "image", 3, &image));
+    OP_REQUIRES_OK(ctx, in.Read(ctx));
+    const int64_t height = image->dim_size(0), width = image->dim_size(1);
+    OP_REQUIRES(
+        ctx, image->dim_size(2) == 3,
+        tensorflow::errors::InvalidArgument(Where(*in.context), "image must be RGB [height, width, 3], got shape ",
+                                            image->shape().DebugString()));
+    const jpeg::CropWindow& crop = in.window;
+    OP_REQUIRES(ctx,
+                crop.y >= 0 && crop.x >= 0 && crop.height >= 1 && crop.width >= 1 && crop.y <= height - crop.height &&
+                    crop.x <= width - crop.width,
+                tensorflow::errors::InvalidArgument(Where(*in.context), "window (y ", crop.y, ", x ", crop.x,
+                                                    ", height ", crop.height, ", width ", crop.width,
+                                                    ") is not inside the ", height, "x", width, " image"));
+    output_.Crop(ctx, image->flat<uint8_t>().data(), width, crop, in.flip, in.height, in.width);
+  }
+
+ private:
+  CroppedOutput output_;
 };
 
 class CropWindowOp : public OpKernel {
@@ -274,6 +361,7 @@ class CropWindowOp : public OpKernel {
 
 REGISTER_KERNEL_BUILDER(Name(kDecodeJpegCropOp).Device(tensorflow::DEVICE_CPU), DecodeJpegCropOp);
 REGISTER_KERNEL_BUILDER(Name(kDecodeJpegSampledCropOp).Device(tensorflow::DEVICE_CPU), DecodeJpegSampledCropOp);
+REGISTER_KERNEL_BUILDER(Name(kCropPixelsOp).Device(tensorflow::DEVICE_CPU), CropPixelsOp);
 REGISTER_KERNEL_BUILDER(Name(kCropWindowOp).Device(tensorflow::DEVICE_CPU), CropWindowOp);
 
 }  // namespace

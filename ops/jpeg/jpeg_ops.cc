@@ -1,7 +1,6 @@
 // Registration and shape functions of the JPEG ops (kernels: jpeg_kernels.cc).
 #include "jpeg/jpeg_ops.h"
 
-#include <algorithm>
 #include <initializer_list>
 #include <string>
 
@@ -101,13 +100,11 @@ e.g. its record file and key.
 
 namespace {
 
-// Inputs `vectors` have rank 1, the others rank 0; the image's shape from its `size` input when that is a constant
-// other than 0x0 (the window as decoded), [3, H, W] with channels_first.
-absl::Status CroppedImageShape(InferenceContext* c, std::initializer_list<int> vectors, int size_index) {
-  for (int index = 0; index < c->num_inputs(); ++index) {
-    const bool vector = std::find(vectors.begin(), vectors.end(), index) != vectors.end();
-    TF_RETURN_IF_ERROR(InputHasRank(c, index, vector ? 1 : 0));
-  }
+// Input k has rank ranks[k]; the image's shape from its `size` input when that is a constant other than 0x0 (the
+// window as decoded), [3, H, W] with channels_first.
+absl::Status CroppedImageShape(InferenceContext* c, std::initializer_list<int> ranks, int size_index) {
+  int index = 0;
+  for (int rank : ranks) TF_RETURN_IF_ERROR(InputHasRank(c, index++, rank));
   tensorflow::shape_inference::DimensionHandle height = c->UnknownDim(), width = c->UnknownDim();
   if (const tensorflow::Tensor* size = c->input_tensor(size_index); size != nullptr && size->NumElements() == 2) {
     const auto values = size->vec<int64_t>();
@@ -144,7 +141,7 @@ REGISTER_OP(kDecodeJpegCropOp)
     .Attr(kMeanSpec)
     .Attr(kStdSpec)
     .Attr(kChannelsFirstSpec)
-    .SetShapeFn([](InferenceContext* c) { return CroppedImageShape(c, {1, 2}, 2); })
+    .SetShapeFn([](InferenceContext* c) { return CroppedImageShape(c, {0, 1, 1, 0, 0}, 2); })
     .Doc(R"doc(
 Decodes the window (y, x, height, width: full-size pixels inside the image) of a JPEG at libjpeg's DCT scale M/8,
 M the smallest of 1, 2, 4 and 8 whose window is at least size (height, width) and no finer than the scans present
@@ -169,12 +166,31 @@ REGISTER_OP(kDecodeJpegSampledCropOp)
     .Attr(kMeanSpec)
     .Attr(kStdSpec)
     .Attr(kChannelsFirstSpec)
-    .SetShapeFn([](InferenceContext* c) { return CroppedImageShape(c, {1, 2}, 2); })
+    .SetShapeFn([](InferenceContext* c) { return CroppedImageShape(c, {0, 1, 1, 0}, 2); })
     .Doc(R"doc(
 Liquid>DecodeJpegCrop of the window the op takes from the JPEG's frame header and `seed` ([2]): crop 'random',
 torchvision's random resized crop (areas in `scale` of the image's, aspects width / height in `ratio`), mirrored
 with probability 1/2 if random_flip; 'center', the central square of `fraction` of the shorter side. The draws are
 SplitMix64's of the seed (docs/formats/pcr.md, "Decoding a crop"): a seed gives the same window and flip.
+)doc");
+
+REGISTER_OP(kCropPixelsOp)
+    .Input("image: uint8")
+    .Input("window: int64")
+    .Input("size: int64")
+    .Input("flip: bool")
+    .Input("context: string")
+    .Output("cropped: dtype")
+    .Attr(kDtypeSpec)
+    .Attr(kMeanSpec)
+    .Attr(kStdSpec)
+    .Attr(kChannelsFirstSpec)
+    .SetShapeFn([](InferenceContext* c) { return CroppedImageShape(c, {3, 1, 1, 0, 0}, 2); })
+    .Doc(R"doc(
+Liquid>DecodeJpegCrop's output of decoded RGB pixels (uint8 [H, W, 3]): the window (y, x, height, width) resized
+bilinearly to size (0x0: not resized), mirrored if flip, as dtype (mean and std as there), HWC or CHW. For images
+of other formats than JPEG: at 8/8 it is the JPEG op's output of the same window, bit for bit. Errors start with
+`context` when it is not empty.
 )doc");
 
 REGISTER_OP(kCropWindowOp)

@@ -11,7 +11,8 @@ flips and normalises in the same op (docs/formats/pcr.md, "Decoding a crop").
                                                          mean=IMAGENET_MEAN, std=IMAGENET_STD)   # training
     image = tfliquid.jpeg.crop.decode_center_crop(contents, (224, 224))                      # validation
 
-or, with a window of your own, `decode_crop(contents, window, size, flip=...)`; `random_resized_crop_window` and
+or, with a window of your own, `decode_crop(contents, window, size, flip=...)`; `crop_pixels` is the same crop of
+pixels already decoded (images of other formats, cropped as JPEGs are); `random_resized_crop_window` and
 `center_crop_window` give the windows those two decode. The windows are drawn inside the op from SplitMix64 draws
 of `seed` (a [2] int tensor; docs/formats/pcr.md, "Decoding a crop"), so a seed gives the same window and flip
 every time: an epoch replays, a checkpoint resumes the same crops.
@@ -80,9 +81,36 @@ def decode_crop(
     IMAGENET_MEAN and IMAGENET_STD; default 0 and 1). [height, width, 3], or [3, height, width] with
     `channels_first`. Read strictly: data lost to damage is an error with its byte offset, after `context` (a
     string tensor naming where the JPEG came from) when given."""
+    return _windowed(
+        load_ops().liquid_decode_jpeg_crop, contents, window, size, flip, dtype, mean, std, channels_first, context
+    )
+
+
+def crop_pixels(
+    image,
+    window,
+    size: tuple[int, int] | None,
+    *,
+    flip=False,
+    dtype=tf.uint8,
+    mean=None,
+    std=None,
+    channels_first: bool = False,
+    context=None,
+) -> tf.Tensor:
+    """`decode_crop`'s output of decoded pixels (uint8 [H, W, 3]; PNG, raw or L3 images): the window resized
+    bilinearly to `size` (None: not resized), mirrored where `flip`, as `dtype`, normalised and laid out as there.
+    At 8/8 `decode_crop` of a JPEG equals this of `tf.io.decode_jpeg`'s pixels, bit for bit. A window outside the
+    image is an error, after `context` when given."""
+    return _windowed(
+        load_ops().liquid_crop_pixels, image, window, size, flip, dtype, mean, std, channels_first, context
+    )
+
+
+def _windowed(op, source, window, size, flip, dtype, mean, std, channels_first, context) -> tf.Tensor:
     dtype, mean, std = checked_output(dtype, mean, std)
-    return load_ops().liquid_decode_jpeg_crop(
-        contents,
+    return op(
+        source,
         tf.cast(window, tf.int64),
         _sizes(size),
         tf.convert_to_tensor(flip, tf.bool),
@@ -102,12 +130,17 @@ def _sizes(size) -> tf.Tensor:
     return tf.constant([check_int(f"size's {n}", v, 1, 65535) for n, v in zip(("height", "width"), size)], tf.int64)
 
 
-def _sampled_crop(contents, size, seed, options: dict, **window) -> tf.Tensor:
+def _checked_options(options: dict) -> dict:
     unknown = set(options) - _OPTIONS
     if unknown:
         raise ArgumentError(
             f"unknown options {sorted(unknown)}: decode_crop takes dtype, mean, std, channels_first, context"
         )
+    return options
+
+
+def _sampled_crop(contents, size, seed, options: dict, **window) -> tf.Tensor:
+    _checked_options(options)
     dtype, mean, std = checked_output(options.get("dtype", tf.uint8), options.get("mean"), options.get("std"))
     context = options.get("context")
     return load_ops().liquid_decode_jpeg_sampled_crop(
@@ -176,6 +209,18 @@ class RandomResizedCrop:
             random_flip=self.flip,
         )
 
+    def crop(self, image, size, seed, **options) -> tf.Tensor:
+        """crop_pixels of decoded pixels (uint8 [H, W, 3]) through the window and flip `decode` draws from `seed`
+        for a JPEG of that size: images of other formats cropped as JPEGs are."""
+        window, flip = load_ops().liquid_crop_window(
+            _image_size(tf.shape(image)),
+            tf.cast(seed, tf.int64),
+            crop="random",
+            scale=list(self.scale),
+            ratio=list(self.ratio),
+        )
+        return crop_pixels(image, window, size, flip=tf.logical_and(flip, self.flip), **_checked_options(options))
+
 
 @dataclasses.dataclass(frozen=True)
 class CenterCrop:
@@ -189,6 +234,10 @@ class CenterCrop:
     def decode(self, contents, size, seed=None, **options) -> tf.Tensor:
         """decode_crop of this crop's window (`seed` is not used: the window is the image's centre)."""
         return _sampled_crop(contents, size, tf.zeros([2], tf.int64), options, crop="center", fraction=self.fraction)
+
+    def crop(self, image, size, seed=None, **options) -> tf.Tensor:
+        """crop_pixels of decoded pixels (uint8 [H, W, 3]) through this crop's window."""
+        return crop_pixels(image, center_crop_window(tf.shape(image), self.fraction), size, **_checked_options(options))
 
 
 def checked_crop(crop) -> RandomResizedCrop | CenterCrop | None:

@@ -25,6 +25,7 @@ from tfliquid._common.errors import ArgumentError
 from tfliquid._lib import crc32c_fast
 from tfliquid.cache.minio_cache import MinIOCache
 from tfliquid.cache.transform import cached, each_pass
+from tfliquid.jpeg.decoding import ImageDecoding
 from tfliquid.liquid import format as liquid_format
 from tfliquid.liquid import items as liquid_items
 from tfliquid.order.iterations import each_iteration, epoch_of, unsplittable
@@ -41,8 +42,8 @@ AUTOTUNE = tf.data.AUTOTUNE
 # What the cache stores besides a record's bytes: its name ("record:FILE#bytes=N#header=CRC") and the item
 # framing (docs/formats/cache.md). Records are chosen for the cache with this much room each.
 _CACHE_OVERHEAD_PER_RECORD = 512
-# The salts of the seeds of records and of batches in an order (tfliquid.order.derived_seed).
-_RECORD_SEEDS, _BATCH_SEEDS = 1, 2
+# The salts of the seeds of records, of batches and of records' crops in an order (tfliquid.order.derived_seed).
+_RECORD_SEEDS, _BATCH_SEEDS, _CROP_SEEDS = 1, 2, 3
 # What tf.data service's dynamic sharding is told: it would split every stream and the batch pattern apart, and each
 # worker's pattern would then take images its streams do not have.
 _NO_DYNAMIC_SHARDING = (
@@ -72,8 +73,9 @@ def _nonempty(streams: list[_Stream], counts: np.ndarray) -> tuple[list[_Stream]
 
 
 class _RecordReader:
-    """Reads a stream of records of one format: (record number, its images' shuffle seed) pairs -> the decoded
-    images, one RecordDataset per record (one read, CRC checked, through `cache` if given)."""
+    """Reads a stream of records of one format: (record number, its images' shuffle seed, its images' crop seed)
+    triples -> the decoded images, one RecordDataset per record (one read, CRC checked, through `cache` if given);
+    image j of a record is cropped by the seed (crop seed, j)."""
 
     def __init__(self, dataset: LiquidDataset, shuffle, decode, with_keys, num_parallel_reads, num_parallel_calls):
         # Absolute: the files name the records in a cache's keys (see PCRDataset).
@@ -81,6 +83,7 @@ class _RecordReader:
         self._sizes = tf.constant([r.num_bytes for r in dataset._records], tf.int64)
         self._header_crcs = record_identities(dataset._records)
         self._channels = dataset.channels
+        self._decoding = dataset._decoding
         self._with_hits = dataset._cache is not None  # every stream yields "cached", for one element spec
         self._shuffle, self._decode, self._with_keys = shuffle, decode, with_keys
         self._num_parallel_reads, self._num_parallel_calls = num_parallel_reads, num_parallel_calls
@@ -91,7 +94,7 @@ class _RecordReader:
         # Raw items are decoded by the record reader itself: one copy of the pixels, not two.
         raw_pixels = self._decode and format == "raw"
 
-        def open_record(i, record_seed):
+        def open_record(i, record_seed, crop_seed):
             filename, size = tf.gather(self._filenames, i), tf.gather(self._sizes, i)
             source = record_bytes(filename, size)
             if cache is not None:
@@ -99,7 +102,7 @@ class _RecordReader:
                 source = cached(source, name, i, cache, cache_pass, with_hit=True)
             elif self._with_hits:
                 source = source.map(lambda data: (tf.constant(False), data))
-            return RecordDataset(
+            items = RecordDataset(
                 source,
                 filename,
                 seed=record_seed,
@@ -110,6 +113,9 @@ class _RecordReader:
                 item_key="image",
                 header_crc32c=tf.gather(self._header_crcs, i),
             )
+            if not self._decoding.random:
+                return items
+            return items.enumerate().map(lambda j, x: {**x, "crop_seed": tf.stack([crop_seed, j])})
 
         items = records.interleave(
             open_record,
@@ -121,15 +127,22 @@ class _RecordReader:
         # Each stream decodes its own format: no per-element test of the format, and the decodes of every stream
         # run ahead of the pattern that takes from them. Deterministic: the order is the composition.
         def decoded(x):
-            decode = self._decode and not raw_pixels
-            image = liquid_items.decode_as(format, x["image"], self._channels) if decode else x["image"]
+            x = dict(x)
+            crop_seed = x.pop("crop_seed", None)
+            image = x["image"]
+            if self._decode and format == "jpeg" and not self._decoding.identity:
+                image = self._decoding.jpeg(image, crop_seed=crop_seed)  # the window alone, at its DCT scale
+            elif self._decode:
+                if not raw_pixels:
+                    image = liquid_items.decode_as(format, image, self._channels)
+                image = self._decoding.pixels(image, crop_seed=crop_seed)
             return {**x, "image": image, "format": tf.constant(format)}
 
         # A batch's worth of decoded images ahead, so a stream keeps decoding while the pattern takes from the
         # others (a parallel map alone holds only its calls in flight, and would wait for its turn).
-        # Raw pixels need no decode: a parallel map would only hand each image between threads, which costs more
-        # than it saves.
-        if raw_pixels:
+        # Raw pixels to yield as they are need no decode: a parallel map would only hand each image between threads,
+        # which costs more than it saves.
+        if raw_pixels and self._decoding.identity:
             return items.map(decoded).prefetch(ahead)
         return items.map(decoded, num_parallel_calls=self._num_parallel_calls, deterministic=True).prefetch(ahead)
 
@@ -216,12 +229,24 @@ class LiquidDataset(RecordFilesDataset):
         core's speed for whole epochs while the consumer takes the others. With it off, stages after this one
         given AUTOTUNE run min(16, cores) parallel calls, and prefetch(AUTOTUNE) buffers still grow as tf.data's
         prefetch autotuner sees the consumer wait.
+      decode_size: the (height, width) every image is decoded to: JPEG items at the smallest DCT scale whose image
+        (or crop) is at least that size, then resized bilinearly; the other formats' pixels resized bilinearly.
+        Needs an RGB dataset, as crop and the output options do. None: each image at its own size.
+      crop: a window of each image resized to `decode_size`, as PCRDataset takes it: "random", "center", or a
+        `tfliquid.jpeg.crop.RandomResizedCrop` or `CenterCrop`. JPEG items decode the window alone
+        (`tfliquid.jpeg.crop.decode_crop`); PNG, raw and L3 items are decoded whole and then cropped through the same
+        window (`crop_pixels`). Random crops are drawn from seeds of (seed, epoch, record, image), so a seed replays
+        them and a restored iterator goes on with the uninterrupted run's.
+      dtype, mean, std, channels_first: the image as uint8 (the default), or float32 or bfloat16 (value - mean) /
+        std per channel, [H, W, 3] or [3, H, W], as PCRDataset's.
 
-    Elements: {"image": uint8 [H, W, C] (or string), "label": int64, "format": string [, "key", "cached"]}.
+    Elements: {"image": uint8 [H, W, C] (or string, or as `dtype` and `channels_first` say), "label": int64,
+    "format": string [, "key", "cached"]}.
     The read budget is process-wide: `tfliquid.io.set_read_bandwidth`.
 
     >>> ds = tfliquid.LiquidDataset("photos-liquid/", batch_size=128, seed=0)
     >>> ds = ds.map(lambda x: (tf.image.resize(x["image"], [224, 224]), x["label"])).batch(128)
+    >>> train = tfliquid.LiquidDataset("photos-liquid/", batch_size=128, seed=0, decode_size=(224, 224), crop="random")
     """
 
     def __init__(
@@ -239,6 +264,12 @@ class LiquidDataset(RecordFilesDataset):
         epochs: int | None | str = "auto",
         first_epoch: int = 0,
         tf_autotune: bool = False,
+        decode_size: tuple[int, int] | None = None,
+        crop=None,
+        dtype=tf.uint8,
+        mean=None,
+        std=None,
+        channels_first: bool = False,
     ):
         self._path = check_dataset_path(path)
         self._manifest = liquid_format.read_manifest(self._path, crc=crc32c_fast)
@@ -255,6 +286,12 @@ class LiquidDataset(RecordFilesDataset):
                 raise ArgumentError("cache must be a tfliquid.MinIOCache, a budget in bytes or None, got a bool")
             cache = MinIOCache(check_int("cache (a budget in bytes)", cache, 0))
         self._cache = cache
+        self._decoding = ImageDecoding(decode_size, crop, dtype, mean, std, channels_first)
+        if not decode and not self._decoding.identity:
+            raise ArgumentError(
+                "decode_size, crop, dtype, mean, std and channels_first say how images are decoded: decode=True"
+            )
+        self._decoding.check_channels(self._manifest.channels, str(self._path))
         self._records = [r for f in self._manifest.formats for r in f.records]  # the order's items, format by format
         # Epochs are an order's or, without one, this dataset's own: checked_order checks first_epoch only.
         self._order = checked_order(order, cache, len(self._records), first_epoch=first_epoch)
@@ -324,13 +361,17 @@ class LiquidDataset(RecordFilesDataset):
         counts = tf.constant(self._counts, tf.int64)
 
         def records_of(k: int, stream: _Stream, epoch) -> tf.data.Dataset:
-            """Stream k's records in epoch `epoch` (of its own seeded order), each with its images' shuffle seed."""
+            """Stream k's records in epoch `epoch` (of its own seeded order), each with its images' shuffle and crop
+            seeds."""
             records = tf.constant(stream.records, tf.int64)
-            if not shuffle:
-                return tf.data.Dataset.from_tensor_slices(records).map(lambda i: (i, tf.constant(0, tf.int64)))
-            permuted = tf.gather(records, SeededOrder(len(stream.records), seed=k).epoch_keys(epoch))
-            return tf.data.Dataset.from_tensor_slices(permuted).map(
-                lambda i: (i, derived_seed(0, epoch, i, _RECORD_SEEDS))
+            if shuffle:
+                records = tf.gather(records, SeededOrder(len(stream.records), seed=k).epoch_keys(epoch))
+            return tf.data.Dataset.from_tensor_slices(records).map(
+                lambda i: (
+                    i,
+                    derived_seed(0, epoch, i, _RECORD_SEEDS) if shuffle else tf.constant(0, tf.int64),
+                    derived_seed(0, epoch, i, _CROP_SEEDS),
+                )
             )
 
         def rows_of(epoch) -> tf.data.Dataset:
@@ -382,9 +423,13 @@ class LiquidDataset(RecordFilesDataset):
 
             def records_of(k):
                 records = tf.data.Dataset.from_tensor_slices(tf.boolean_mask(keys, tf.equal(format_of, k)))
-                if not shuffle:
-                    return records.map(lambda i: (i, tf.constant(0, tf.int64)))
-                return records.map(lambda i: (i, derived_seed(base_seed, epoch, i, _RECORD_SEEDS)))
+                return records.map(
+                    lambda i: (
+                        i,
+                        derived_seed(base_seed, epoch, i, _RECORD_SEEDS) if shuffle else tf.constant(0, tf.int64),
+                        derived_seed(base_seed, epoch, i, _CROP_SEEDS),
+                    )
+                )
 
             def one_pass(cache_pass):
                 streams = [

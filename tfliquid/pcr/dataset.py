@@ -23,8 +23,7 @@ from tfliquid._common.op_dataset import OpDataset
 from tfliquid._lib import crc32c_fast, load_ops
 from tfliquid.cache.minio_cache import MinIOCache
 from tfliquid.cache.transform import cached, with_pass
-from tfliquid.jpeg.crop import RandomResizedCrop, checked_crop, checked_output, decode_crop
-from tfliquid.jpeg.sized import check_size, decode_jpeg, decode_jpeg_at_size
+from tfliquid.jpeg.decoding import ImageDecoding
 from tfliquid.order.iterations import numbered_iterations, seeded_shuffle
 from tfliquid.order.seeded_order import SeededOrder, checked_order, derived_seed
 from tfliquid.pcr import format as pcr_format
@@ -252,16 +251,12 @@ class PCRDataset(RecordFilesDataset):
         self._index = index
         self._cache = cache
         self._scan_group = _validate_scan_group(scan_group, index.num_scan_groups)
-        self._decode_size = check_size(decode_size) if decode_size is not None else None
+        self._decoding = ImageDecoding(decode_size, crop, dtype, mean, std, channels_first)
         self._order = checked_order(order, cache, len(index.records), epochs, first_epoch)
         self._epochs = self._order.epochs_dataset(epochs, first_epoch) if self._order is not None else None
         if decode_size is not None and not decode:
             raise ArgumentError("decode_size is the size images are decoded to: it needs decode=True")
-        self._crop = checked_crop(crop)
-        dtype, mean, std = checked_output(dtype, mean, std)
-        self._output = {"dtype": dtype, "mean": mean or None, "std": std or None, "channels_first": channels_first}
-        self._plain_decode = self._crop is None and dtype == tf.uint8 and not channels_first
-        if not decode and not self._plain_decode:
+        if not decode and not self._decoding.plain:
             raise ArgumentError("crop, dtype, mean, std and channels_first say how images are decoded: decode=True")
         pipeline = self._build(decode, shuffle, seed, num_parallel_reads, with_keys)
         if self._order is None:
@@ -341,7 +336,7 @@ class PCRDataset(RecordFilesDataset):
             # As many decodes in flight as cores, not AUTOTUNE: under throttled reads tf.data's autotuner starves
             # this map now and then, and a whole epoch takes twice as long. Decoding is CPU work: one call per core
             # is what autotuning should reach anyway.
-            if isinstance(self._crop, RandomResizedCrop):
+            if self._decoding.random:
                 # A crop seed per image, from a stream of `seed` drawn anew each iteration (and checkpointed):
                 # an iteration replays its crops whatever its scan group, and a restore goes on where it stood.
                 crop_seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
@@ -376,29 +371,18 @@ class PCRDataset(RecordFilesDataset):
     @property
     def decode_size(self) -> tuple[int, int] | None:
         """The (height, width) images are decoded to, or None (each at its own size)."""
-        return self._decode_size
+        return self._decoding.size
 
     @property
     def crop(self):
         """The crop images are decoded through (a RandomResizedCrop or CenterCrop), or None."""
-        return self._crop
+        return self._decoding.crop
 
     def decode_image(self, jpeg, context=None, crop_seed=None) -> tf.Tensor:
-        """A JPEG's bytes decoded as this dataset decodes its images: at full size, the pixels of
-        `tf.io.decode_jpeg` (`tfliquid.jpeg.sized.decode_jpeg`), or at `decode_size`
-        (`tfliquid.jpeg.sized.decode_jpeg_at_size`); through the crop, as the dtype, normalisation and layout
-        asked (`tfliquid.jpeg.crop.decode_crop`), a random crop drawn from `crop_seed` ([2] int; None: [0, 0],
-        the same draws for every image). A decode error starts with `context` when given."""
-        if self._plain_decode:
-            if self._decode_size is None:
-                return decode_jpeg(jpeg, context)
-            return decode_jpeg_at_size(jpeg, self._decode_size, context)
-        if self._crop is None:  # the whole image, normalised
-            shape = tf.image.extract_jpeg_shape(jpeg, tf.int64)
-            window = tf.stack([0, 0, shape[0], shape[1]])
-            return decode_crop(jpeg, window, self._decode_size, context=context, **self._output)
-        seed = tf.zeros([2], tf.int64) if crop_seed is None else crop_seed
-        return self._crop.decode(jpeg, self._decode_size, seed, context=context, **self._output)
+        """A JPEG's bytes decoded as this dataset decodes its images (`tfliquid.jpeg.decoding.ImageDecoding.jpeg`):
+        at full size or `decode_size`, through the crop (a random one drawn from `crop_seed`, [2] int), as the
+        dtype, normalisation and layout asked. A decode error starts with `context` when given."""
+        return self._decoding.jpeg(jpeg, context, crop_seed)
 
     def _decoded(self, element, crop_seed=None):
         """The element with its image decoded, errors naming the record file, the image's key and scan group."""
