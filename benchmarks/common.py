@@ -60,10 +60,11 @@ def timed(fn, repeat: int = 1) -> float:
     return best
 
 
-def pass_of(dataset, batch_size: int = 256):
-    """A function that runs one timed pass over `dataset` batched as Keras consumes it, its iterator's teardown
-    timed apart (tfliquid._common.timing), and returns its PassTiming. The pipeline is traced here, once."""
-    batches = dataset.batch(batch_size)
+def pass_of(dataset, batch_size: int | None = 256):
+    """A function that runs one timed pass over `dataset` batched as Keras consumes it (None: it yields batches
+    already), its iterator's teardown timed apart (tfliquid._common.timing), and returns its PassTiming. The
+    pipeline is traced here, once."""
+    batches = dataset if batch_size is None else dataset.batch(batch_size)
     timed_pass(batches.take(1))
     return lambda: timed_pass(batches)
 

@@ -16,13 +16,14 @@ from tfliquid.jpeg.crop import (
     IMAGENET_STD,
     center_crop_window,
     crop_pixels,
+    decode_batch,
     decode_center_crop,
     decode_crop,
     decode_random_resized_crop,
     random_resized_crop_window,
 )
 from tfliquid.jpeg.ops import jpeg_to_progressive
-from tfliquid.jpeg.sized import decode_jpeg_scaled
+from tfliquid.jpeg.sized import decode_jpeg_at_size, decode_jpeg_scaled
 
 import jpeg_samples
 
@@ -301,3 +302,49 @@ def test_crop_pixels_refuses_windows_outside_and_images_not_rgb(photo_jpeg):
     with pytest.raises(tf.errors.InvalidArgumentError, match="size must be in 1x1"):
         load = tfliquid._lib.load_ops()
         load.liquid_crop_pixels(whole, tf.constant([0, 0, 5, 5], tf.int64), tf.constant([0, 3], tf.int64), False, "")
+
+
+def test_a_batch_decode_is_each_images_decode_bit_for_bit(photo_jpeg, zoo):
+    kinds = list({**jpeg_samples.jpegs_of_every_kind(photo_jpeg), **zoo}.values())
+    seeds = tf.constant([[i, 11] for i in range(len(kinds))], tf.int64)
+    random = tfliquid.jpeg.crop.RandomResizedCrop()
+    normalised = {"dtype": tf.float32, "mean": IMAGENET_MEAN, "std": IMAGENET_STD, "channels_first": True}
+    for crop, options in ((random, normalised), (random, {"dtype": tf.bfloat16}), ("center", {})):
+        batch = decode_batch(kinds, (40, 56), crop, seeds, **options).numpy()
+        single = tfliquid.jpeg.crop.checked_crop(crop)
+        for i, jpeg in enumerate(kinds):
+            assert np.array_equal(batch[i], single.decode(jpeg, (40, 56), seeds[i], **options).numpy()), (crop, i)
+    whole = decode_batch(kinds, (40, 56)).numpy()  # no crop: the whole image at the size, as decode_size decodes it
+    assert whole.shape == (len(kinds), 40, 56, 3)
+    for i, jpeg in enumerate(kinds):
+        assert np.array_equal(whole[i], decode_jpeg_at_size(jpeg, (40, 56)).numpy()), i
+
+
+def test_a_batch_decode_names_the_damaged_image_and_checks_its_inputs(photo_jpeg):
+    damaged = photo_jpeg[:200]
+    contexts = tf.constant(["first.jpg", "second.jpg"])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="second.jpg: corrupt JPEG"):
+        decode_batch([photo_jpeg, damaged], (32, 32), contexts=contexts)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"seeds must be \[2, 2\] and contexts \[2\]"):
+        decode_batch([photo_jpeg, photo_jpeg], (32, 32), "random", tf.zeros([3, 2], tf.int64))
+    with pytest.raises(tfliquid.ArgumentError, match="size=\\(height, width\\), not None"):
+        decode_batch([photo_jpeg], None)
+    assert decode_batch(tf.zeros([0], tf.string), (8, 8)).shape == (0, 8, 8, 3)
+
+
+def test_pcr_batches_are_the_batched_images_decoded_by_one_op(photos_pcr):
+    def dataset(**options):
+        return tfliquid.PCRDataset(photos_pcr, decode_size=(32, 32), seed=4, **options)
+
+    for options in ({"crop": "random", "dtype": tf.float32, "mean": IMAGENET_MEAN, "std": IMAGENET_STD}, {}):
+        batched = dataset(batch_size=6, **options)
+        assert len(batched) == 3  # 16 images
+        expected = list(dataset(**options).batch(6).as_numpy_iterator())
+        got = list(batched.as_numpy_iterator())
+        assert [len(b["label"]) for b in got] == [6, 6, 4]
+        for a, b in zip(got, expected, strict=True):
+            assert np.array_equal(a["image"], b["image"]) and np.array_equal(a["label"], b["label"])
+    dropped = dataset(batch_size=6, drop_remainder=True, scan_group=1)
+    assert len(dropped) == 2 and [b["image"].shape[0] for b in dropped] == [6, 6]
+    with pytest.raises(tfliquid.ArgumentError, match="batch_size decodes batches of images of one size"):
+        tfliquid.PCRDataset(photos_pcr, batch_size=6)

@@ -21,38 +21,49 @@ namespace {
 // What starts an error message: the context naming the image's source, when given.
 std::string Where(const tstring& context) { return context.empty() ? "" : absl::StrCat(context, ": "); }
 
-// Writes RGB pixels [height, width, 3] to `out` as T, mirrored left to right if `flip`, (value - mean) / std per
-// channel, in HWC or CHW order. The loops run forwards over the output, a row at a time, so that they vectorise.
+// A pixel value as T: itself for uint8, else value * scale + shift ((value - mean) / std).
 template <typename T>
-void WriteAs(const uint8_t* pixels, int64_t height, int64_t width, bool flip, const float* mean, const float* std,
+T Converted(uint8_t value, float scale, float shift) {
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    return value;
+  } else {
+    return static_cast<T>(value * scale + shift);
+  }
+}
+
+// The image's height and width from the frame header of `contents`, or an error after `context`.
+absl::Status FrameSizeOf(const tstring& contents, const tstring& context, int64_t* height, int64_t* width) {
+  if (jpeg::FrameSize(reinterpret_cast<const uint8_t*>(contents.data()), contents.size(), height, width)) {
+    return absl::OkStatus();
+  }
+  return tensorflow::errors::InvalidArgument(Where(context), "corrupt JPEG: no frame header giving the image's size");
+}
+
+// Writes RGB pixels [height, width, 3] to `out` as T, (value - mean) / std per channel, in HWC or CHW order. HWC
+// runs over the values in blocks of 48 (16 pixels: whole channel triples and whole vector registers), each
+// value's scale and shift taken from the block's pattern of them, so that the loop vectorises.
+template <typename T>
+void WriteAs(const uint8_t* pixels, int64_t height, int64_t width, const float* mean, const float* std,
              bool channels_first, T* out) {
   float scale[3], shift[3];  // value * scale + shift: a multiply and an add per value
   for (int c = 0; c < 3; ++c) scale[c] = 1.0f / std[c], shift[c] = -mean[c] / std[c];
-  auto value = [&](uint8_t v, int c) -> T {
-    if constexpr (std::is_same_v<T, uint8_t>) {
-      return v;
-    } else {
-      return static_cast<T>(v * scale[c] + shift[c]);
-    }
-  };
   const int64_t plane = height * width;
-  for (int64_t y = 0; y < height; ++y) {
-    const uint8_t* row = pixels + y * width * 3;
-    const int64_t first = flip ? (width - 1) * 3 : 0, step = flip ? -3 : 3;  // the source pixel of output x = 0
-    if (channels_first) {
-      T* planes[3] = {out + y * width, out + plane + y * width, out + 2 * plane + y * width};
-      for (int c = 0; c < 3; ++c) {
-        const uint8_t* source = row + first + c;
-        for (int64_t x = 0; x < width; ++x) planes[c][x] = value(source[x * step], c);
-      }
-    } else {
-      T* line = out + y * width * 3;
-      for (int64_t x = 0; x < width; ++x) {
-        const uint8_t* pixel = row + first + x * step;
-        line[3 * x] = value(pixel[0], 0), line[3 * x + 1] = value(pixel[1], 1), line[3 * x + 2] = value(pixel[2], 2);
-      }
+  if (channels_first) {
+    for (int c = 0; c < 3; ++c) {
+      T* target = out + c * plane;
+      for (int64_t p = 0; p < plane; ++p) target[p] = Converted<T>(pixels[3 * p + c], scale[c], shift[c]);
     }
+    return;
   }
+  constexpr int kBlock = 48;
+  float block_scale[kBlock], block_shift[kBlock];
+  for (int j = 0; j < kBlock; ++j) block_scale[j] = scale[j % 3], block_shift[j] = shift[j % 3];
+  const int64_t count = plane * 3;
+  int64_t i = 0;
+  for (; i + kBlock <= count; i += kBlock) {
+    for (int j = 0; j < kBlock; ++j) out[i + j] = Converted<T>(pixels[i + j], block_scale[j], block_shift[j]);
+  }
+  for (; i < count; ++i) out[i] = Converted<T>(pixels[i], scale[i % 3], shift[i % 3]);
 }
 
 // The output attributes (dtype, mean, std, channels_first) and the decode of a window into that output.
@@ -86,84 +97,134 @@ class CroppedOutput {
   // written as the attributes say. Errors start with `context` when it is not empty.
   void Decode(OpKernelContext* ctx, const tstring& contents, const jpeg::CropWindow& crop, bool flip, int64_t height,
               int64_t width, const tstring& context) const {
-    OP_REQUIRES_OK(ctx, CheckSize(height, width));
-    const bool as_decoded = height == 0 && width == 0;
-    const std::string where = Where(context);
+    OP_REQUIRES_OK(ctx, CheckSize(height, width, /*zero_is_as_decoded=*/true));
     jpeg::ScaledDecoder decoder;
-    std::string error;
-    constexpr int64_t kLargest = std::numeric_limits<int64_t>::max();  // a size no scale reaches: 8/8
-    const bool started = as_decoded ? decoder.Start(Bytes(contents), contents.size(), kLargest, kLargest, &error,
-                                                    /*no_finer_than_coded=*/false, &crop)
-                                    : decoder.Start(Bytes(contents), contents.size(), height, width, &error,
-                                                    /*no_finer_than_coded=*/true, &crop);
-    OP_REQUIRES(ctx, started || !decoder.window_outside(), tensorflow::errors::InvalidArgument(where, error));
-    OP_REQUIRES(ctx, started, tensorflow::errors::InvalidArgument(where, "corrupt JPEG: ", error));
-    Write(ctx, as_decoded ? decoder.height() : height, as_decoded ? decoder.width() : width, flip,
-          [&](uint8_t* pixels, int64_t out_height, int64_t out_width) {
-            return decoder.DecodeResized(pixels, out_height, out_width, &error)
-                       ? absl::OkStatus()
-                       : tensorflow::errors::InvalidArgument(where, "corrupt JPEG: ", error);
-          });
+    OP_REQUIRES_OK(ctx, Start(&decoder, contents, crop, height, width, context));
+    const bool as_decoded = height == 0 && width == 0;
+    const int64_t out_height = as_decoded ? decoder.height() : height, out_width = as_decoded ? decoder.width() : width;
+    Tensor* image;
+    OP_REQUIRES_OK(ctx, channels_first_ ? AllocateOutput(ctx, 0, {3, out_height, out_width}, &image)
+                                        : AllocateOutput(ctx, 0, {out_height, out_width, 3}, &image));
+    OP_REQUIRES_OK(ctx, DecodeInto(&decoder, flip, out_height, out_width, context, image->data()));
+  }
+
+  // Output 0 of [contents.size(), height, width, 3] (or [., 3, height, width]): image i the window and flip
+  // `choose(i, image_height, image_width, &window, &flip)` gives of contents[i], as Decode writes it. Errors start
+  // with contexts[i] when it is not empty.
+  template <typename Choose>
+  void DecodeBatch(OpKernelContext* ctx, const Tensor& contents, const Tensor& contexts, int64_t height, int64_t width,
+                   Choose&& choose) const {
+    OP_REQUIRES_OK(ctx, CheckSize(height, width, /*zero_is_as_decoded=*/false));
+    const int64_t batch = contents.NumElements();
+    Tensor* images;
+    OP_REQUIRES_OK(ctx, channels_first_ ? AllocateOutput(ctx, 0, {batch, 3, height, width}, &images)
+                                        : AllocateOutput(ctx, 0, {batch, height, width, 3}, &images));
+    const int64_t image_bytes = height * width * 3 * tensorflow::DataTypeSize(dtype_);
+    const auto each_contents = contents.flat<tstring>();
+    const auto each_context = contexts.flat<tstring>();
+    for (int64_t i = 0; i < batch; ++i) {
+      const tstring& image_contents = each_contents(i);
+      int64_t image_height, image_width;
+      OP_REQUIRES_OK(ctx, FrameSizeOf(image_contents, each_context(i), &image_height, &image_width));
+      jpeg::CropWindow window;
+      bool flip;
+      choose(i, image_height, image_width, &window, &flip);
+      jpeg::ScaledDecoder decoder;
+      OP_REQUIRES_OK(ctx, Start(&decoder, image_contents, window, height, width, each_context(i)));
+      OP_REQUIRES_OK(ctx, DecodeInto(&decoder, flip, height, width, each_context(i),
+                                     static_cast<char*>(images->data()) + i * image_bytes));
+    }
   }
 
   // Output 0 of RGB pixels [image_height, image_width, 3]: their window resized to `size` (0x0: not resized),
   // flipped, written as the attributes say; the JPEG decode's output at 8/8 of the same window.
   void Crop(OpKernelContext* ctx, const uint8_t* image, int64_t image_width, const jpeg::CropWindow& crop, bool flip,
             int64_t height, int64_t width) const {
-    OP_REQUIRES_OK(ctx, CheckSize(height, width));
+    OP_REQUIRES_OK(ctx, CheckSize(height, width, /*zero_is_as_decoded=*/true));
     const bool as_window = height == 0 && width == 0;
-    Write(ctx, as_window ? crop.height : height, as_window ? crop.width : width, flip,
-          [&](uint8_t* pixels, int64_t out_height, int64_t out_width) {
-            const uint8_t* first = image + (crop.y * image_width + crop.x) * 3;
-            const size_t row_bytes = static_cast<size_t>(crop.width) * 3;
-            if (as_window || crop.width != image_width) {  // the window's rows, next to each other
-              std::vector<uint8_t> window(as_window ? 0 : row_bytes * static_cast<size_t>(crop.height));
-              uint8_t* rows = as_window ? pixels : window.data();
-              for (int64_t y = 0; y < crop.height; ++y) {
-                std::memcpy(rows + y * row_bytes, first + y * image_width * 3, row_bytes);
-              }
-              if (!as_window) jpeg::ResizeBilinear(rows, crop.height, crop.width, pixels, out_height, out_width);
-            } else {
-              jpeg::ResizeBilinear(first, crop.height, crop.width, pixels, out_height, out_width);
-            }
-            return absl::OkStatus();
-          });
+    const int64_t out_height = as_window ? crop.height : height, out_width = as_window ? crop.width : width;
+    Tensor* output;
+    OP_REQUIRES_OK(ctx, channels_first_ ? AllocateOutput(ctx, 0, {3, out_height, out_width}, &output)
+                                        : AllocateOutput(ctx, 0, {out_height, out_width, 3}, &output));
+    OP_REQUIRES_OK(ctx, WriteImage(out_height, out_width, output->data(), [&](uint8_t* pixels) {
+                     const uint8_t* first = image + (crop.y * image_width + crop.x) * 3;
+                     const size_t row_bytes = static_cast<size_t>(crop.width) * 3;
+                     if (as_window || crop.width != image_width) {  // the window's rows, next to each other
+                       std::vector<uint8_t> window(as_window ? 0 : row_bytes * static_cast<size_t>(crop.height));
+                       uint8_t* rows = as_window ? pixels : window.data();
+                       for (int64_t y = 0; y < crop.height; ++y) {
+                         std::memcpy(rows + y * row_bytes, first + y * image_width * 3, row_bytes);
+                       }
+                       if (as_window && flip) jpeg::MirrorRows(pixels, out_height, out_width);
+                       if (!as_window) {
+                         jpeg::ResizeBilinear(rows, crop.height, crop.width, pixels, out_height, out_width, flip);
+                       }
+                     } else {
+                       jpeg::ResizeBilinear(first, crop.height, crop.width, pixels, out_height, out_width, flip);
+                     }
+                     return absl::OkStatus();
+                   }));
   }
 
  private:
-  static absl::Status CheckSize(int64_t height, int64_t width) {
-    if ((height == 0 && width == 0) ||
+  static absl::Status CheckSize(int64_t height, int64_t width, bool zero_is_as_decoded) {
+    if ((zero_is_as_decoded && height == 0 && width == 0) ||
         (height >= 1 && width >= 1 && height <= kMaxImageSide && width <= kMaxImageSide)) {
       return absl::OkStatus();
     }
     return tensorflow::errors::InvalidArgument("size must be in 1x1..", kMaxImageSide, "x", kMaxImageSide,
-                                               " (or 0x0: the window as it is), got ", height, "x", width);
+                                               zero_is_as_decoded ? " (or 0x0: the window as it is)" : "", ", got ",
+                                               height, "x", width);
   }
 
-  // Allocates output 0 of out_height x out_width as the attributes say, and fills it from the RGB pixels of that
-  // size `fill(pixels, out_height, out_width)` writes (returning its error).
+  // Starts `decoder` on the window of `contents` at the scale height x width needs (0x0: 8/8, the window as
+  // decoded).
+  static absl::Status Start(jpeg::ScaledDecoder* decoder, const tstring& contents, const jpeg::CropWindow& crop,
+                            int64_t height, int64_t width, const tstring& context) {
+    std::string error;
+    constexpr int64_t kLargest = std::numeric_limits<int64_t>::max();  // a size no scale reaches: 8/8
+    const bool as_decoded = height == 0 && width == 0;
+    const bool started = as_decoded ? decoder->Start(Bytes(contents), contents.size(), kLargest, kLargest, &error,
+                                                     /*no_finer_than_coded=*/false, &crop)
+                                    : decoder->Start(Bytes(contents), contents.size(), height, width, &error,
+                                                     /*no_finer_than_coded=*/true, &crop);
+    if (started) return absl::OkStatus();
+    return tensorflow::errors::InvalidArgument(Where(context),
+                                               decoder->window_outside() ? "" : "corrupt JPEG: ", error);
+  }
+
+  // The started decode, resized to out_height x out_width and flipped, written to `out` as the attributes say.
+  absl::Status DecodeInto(jpeg::ScaledDecoder* decoder, bool flip, int64_t out_height, int64_t out_width,
+                          const tstring& context, void* out) const {
+    return WriteImage(out_height, out_width, out, [&](uint8_t* pixels) {
+      std::string error;
+      return decoder->DecodeResized(pixels, out_height, out_width, &error, flip)
+                 ? absl::OkStatus()
+                 : tensorflow::errors::InvalidArgument(Where(context), "corrupt JPEG: ", error);
+    });
+  }
+
+  // Writes one image of out_height x out_width to `out` as the attributes say, from the RGB pixels of that size
+  // (flipped already) `fill(pixels)` writes (returning its error).
   template <typename Fill>
-  void Write(OpKernelContext* ctx, int64_t out_height, int64_t out_width, bool flip, Fill&& fill) const {
-    Tensor* image;
-    OP_REQUIRES_OK(ctx, channels_first_ ? AllocateOutput(ctx, 0, {3, out_height, out_width}, &image)
-                                        : AllocateOutput(ctx, 0, {out_height, out_width, 3}, &image));
-    // uint8 HWC unflipped goes straight to the output; anything else through the RGB of the resized window.
-    const bool direct = dtype_ == tensorflow::DT_UINT8 && !channels_first_ && !flip;
+  absl::Status WriteImage(int64_t out_height, int64_t out_width, void* out, Fill&& fill) const {
+    // uint8 HWC goes straight to the output; anything else through the RGB of the resized window.
+    const bool direct = dtype_ == tensorflow::DT_UINT8 && !channels_first_;
     std::vector<uint8_t> resized(direct ? 0 : static_cast<size_t>(out_height * out_width * 3));
-    uint8_t* pixels = direct ? image->flat<uint8_t>().data() : resized.data();
-    OP_REQUIRES_OK(ctx, fill(pixels, out_height, out_width));
-    if (direct) return;
+    uint8_t* pixels = direct ? static_cast<uint8_t*>(out) : resized.data();
+    TF_RETURN_IF_ERROR(fill(pixels));
+    if (direct) return absl::OkStatus();
     switch (dtype_) {
       case tensorflow::DT_UINT8:
-        WriteAs(pixels, out_height, out_width, flip, mean_, std_, channels_first_, image->flat<uint8_t>().data());
+        WriteAs(pixels, out_height, out_width, mean_, std_, channels_first_, static_cast<uint8_t*>(out));
         break;
       case tensorflow::DT_FLOAT:
-        WriteAs(pixels, out_height, out_width, flip, mean_, std_, channels_first_, image->flat<float>().data());
+        WriteAs(pixels, out_height, out_width, mean_, std_, channels_first_, static_cast<float*>(out));
         break;
       default:
-        WriteAs(pixels, out_height, out_width, flip, mean_, std_, channels_first_,
-                image->flat<tensorflow::bfloat16>().data());
+        WriteAs(pixels, out_height, out_width, mean_, std_, channels_first_, static_cast<tensorflow::bfloat16*>(out));
     }
+    return absl::OkStatus();
   }
 
   static const uint8_t* Bytes(const tstring& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
@@ -184,7 +245,7 @@ class WindowChoice {
     TF_RETURN_IF_ERROR(ctx->GetAttr(kScaleAttr, &scale));
     TF_RETURN_IF_ERROR(ctx->GetAttr(kRatioAttr, &ratio));
     TF_RETURN_IF_ERROR(ctx->GetAttr(kFractionAttr, &fraction));
-    random_ = crop == "random";
+    kind_ = crop == "random" ? Kind::kRandom : crop == "center" ? Kind::kCenter : Kind::kWhole;
     constexpr float kInfinity = std::numeric_limits<float>::infinity();
     if (scale.size() != 2 || !(0 < scale[0] && scale[0] <= scale[1] && scale[1] <= 1)) {
       return tensorflow::errors::InvalidArgument("scale must be (low, high) with 0 < low <= high <= 1");
@@ -201,21 +262,27 @@ class WindowChoice {
     return absl::OkStatus();
   }
 
-  // The window of an image of height x width and whether it is flipped: for a random crop, the seed's first draw
-  // decides the flip (below one half: flipped), the next ones the window.
-  void Choose(int64_t height, int64_t width, const Tensor& seed, jpeg::CropWindow* window, bool* flip) const {
-    if (!random_) {
-      *window = jpeg::CenterCropWindow(height, width, fraction_);
-      *flip = false;
+  // The window of an image of height x width and whether it is flipped: for a random crop, the first draw of the
+  // seed (seed0, seed1) decides the flip (below one half: flipped), the next ones the window; 'whole' is the
+  // whole image.
+  void Choose(int64_t height, int64_t width, int64_t seed0, int64_t seed1, jpeg::CropWindow* window, bool* flip) const {
+    *flip = false;
+    if (kind_ == Kind::kWhole) {
+      *window = {0, 0, height, width};
       return;
     }
-    jpeg::CropDraws draws(seed.vec<int64_t>()(0), seed.vec<int64_t>()(1));
+    if (kind_ == Kind::kCenter) {
+      *window = jpeg::CenterCropWindow(height, width, fraction_);
+      return;
+    }
+    jpeg::CropDraws draws(seed0, seed1);
     *flip = draws.Uniform() < 0.5;
     *window = jpeg::RandomResizedCropWindow(height, width, parameters_, &draws);
   }
 
  private:
-  bool random_ = true;
+  enum class Kind { kRandom, kCenter, kWhole };
+  Kind kind_ = Kind::kRandom;
   jpeg::RandomCropParameters parameters_;
   double fraction_ = 0.875;
 };
@@ -286,14 +353,46 @@ class DecodeJpegSampledCropOp : public OpKernel {
     OP_REQUIRES_OK(ctx, CheckLength("seed", *seed, 2));
     OP_REQUIRES_OK(ctx, CheckLength("size", *size, 2));
     int64_t height, width;
-    OP_REQUIRES(
-        ctx, jpeg::FrameSize(reinterpret_cast<const uint8_t*>(contents->data()), contents->size(), &height, &width),
-        tensorflow::errors::InvalidArgument(Where(*context), "corrupt JPEG: no frame header giving the image's size"));
+    OP_REQUIRES_OK(ctx, FrameSizeOf(*contents, *context, &height, &width));
     jpeg::CropWindow window;
     bool flip;
-    choice_.Choose(height, width, *seed, &window, &flip);
+    choice_.Choose(height, width, seed->vec<int64_t>()(0), seed->vec<int64_t>()(1), &window, &flip);
     output_.Decode(ctx, *contents, window, flip && random_flip_, size->vec<int64_t>()(0), size->vec<int64_t>()(1),
                    *context);
+  }
+
+ private:
+  CroppedOutput output_;
+  WindowChoice choice_;
+  bool random_flip_ = true;
+};
+
+class DecodeJpegCropBatchOp : public OpKernel {
+ public:
+  explicit DecodeJpegCropBatchOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, output_.Init(ctx));
+    OP_REQUIRES_OK(ctx, choice_.Init(ctx));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kRandomFlipAttr, &random_flip_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor *contents, *seeds, *size, *contexts;
+    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "contents", 1, &contents));
+    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "seeds", 2, &seeds));
+    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "size", 1, &size));
+    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "contexts", 1, &contexts));
+    const int64_t batch = contents->NumElements();
+    OP_REQUIRES(ctx, seeds->dim_size(0) == batch && seeds->dim_size(1) == 2 && contexts->NumElements() == batch,
+                tensorflow::errors::InvalidArgument("seeds must be [", batch, ", 2] and contexts [", batch, "] for ",
+                                                    batch, " contents, got ", seeds->shape().DebugString(), " and ",
+                                                    contexts->shape().DebugString()));
+    OP_REQUIRES_OK(ctx, CheckLength("size", *size, 2));
+    const auto each_seed = seeds->matrix<int64_t>();
+    output_.DecodeBatch(ctx, *contents, *contexts, size->vec<int64_t>()(0), size->vec<int64_t>()(1),
+                        [&](int64_t i, int64_t height, int64_t width, jpeg::CropWindow* window, bool* flip) {
+                          choice_.Choose(height, width, each_seed(i, 0), each_seed(i, 1), window, flip);
+                          *flip = *flip && random_flip_;
+                        });
   }
 
  private:
@@ -346,7 +445,7 @@ class CropWindowOp : public OpKernel {
                                                     ", got ", height, "x", width));
     jpeg::CropWindow window;
     bool flip;
-    choice_.Choose(height, width, *seed, &window, &flip);
+    choice_.Choose(height, width, seed->vec<int64_t>()(0), seed->vec<int64_t>()(1), &window, &flip);
     Tensor *window_output, *flip_output;
     OP_REQUIRES_OK(ctx, AllocateOutput(ctx, 0, {4}, &window_output));
     OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({}), &flip_output));
@@ -361,6 +460,7 @@ class CropWindowOp : public OpKernel {
 
 REGISTER_KERNEL_BUILDER(Name(kDecodeJpegCropOp).Device(tensorflow::DEVICE_CPU), DecodeJpegCropOp);
 REGISTER_KERNEL_BUILDER(Name(kDecodeJpegSampledCropOp).Device(tensorflow::DEVICE_CPU), DecodeJpegSampledCropOp);
+REGISTER_KERNEL_BUILDER(Name(kDecodeJpegCropBatchOp).Device(tensorflow::DEVICE_CPU), DecodeJpegCropBatchOp);
 REGISTER_KERNEL_BUILDER(Name(kCropPixelsOp).Device(tensorflow::DEVICE_CPU), CropPixelsOp);
 REGISTER_KERNEL_BUILDER(Name(kCropWindowOp).Device(tensorflow::DEVICE_CPU), CropWindowOp);
 

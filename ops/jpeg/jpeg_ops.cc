@@ -100,10 +100,11 @@ e.g. its record file and key.
 
 namespace {
 
-// Input k has rank ranks[k]; the image's shape from its `size` input when that is a constant other than 0x0 (the
-// window as decoded), [3, H, W] with channels_first.
-absl::Status CroppedImageShape(InferenceContext* c, std::initializer_list<int> ranks, int size_index) {
-  int index = 0;
+// Input first_input + k has rank ranks[k]; the image's shape from its `size` input when that is a constant other
+// than 0x0 (the window as decoded), [3, H, W] with channels_first.
+absl::Status CroppedImageShape(InferenceContext* c, std::initializer_list<int> ranks, int size_index,
+                               int first_input = 0) {
+  int index = first_input;
   for (int rank : ranks) TF_RETURN_IF_ERROR(InputHasRank(c, index++, rank));
   tensorflow::shape_inference::DimensionHandle height = c->UnknownDim(), width = c->UnknownDim();
   if (const tensorflow::Tensor* size = c->input_tensor(size_index); size != nullptr && size->NumElements() == 2) {
@@ -172,6 +173,38 @@ Liquid>DecodeJpegCrop of the window the op takes from the JPEG's frame header an
 torchvision's random resized crop (areas in `scale` of the image's, aspects width / height in `ratio`), mirrored
 with probability 1/2 if random_flip; 'center', the central square of `fraction` of the shorter side. The draws are
 SplitMix64's of the seed (docs/formats/pcr.md, "Decoding a crop"): a seed gives the same window and flip.
+)doc");
+
+REGISTER_OP(kDecodeJpegCropBatchOp)
+    .Input("contents: string")
+    .Input("seeds: int64")
+    .Input("size: int64")
+    .Input("contexts: string")
+    .Output("images: dtype")
+    .Attr(absl::StrCat(kCropAttr, ": {'random', 'center', 'whole'} = 'random'"))
+    .Attr(kScaleSpec)
+    .Attr(kRatioSpec)
+    .Attr(kFractionSpec)
+    .Attr(absl::StrCat(kRandomFlipAttr, ": bool = true"))
+    .Attr(kDtypeSpec)
+    .Attr(kMeanSpec)
+    .Attr(kStdSpec)
+    .Attr(kChannelsFirstSpec)
+    .SetShapeFn([](InferenceContext* c) {
+      TF_RETURN_IF_ERROR(InputHasRank(c, 0, 1));
+      TF_RETURN_IF_ERROR(InputHasRank(c, 1, 2));
+      TF_RETURN_IF_ERROR(InputHasRank(c, 3, 1));
+      TF_RETURN_IF_ERROR(CroppedImageShape(c, {1}, 2, /*first_input=*/2));
+      tensorflow::shape_inference::ShapeHandle images;
+      TF_RETURN_IF_ERROR(c->Concatenate(c->Vector(c->Dim(c->input(0), 0)), c->output(0), &images));
+      c->set_output(0, images);
+      return absl::OkStatus();
+    })
+    .Doc(R"doc(
+Liquid>DecodeJpegSampledCrop of every JPEG of `contents` ([B]) with its seed (seeds [B, 2]) to size (height,
+width; not 0x0), each written into its place of the output, [B, height, width, 3] (or [B, 3, height, width]): one
+op per batch, no copy of the images into the batch. crop 'whole' decodes the whole image at the scale the size
+needs and resizes it. Errors start with the image's contexts[i] when it is not empty.
 )doc");
 
 REGISTER_OP(kCropPixelsOp)

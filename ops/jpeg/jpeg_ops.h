@@ -1,7 +1,8 @@
 // Names of the JPEG ops and their attributes, shared by their registration (jpeg_ops.cc) and kernels
 // (jpeg_kernels.cc). Python calls them liquid_jpeg_to_progressive, liquid_jpeg_scan_ends, liquid_check_jpeg,
 // liquid_check_scan_script, liquid_decode_jpeg_scaled, liquid_decode_jpeg_scaled_in_context,
-// liquid_decode_jpeg_crop, liquid_decode_jpeg_sampled_crop, liquid_crop_pixels, liquid_crop_window.
+// liquid_decode_jpeg_crop, liquid_decode_jpeg_sampled_crop, liquid_decode_jpeg_crop_batch, liquid_crop_pixels,
+// liquid_crop_window.
 #ifndef TFLIQUID_OPS_JPEG_JPEG_OPS_H_
 #define TFLIQUID_OPS_JPEG_JPEG_OPS_H_
 
@@ -21,6 +22,8 @@ inline constexpr char kDecodeJpegScaledInContextOp[] = "Liquid>DecodeJpegScaledI
 inline constexpr char kDecodeJpegCropOp[] = "Liquid>DecodeJpegCrop";
 // The same decode of a window it draws (a random resized crop) or places (the central square) itself.
 inline constexpr char kDecodeJpegSampledCropOp[] = "Liquid>DecodeJpegSampledCrop";
+// That decode of a batch of JPEGs, each image written into its place in the batch.
+inline constexpr char kDecodeJpegCropBatchOp[] = "Liquid>DecodeJpegCropBatch";
 // The same output of decoded pixels: the crop of images of other formats.
 inline constexpr char kCropPixelsOp[] = "Liquid>CropPixels";
 // The window and flip that op draws, of an image's size: for pipelines that crop with other ops.

@@ -375,12 +375,26 @@ bool ScaledDecoder::Decode(uint8_t* pixels, std::string* error) {
   return false;
 }
 
-bool ScaledDecoder::DecodeResized(uint8_t* pixels, int64_t out_height, int64_t out_width, std::string* error) {
-  if (out_height == height() && out_width == width()) return Decode(pixels, error);
+bool ScaledDecoder::DecodeResized(uint8_t* pixels, int64_t out_height, int64_t out_width, std::string* error,
+                                  bool mirror) {
+  if (out_height == height() && out_width == width()) {
+    if (!Decode(pixels, error)) return false;
+    if (mirror) MirrorRows(pixels, out_height, out_width);
+    return true;
+  }
   std::vector<uint8_t> decoded(static_cast<size_t>(height() * width() * 3));
   if (!Decode(decoded.data(), error)) return false;
-  ResizeBilinear(decoded.data(), height(), width(), pixels, out_height, out_width);
+  ResizeBilinear(decoded.data(), height(), width(), pixels, out_height, out_width, mirror);
   return true;
+}
+
+void MirrorRows(uint8_t* pixels, int64_t height, int64_t width) {
+  for (int64_t y = 0; y < height; ++y) {
+    uint8_t* row = pixels + y * width * 3;
+    for (int64_t left = 0, right = width - 1; left < right; ++left, --right) {
+      for (int c = 0; c < 3; ++c) std::swap(row[left * 3 + c], row[right * 3 + c]);
+    }
+  }
 }
 
 namespace {
@@ -402,7 +416,7 @@ __attribute__((target_clones("avx2", "default"))) void BlendRows(const int32_t* 
 }  // namespace
 
 void ResizeBilinear(const uint8_t* in, int64_t in_height, int64_t in_width, uint8_t* out, int64_t out_height,
-                    int64_t out_width) {
+                    int64_t out_width, bool mirror) {
   // Pixel centres at half-integers, as tf.image.resize places them. Separable: an input row resized across (kept
   // unrounded, in weight units), then two such rows blended down. Exact in int32: a value is at most 255 x
   // kWeightOne^2.
@@ -420,7 +434,9 @@ void ResizeBilinear(const uint8_t* in, int64_t in_height, int64_t in_width, uint
     }
     return result;
   };
-  const std::vector<Tap> rows = taps(in_height, out_height), columns = taps(in_width, out_width);
+  const std::vector<Tap> rows = taps(in_height, out_height);
+  std::vector<Tap> columns = taps(in_width, out_width);
+  if (mirror) std::reverse(columns.begin(), columns.end());
   const size_t line_values = static_cast<size_t>(out_width) * 3;
   auto across = [&](int64_t row, int32_t* resized) {
     const uint8_t* pixels = in + row * in_width * 3;

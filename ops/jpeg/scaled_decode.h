@@ -17,9 +17,13 @@ namespace tfliquid::jpeg {
 int SupportedEighths(const uint8_t* data, size_t size);
 
 // Bilinear resizing of RGB pixels, pixel centres at half-integers as tf.image.resize places them (without
-// antialiasing), rounded to the nearest uint8.
+// antialiasing), rounded to the nearest uint8; if mirror, the result mirrored left to right (at no cost: output
+// column x takes the taps of out_width - 1 - x).
 void ResizeBilinear(const uint8_t* in, int64_t in_height, int64_t in_width, uint8_t* out, int64_t out_height,
-                    int64_t out_width);
+                    int64_t out_width, bool mirror = false);
+
+// Mirrors rows of RGB pixels left to right, in place.
+void MirrorRows(uint8_t* pixels, int64_t height, int64_t width);
 
 // libjpeg's output size at scale eighths / 8: ceil(size * eighths / 8).
 int64_t ScaledSize(int64_t size, int eighths);
@@ -61,8 +65,9 @@ class ScaledDecoder {
   bool window_outside() const;  // whether Start failed on a crop window not inside the image
   // Writes height() x width() x 3 bytes of RGB. False and *error on failure.
   bool Decode(uint8_t* pixels, std::string* error);
-  // Writes out_height x out_width x 3 bytes of RGB: the decode, resized bilinearly when its size is another.
-  bool DecodeResized(uint8_t* pixels, int64_t out_height, int64_t out_width, std::string* error);
+  // Writes out_height x out_width x 3 bytes of RGB: the decode, resized bilinearly when its size is another,
+  // mirrored left to right if mirror.
+  bool DecodeResized(uint8_t* pixels, int64_t out_height, int64_t out_width, std::string* error, bool mirror = false);
 
   struct State;  // libjpeg's, in scaled_decode.cc
 

@@ -156,6 +156,35 @@ def _sampled_crop(contents, size, seed, options: dict, **window) -> tf.Tensor:
     )
 
 
+def decode_batch(contents, size: tuple[int, int], crop=None, seeds=None, contexts=None, **options) -> tf.Tensor:
+    """A batch of JPEGs (`contents`, string [B]) decoded in one op into [B, height, width, 3] (or [B, 3, height,
+    width]), each image written into its place: through `crop` (a RandomResizedCrop, drawn from its row of `seeds`,
+    int [B, 2]; a CenterCrop; None: the whole image) at the DCT scale `size` needs, resized to `size`, as
+    `options` say (decode_crop's dtype, mean, std, channels_first). Image i is what `crop.decode(contents[i],
+    size, seeds[i], **options)` gives, bit for bit, without a copy into the batch and with one op for the batch.
+    Errors start with contexts[i] (string [B]) when given."""
+    options = _checked_options(options)
+    dtype, mean, std = checked_output(options.get("dtype", tf.uint8), options.get("mean"), options.get("std"))
+    if size is None:
+        raise ArgumentError("a batch decodes every image to one size: size=(height, width), not None")
+    contents = tf.convert_to_tensor(contents, tf.string)
+    count = tf.shape(contents)[0]
+    seeds = tf.zeros(tf.stack([count, 2]), tf.int64) if seeds is None else tf.cast(seeds, tf.int64)
+    contexts = tf.fill([count], "") if contexts is None else contexts
+    attributes = {"crop": "whole"} if crop is None else checked_crop(crop).attributes()
+    return load_ops().liquid_decode_jpeg_crop_batch(
+        contents,
+        seeds,
+        _sizes(size),
+        contexts,
+        dtype=dtype,
+        mean=list(mean),
+        std=list(std),
+        channels_first=bool(options.get("channels_first", False)),
+        **attributes,
+    )
+
+
 def checked_output(dtype, mean, std) -> tuple[tf.DType, tuple[float, ...], tuple[float, ...]]:
     """decode_crop's dtype, mean and std, checked: ArgumentError unless dtype is uint8 (without mean and std),
     float32 or bfloat16, and mean and std hold three values each (std finite and above 0) or are None."""
@@ -198,16 +227,11 @@ class RandomResizedCrop:
 
     def decode(self, contents, size, seed, **options) -> tf.Tensor:
         """decode_crop of this crop's window drawn from `seed` ([2] int), flipped where the seed says."""
-        return _sampled_crop(
-            contents,
-            size,
-            seed,
-            options,
-            crop="random",
-            scale=list(self.scale),
-            ratio=list(self.ratio),
-            random_flip=self.flip,
-        )
+        return _sampled_crop(contents, size, seed, options, **self.attributes())
+
+    def attributes(self) -> dict:
+        """The sampled-crop ops' attributes of this crop."""
+        return {"crop": "random", "scale": list(self.scale), "ratio": list(self.ratio), "random_flip": self.flip}
 
     def crop(self, image, size, seed, **options) -> tf.Tensor:
         """crop_pixels of decoded pixels (uint8 [H, W, 3]) through the window and flip `decode` draws from `seed`
@@ -233,7 +257,11 @@ class CenterCrop:
 
     def decode(self, contents, size, seed=None, **options) -> tf.Tensor:
         """decode_crop of this crop's window (`seed` is not used: the window is the image's centre)."""
-        return _sampled_crop(contents, size, tf.zeros([2], tf.int64), options, crop="center", fraction=self.fraction)
+        return _sampled_crop(contents, size, tf.zeros([2], tf.int64), options, **self.attributes())
+
+    def attributes(self) -> dict:
+        """The sampled-crop ops' attributes of this crop."""
+        return {"crop": "center", "fraction": self.fraction}
 
     def crop(self, image, size, seed=None, **options) -> tf.Tensor:
         """crop_pixels of decoded pixels (uint8 [H, W, 3]) through this crop's window."""

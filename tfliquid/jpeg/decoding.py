@@ -9,7 +9,14 @@ from __future__ import annotations
 import tensorflow as tf
 
 from tfliquid._common.errors import ArgumentError
-from tfliquid.jpeg.crop import RandomResizedCrop, checked_crop, checked_output, crop_pixels, decode_crop
+from tfliquid.jpeg.crop import (
+    RandomResizedCrop,
+    checked_crop,
+    checked_output,
+    crop_pixels,
+    decode_batch,
+    decode_crop,
+)
 from tfliquid.jpeg.sized import check_size, decode_jpeg, decode_jpeg_at_size
 
 
@@ -62,6 +69,13 @@ class ImageDecoding:
             shape = tf.image.extract_jpeg_shape(contents, tf.int64)
             return decode_crop(contents, _whole(shape), self.size, context=context, **self._options)
         return self.crop.decode(contents, self.size, _seed(crop_seed), context=context, **self._options)
+
+    def jpeg_batch(self, contents, contexts=None, crop_seeds=None) -> tf.Tensor:
+        """A batch of JPEGs (string [B]) decoded as `jpeg` decodes each, at `size`, in one op that writes every
+        image into its place in the batch (`tfliquid.jpeg.crop.decode_batch`); crop_seeds: int [B, 2]."""
+        if self.size is None:
+            raise ArgumentError("images are decoded in batches only to one size: give decode_size")
+        return decode_batch(contents, self.size, self.crop, crop_seeds, contexts, **self._options)
 
     def pixels(self, image, context=None, crop_seed=None) -> tf.Tensor:
         """Decoded RGB pixels (uint8 [H, W, 3]) as `jpeg` makes a JPEG's of them: the same window, resize, flip and

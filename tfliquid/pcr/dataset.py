@@ -206,12 +206,17 @@ class PCRDataset(RecordFilesDataset):
       dtype, mean, std, channels_first: the image as uint8 (the default), or float32 or bfloat16 (value - mean) /
         std per channel (three values each, in pixel units 0..255, e.g. `tfliquid.jpeg.crop.IMAGENET_MEAN` and
         `IMAGENET_STD`), [H, W, 3] or, with channels_first, [3, H, W]: in the decode op, with no map of its own.
+      batch_size, drop_remainder: yield batches of `batch_size` images (the last one smaller unless
+        drop_remainder), each batch decoded by one op that writes every image into its place
+        (`tfliquid.jpeg.crop.decode_batch`): no map and no copy per image, which at low scan groups and small
+        sizes cost more than the decode. Needs `decode_size`. The images, crops and order are those of
+        `ds.batch(batch_size)` without it, bit for bit; `len(ds)` counts batches.
 
     Its cardinality is declared (`len(ds)`, Keras' progress): `num_images`, or with an order the images of its
     epochs (infinite without end), though under tf.data service's dynamic sharding each worker yields a part.
 
     Elements: {"image": uint8 [H, W, 3] (or string, or as `dtype` and `channels_first` say), "label": int64 [,
-    "key": string]}.
+    "key": string]}; with batch_size, batches of them ([B, ...]).
 
     >>> ds = tfliquid.PCRDataset("/data/imagenet-pcr", scan_group=2)
     >>> ds = ds.map(lambda x: (tf.image.resize(x["image"], [224, 224]), x["label"])).batch(256)
@@ -238,6 +243,8 @@ class PCRDataset(RecordFilesDataset):
         mean=None,
         std=None,
         channels_first: bool = False,
+        batch_size: int | None = None,
+        drop_remainder: bool = False,
     ):
         path = check_dataset_path(path)
         index = pcr_format.read_index(path, crc=crc32c_fast)
@@ -258,11 +265,21 @@ class PCRDataset(RecordFilesDataset):
             raise ArgumentError("decode_size is the size images are decoded to: it needs decode=True")
         if not decode and not self._decoding.plain:
             raise ArgumentError("crop, dtype, mean, std and channels_first say how images are decoded: decode=True")
+        if batch_size is not None:
+            batch_size = check_int("batch_size", batch_size, 1, (1 << 31) - 1)
+            if not decode or self._decoding.size is None:
+                raise ArgumentError(
+                    "batch_size decodes batches of images of one size: it needs decode=True and decode_size; "
+                    "without them, batch the dataset (ds.batch(n))"
+                )
+        self._batch_size, self._drop_remainder = batch_size, bool(drop_remainder)
         pipeline = self._build(decode, shuffle, seed, num_parallel_reads, with_keys)
         if self._order is None:
             cardinality = index.num_images
         else:
             cardinality = self._order.images_read(self.record_images, epochs, first_epoch)
+        if batch_size is not None and cardinality is not None:
+            cardinality = cardinality // batch_size if drop_remainder else -(-cardinality // batch_size)
         super().__init__(path, index, pipeline, cardinality=cardinality, cache=cache)
 
     def _build(self, decode, shuffle, seed, num_parallel_reads, with_keys):
@@ -341,7 +358,11 @@ class PCRDataset(RecordFilesDataset):
                 # an iteration replays its crops whatever its scan group, and a restore goes on where it stood.
                 crop_seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
                 images = tf.data.Dataset.zip(images, crop_seeds)
-            images = images.map(self._decoded, num_parallel_calls=os.cpu_count() or 1)
+            if self._batch_size is None:
+                return images.map(self._decoded, num_parallel_calls=os.cpu_count() or 1)
+            # One op per batch writes every image into its place: no map per image, no copy into the batch.
+            batches = images.batch(self._batch_size, drop_remainder=self._drop_remainder)
+            return batches.map(self._decoded_batch, num_parallel_calls=os.cpu_count() or 1)
         return images
 
     @property
@@ -383,6 +404,12 @@ class PCRDataset(RecordFilesDataset):
         at full size or `decode_size`, through the crop (a random one drawn from `crop_seed`, [2] int), as the
         dtype, normalisation and layout asked. A decode error starts with `context` when given."""
         return self._decoding.jpeg(jpeg, context, crop_seed)
+
+    def _decoded_batch(self, elements, crop_seeds=None):
+        """A batch of elements with its images decoded into one tensor, errors naming each image as _decoded's."""
+        elements = dict(elements)
+        contexts = elements.pop("context")
+        return {**elements, "image": self._decoding.jpeg_batch(elements["image"], contexts, crop_seeds)}
 
     def _decoded(self, element, crop_seed=None):
         """The element with its image decoded, errors naming the record file, the image's key and scan group."""
