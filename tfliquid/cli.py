@@ -19,7 +19,7 @@ handles itself; docs/cli.md's table names the same functions (tests/test_cli.py 
     tfliquid profile liquid SRC --formats png,raw [--read-bandwidth B] [--exhaustive] [--plot F] [--write DST]
     tfliquid inspect PATH
     tfliquid simulate cache [--items N] [--capacity F] [--epochs E] [--seed S] [--policies minio,lru,opt]
-                            [--workers N] [--prefetch-bandwidth B]
+                            [--workers N] [--prefetch-bandwidth B] [--batch-size N] [--read-threads T]
     tfliquid serve dispatcher --port P --work-dir D [--no-fault-tolerance] [--worker-addresses HOST:PORT,...]
     tfliquid serve worker --dispatcher HOST:P --port Q [--worker-address HOST]
 """
@@ -407,6 +407,17 @@ def _add_simulate_cache(kinds):
         type=float,
         default=0.0,
         help="with --workers: background reads per read the clairvoyant policy may spend on prefetching (default 0)",
+    )
+    p.add_argument(
+        "--batch-size",
+        type=_whole(1),
+        default=32,
+        help="with --workers: each worker's reads per training step (default 32)",
+    )
+    p.add_argument(
+        "--read-threads",
+        type=_whole(1),
+        help="with --workers: the node's read threads, split equally and by Lobster's rule (default 4 per worker)",
     )
 
     def run(args):

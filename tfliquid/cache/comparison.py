@@ -60,6 +60,8 @@ def simulate_policies(
     num_workers: int | None = None,
     prefetch_bandwidth: float = 0.0,
     progress: bool = True,
+    batch_size: int = 32,
+    read_threads: int | None = None,
 ) -> PolicyComparison:
     """Replays `epochs` shuffled passes over `num_items` items through each policy's cache.
 
@@ -72,6 +74,11 @@ def simulate_policies(
         hit ratio, storage reads and imbalance per policy (`multiworker.simulate_workers`).
       prefetch_bandwidth: with `num_workers`, background reads per read the clairvoyant policy may prefetch with.
       progress: a bar on stderr counting the policies (the workers' replays).
+      batch_size: with `num_workers`, each worker's reads per training step: the steps of the imbalance and the
+        fetch times.
+      read_threads: with `num_workers`, the node's read threads shared by its workers (default 4 per worker), for
+        the slowest worker's fetch time per step with them split equally and by Lobster's rule
+        (`tfliquid.cache.load_balance`).
     """
     num_items = check_int("num_items", num_items, 1)
     capacity = check_number("capacity", capacity, 0, what="a fraction of the items or a number of items")
@@ -82,11 +89,22 @@ def simulate_policies(
     if num_workers is not None:
         names = multiworker.POLICIES if names is None else names
         results = multiworker.simulate_workers(
-            names, num_items, num_workers, slots / num_items, epochs, seed, prefetch_bandwidth, progress=progress
+            names,
+            num_items,
+            num_workers,
+            slots / num_items,
+            epochs,
+            seed,
+            prefetch_bandwidth,
+            batch_size=batch_size,
+            progress=progress,
+            read_threads=read_threads,
         )
         return PolicyComparison(num_items, slots, epochs, num_workers, tuple(results))
     if prefetch_bandwidth:
         raise ArgumentError("prefetch_bandwidth is for num_workers: the clairvoyant policy needs a seeded order")
+    if read_threads is not None:
+        raise ArgumentError("read_threads is for num_workers: it splits a node's read threads among its workers")
     names = ONE_WORKER_POLICIES if names is None else names
     results = []
     with Progress(len(names), "policy", enabled=progress) as bar:

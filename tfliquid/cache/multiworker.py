@@ -22,7 +22,10 @@ Hit ratios are over the epochs after the first (the first fills the caches), per
 the upcoming items not cached, soonest first, when they displace an item needed later (or fill free room); a
 prefetched item's read is a hit, and the prefetch counts as a storage read of its own. Imbalance is Lobster's
 straggler: per training step (each worker's next `batch_size` reads), the most misses of a worker over the mean,
-averaged over the steps after the first epoch that have misses.
+averaged over the steps after the first epoch that have misses. Fetch times (`tfliquid.cache.load_balance`): per
+step, the slowest worker's time to read its misses with the node's `read_threads` split equally, and split by
+Lobster's rule on the step's misses, in reads of one thread, averaged over the same steps, and the bound no split
+beats (all misses over all threads); prefetch reads use the threads' idle time.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import numpy as np
 from tfliquid._common.checks import check_int, check_number
 from tfliquid._common.errors import ArgumentError
 from tfliquid._common.progress import Progress
-from tfliquid.cache import simulation
+from tfliquid.cache import load_balance, simulation
 from tfliquid.order.seeded_order import HORIZON_EPOCHS_PER_WORKER, SeededOrder
 
 POLICIES = ("minio", "lru", "nopfs", "clairvoyant", "opt")
@@ -57,6 +60,7 @@ class PolicyResult:
     workers: list[WorkerResult]
     slice_length: int
     batch_size: int
+    read_threads: int
 
     @property
     def hit_ratio(self) -> float:
@@ -75,14 +79,24 @@ class PolicyResult:
         return sum(sum(w.prefetch_reads[1:]) for w in self.workers) / (len(self.workers[0].hits) - 1)
 
     @property
-    def imbalance(self) -> float:
-        """Mean over steps (after the first epoch) of the most misses of a worker over the workers' mean."""
+    def step_misses(self) -> np.ndarray:
+        """int [workers, steps]: each worker's misses in each step after the first epoch."""
         flags = np.stack([w.miss_flags[self.slice_length :] for w in self.workers])
         steps = flags.shape[1] // self.batch_size
-        per_step = flags[:, : steps * self.batch_size].reshape(len(self.workers), steps, self.batch_size).sum(axis=2)
+        return flags[:, : steps * self.batch_size].reshape(len(self.workers), steps, self.batch_size).sum(axis=2)
+
+    @property
+    def imbalance(self) -> float:
+        """Mean over steps (after the first epoch) of the most misses of a worker over the workers' mean."""
+        per_step = self.step_misses
         means = per_step.mean(axis=0)
         busy = means > 0
         return float(np.mean(per_step.max(axis=0)[busy] / means[busy])) if busy.any() else 1.0
+
+    @property
+    def fetch(self) -> load_balance.FetchTimes:
+        """The slowest worker's fetch time per step with `read_threads` equal and split (load_balance)."""
+        return load_balance.fetch_times(self.step_misses, self.read_threads)
 
 
 def worker_trace(order: SeededOrder, epochs: int) -> np.ndarray:
@@ -211,14 +225,17 @@ def simulate_workers(
     prefetch_bandwidth: float = 0.0,
     batch_size: int = 32,
     progress: bool = False,
+    read_threads: int | None = None,
 ) -> list[PolicyResult]:
     """Every policy on every worker's slice of `epochs` epochs of SeededOrder(num_items, seed, num_workers):
-    per-worker caches of `capacity` (a fraction of num_items) items each. `progress`: a bar on stderr counting
+    per-worker caches of `capacity` (a fraction of num_items) items each, the workers on one node of
+    `read_threads` read threads (default 4 per worker) for the fetch times. `progress`: a bar on stderr counting
     the workers' replays."""
     num_items = check_int("num_items", num_items, 1)
     num_workers = check_int("num_workers", num_workers, 1, num_items)
     epochs = check_int("epochs", epochs, 2)
     batch_size = check_int("batch_size", batch_size, 1)
+    read_threads = 4 * num_workers if read_threads is None else check_int("read_threads", read_threads, num_workers)
     capacity = check_number("capacity", capacity, 0, 1, "a fraction of the items")
     prefetch_bandwidth = check_number("prefetch_bandwidth", prefetch_bandwidth, 0, what="a number of reads per read")
     unknown = [p for p in policies if p not in POLICIES]
@@ -237,7 +254,8 @@ def simulate_workers(
                 workers.append(WorkerResult(by_epoch(hits), by_epoch(~hits), by_epoch(prefetched), ~hits))
                 bar.update(len(results) * num_workers + len(workers))
             slice_length = min(o.slice_length for o in orders)
-            results.append(PolicyResult(policy, _trimmed(workers, slice_length, epochs), slice_length, batch_size))
+            trimmed = _trimmed(workers, slice_length, epochs)
+            results.append(PolicyResult(policy, trimmed, slice_length, batch_size, read_threads))
     return results
 
 
@@ -252,10 +270,22 @@ def _trimmed(workers: list[WorkerResult], slice_length: int, epochs: int) -> lis
 
 
 def format_table(results: list[PolicyResult]) -> str:
-    lines = [f"{'policy':<12}{'hit ratio':>10}{'storage reads/epoch':>21}{'of which prefetch':>19}{'imbalance':>11}"]
+    """Per policy: hit ratio, storage reads, imbalance, and the slowest worker's fetch time per step (in reads of
+    one thread) with the read threads equal and split by Lobster's rule, and the bound no split beats."""
+    threads = results[0].read_threads if results else 0
+    lines = [
+        f"{'policy':<12}{'hit ratio':>10}{'storage reads/epoch':>21}{'of which prefetch':>19}{'imbalance':>11}"
+        f"{'fetch equal':>13}{'fetch split':>13}{'split/equal':>13}{'bound':>9}",
+    ]
     for r in results:
+        fetch = r.fetch
         lines.append(
             f"{r.policy:<12}{r.hit_ratio:>10.4f}{r.storage_reads_per_epoch:>21,.0f}"
             f"{r.prefetch_reads_per_epoch:>19,.0f}{r.imbalance:>11.3f}"
+            f"{fetch.equal:>13.2f}{fetch.split:>13.2f}{fetch.ratio:>13.3f}{fetch.bound:>9.2f}"
         )
+    lines.append(
+        f"fetch: the slowest worker's time per step to read its misses, in reads of one of {threads} read threads, "
+        "equal or split by Lobster's rule; bound: all misses over all threads"
+    )
     return "\n".join(lines)
