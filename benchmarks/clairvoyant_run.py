@@ -34,32 +34,17 @@ def run_worker(
     dataset: str, run_name: str, workers: int, worker: int, capacity: float, epochs: int, seed: int, bandwidth: float
 ) -> dict:
     """One worker's run (in this process): per-epoch hits, misses, prefetch reads, storage bytes and seconds."""
-    import tensorflow as tf
 
     import tfliquid
     from tfliquid._common.timing import timed_pass
     from tfliquid.order import SeededOrder
-    from tfliquid.pcr import format as pcr_format
-
-    index = pcr_format.read_index(dataset)
-    paths = [os.path.join(dataset, r.path) for r in index.records]
-    item_bytes = max(os.path.getsize(p) for p in paths)
-    path_table = tf.constant(paths)
-    padding = tf.constant(b"\0" * item_bytes)
-
-    def fetch(key):
-        data = tfliquid.io.read_file(tf.gather(path_table, key))
-        return tf.strings.substr(tf.strings.join([data, padding]), 0, item_bytes)
 
     policy, prefetch_bandwidth = RUNS[run_name]
-    order = SeededOrder(len(paths), seed, workers, worker)
-    slots = int(capacity * len(paths))
-    # The encoded size of the item with the longest key (keys are part of it), to budget exactly `slots` items.
-    probe = tfliquid.MinIOCache(1 << 40)
-    longest = tf.data.Dataset.from_tensors(tf.constant(len(paths) - 1, tf.int64))
-    list(longest.apply(tfliquid.minio_cache(fetch, cache=probe)))
+    fetch, num_items = record_fetch(dataset)
+    order = SeededOrder(num_items, seed, workers, worker)
+    slots = int(capacity * num_items)
     cache = tfliquid.MinIOCache(
-        slots * probe.stats().bytes, policy=policy, order=order if policy == "clairvoyant" else None
+        item_budget(fetch, slots, num_items), policy=policy, order=order if policy == "clairvoyant" else None
     )
     tfliquid.io.set_read_bandwidth(bandwidth)
     result = {"epochs": []}
@@ -86,6 +71,41 @@ def run_worker(
     result["max_items"] = cache.stats().items
     result["slots"] = slots
     return result
+
+
+def record_fetch(dataset: str, queue=None):
+    """(fetch, number of records): fetch(record number) reads the record file through the read throttle (in read
+    queue `queue` if given), padded to the largest record's size, so that a byte budget holds a whole number of
+    items as the unit-size simulator assumes (the reads, and so the storage bytes and times, are the records' own)."""
+    import tensorflow as tf
+
+    import tfliquid
+    from tfliquid.pcr import format as pcr_format
+
+    index = pcr_format.read_index(dataset)
+    paths = [os.path.join(dataset, r.path) for r in index.records]
+    item_bytes = max(os.path.getsize(p) for p in paths)
+    path_table = tf.constant(paths)
+    padding = tf.constant(b"\0" * item_bytes)
+
+    def fetch(key):
+        data = tfliquid.io.read_file(tf.gather(path_table, key), queue=queue)
+        return tf.strings.substr(tf.strings.join([data, padding]), 0, item_bytes)
+
+    return fetch, len(paths)
+
+
+def item_budget(fetch, slots: int, num_items: int) -> int:
+    """The byte budget of a cache of `slots` items of `fetch`: slots x the encoded size of the item with the longest
+    key (keys are part of it)."""
+    import tensorflow as tf
+
+    import tfliquid
+
+    probe = tfliquid.MinIOCache(1 << 40)
+    longest = tf.data.Dataset.from_tensors(tf.constant(num_items - 1, tf.int64))
+    list(longest.apply(tfliquid.minio_cache(fetch, cache=probe)))
+    return slots * probe.stats().bytes
 
 
 def run(dataset: str, workers: int, capacity: float, epochs: int, seed: int, bandwidth: float) -> dict:

@@ -79,3 +79,85 @@ def test_cli_prints_the_fetch_times_for_the_read_threads_given(capsys):
         tables[threads] = [float(value.replace(",", "")) for value in row[1:]]
     assert tables["4"][4] > tables["16"][4]  # fewer threads, longer fetches
     assert cli.main([*args, "--read-threads", "3"]) == 2  # fewer threads than workers
+
+
+def test_a_read_queue_admits_its_threads_reads_at_a_time_and_counts_its_load(tmp_path):
+    """Two workers' pipelines of real reads through one throttled process: the queue with more threads reads its
+    files sooner, the lengths count the reads waiting and in flight, and every file is read once."""
+    import threading
+
+    import tensorflow as tf
+
+    import tfliquid
+
+    for i in range(12):
+        (tmp_path / f"{i}.bin").write_bytes(bytes([i]) * 20_000)
+    paths = tf.constant([str(tmp_path / f"{i}.bin") for i in range(12)])
+
+    def reads(queue):
+        return tf.data.Dataset.range(12).map(
+            lambda i: tf.strings.substr(tfliquid.io.read_file(tf.gather(paths, i), queue=queue), 0, 1),
+            num_parallel_calls=6,
+            deterministic=True,
+        )
+
+    done, lengths = {}, []
+    tfliquid.io.set_read_threads("lb-test-few", 1)
+    tfliquid.io.set_read_threads("lb-test-many", 5)
+    tfliquid.io.set_read_bandwidth(400_000)  # 20 KB a read: 50 ms
+    try:
+
+        def run(queue):
+            done[queue] = [x[0] for x in reads(queue).as_numpy_iterator()]
+            done[queue + " at"] = threading.get_ident(), __import__("time").perf_counter()
+
+        workers = [threading.Thread(target=run, args=(q,)) for q in ("lb-test-few", "lb-test-many")]
+        for worker in workers:
+            worker.start()
+        while workers[0].is_alive() and not lengths:
+            queued = tfliquid.io.read_queue_lengths(["lb-test-few", "lb-test-many", "lb-test-unknown"])
+            if queued[0] > 1:
+                lengths.append(queued)
+        for worker in workers:
+            worker.join()
+    finally:
+        tfliquid.io.set_read_bandwidth(None)
+    assert done["lb-test-few"] == done["lb-test-many"] == list(range(12))  # every file once, in order
+    assert done["lb-test-many at"][1] < done["lb-test-few at"][1]  # 5 threads of 6 of the link finish first
+    assert lengths and lengths[0][2] == 0  # a queue never used holds nothing
+    assert tfliquid.io.read_queue_lengths(["lb-test-few", "lb-test-many"]) == [0, 0]
+    with pytest.raises(tfliquid.ArgumentError, match="threads must be"):
+        tfliquid.io.set_read_threads("lb-test-few", 0)
+    with pytest.raises(tfliquid.ArgumentError, match="reads the whole file"):
+        tfliquid.io.read_file(paths[0], offset=3, queue="lb-test-few")
+
+
+def test_the_balancer_splits_by_the_misses_ahead_or_else_by_the_queues():
+    import tfliquid
+
+    queues = ["lb-balance-0", "lb-balance-1", "lb-balance-2"]
+    predicted = np.array([[9, 0, 1], [1, 1, 1], [0, 9, 1]])
+    balancer = load_balance.ReadBalancer(queues, 9, predicted, lookahead=2)
+    assert balancer.step(0).tolist() == load_balance.split_threads([9, 2, 9], 9).tolist()
+    assert balancer.step(2).tolist() == [3, 3, 3]  # the last step: 1 read each
+    assert balancer.equal().tolist() == [3, 3, 3]
+    measured = load_balance.ReadBalancer(queues, 9)  # no order: the queues' lengths, here all 0: equal
+    assert measured.step(0).tolist() == [3, 3, 3]
+    assert tfliquid.io.read_queue_lengths(queues) == [0, 0, 0]
+    with pytest.raises(ArgumentError, match="a row per queue"):
+        load_balance.ReadBalancer(queues, 9, predicted[:2])
+    with pytest.raises(ArgumentError, match="distinct names"):
+        load_balance.ReadBalancer(["a", "a"], 4)
+
+
+def test_predicted_reads_are_the_replayed_misses_and_prefetches():
+    from tfliquid.order import SeededOrder
+
+    orders = [SeededOrder(400, 2, 4, w) for w in range(4)]
+    predicted = load_balance.predicted_step_misses(orders, 25, 3, 10, prefetch_bandwidth=0.5)
+    assert predicted.shape == (4, 30)
+    for w, order in enumerate(orders):
+        hits, prefetched = multiworker.replay_worker("clairvoyant", order, 25, 3, 0.5)
+        assert predicted[w].sum() == (~hits).sum() + prefetched.sum()
+    # The first epoch fills the caches: each of a worker's 100 records comes from storage once, read or prefetched.
+    assert predicted[:, :10].sum(axis=1).tolist() == [100] * 4

@@ -1,18 +1,21 @@
 // Kernels of the throttled I/O ops: Liquid>ReadFile(Range), Liquid>SetReadBandwidth, Liquid>DrawReadBandwidth,
-// Liquid>ReadStats, Liquid>Crc32c.
+// Liquid>ReadStats, Liquid>Crc32c, and of the read queues: Liquid>QueuedReadFile, Liquid>SetReadQueueThreads,
+// Liquid>ReadQueueLengths.
 #include <algorithm>
 
 #include "common/crc32c.h"
 #include "common/input_checks.h"
 #include "common/io_ops.h"
 #include "common/kernel.h"
+#include "common/read_queues.h"
 #include "common/throttle.h"
 #include "common/throttled_read.h"
 
 namespace tfliquid {
 namespace {
 
-// Inputs: filename, and for Liquid>ReadFileRange also offset and length (length < 0: to the end of the file).
+// Inputs: filename, and for Liquid>ReadFileRange also offset and length (length < 0: to the end of the file), for
+// Liquid>QueuedReadFile the queue.
 class ReadFileOp : public OpKernel {
  public:
   explicit ReadFileOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
@@ -21,6 +24,12 @@ class ReadFileOp : public OpKernel {
     const tstring* filename;
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "filename", &filename));
     const std::string path(*filename);
+    const tstring* queue_input = nullptr;
+    std::string queue;
+    if (ctx->num_inputs() == 2) {
+      OP_REQUIRES_OK(ctx, ScalarInput(ctx, "queue", &queue_input));
+      queue = std::string(*queue_input);
+    }
     int64_t offset = 0, length = -1;
     if (ctx->num_inputs() == 3) {
       OP_REQUIRES_OK(ctx, ScalarInput(ctx, "offset", &offset));
@@ -38,7 +47,39 @@ class ReadFileOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &output));
     tstring& contents = output->scalar<tstring>()();
     contents.resize_uninitialized(length);
-    OP_REQUIRES_OK(ctx, ReadRange(ctx->env(), path, offset, length, contents.data(), ctx->cancellation_manager()));
+    OP_REQUIRES_OK(ctx, ReadRange(ctx->env(), path, offset, length, contents.data(), ctx->cancellation_manager(),
+                                  queue_input == nullptr ? nullptr : &queue));
+  }
+};
+
+class SetReadQueueThreadsOp : public OpKernel {
+ public:
+  explicit SetReadQueueThreadsOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const tstring* queue;
+    int64_t threads;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "queue", &queue));
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "threads", &threads));
+    OP_REQUIRES(
+        ctx, threads >= 1,
+        tensorflow::errors::InvalidArgument("threads of read queue '", *queue, "' must be >= 1, got ", threads));
+    ReadQueues::Global().SetThreads(std::string(*queue), threads);
+  }
+};
+
+class ReadQueueLengthsOp : public OpKernel {
+ public:
+  explicit ReadQueueLengthsOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor* queues;
+    OP_REQUIRES_OK(ctx, InputWithRank(ctx, "queues", 1, &queues));
+    Tensor* lengths;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, queues->shape(), &lengths));
+    for (int64_t i = 0; i < queues->NumElements(); ++i) {
+      lengths->vec<int64_t>()(i) = ReadQueues::Global().Length(std::string(queues->vec<tstring>()(i)));
+    }
   }
 };
 
@@ -97,6 +138,9 @@ REGISTER_KERNEL_BUILDER(Name(kReadFileRangeOp).Device(tensorflow::DEVICE_CPU), R
 REGISTER_KERNEL_BUILDER(Name(kSetReadBandwidthOp).Device(tensorflow::DEVICE_CPU), SetReadBandwidthOp);
 REGISTER_KERNEL_BUILDER(Name(kDrawReadBandwidthOp).Device(tensorflow::DEVICE_CPU), DrawReadBandwidthOp);
 REGISTER_KERNEL_BUILDER(Name(kReadStatsOp).Device(tensorflow::DEVICE_CPU), ReadStatsOp);
+REGISTER_KERNEL_BUILDER(Name(kQueuedReadFileOp).Device(tensorflow::DEVICE_CPU), ReadFileOp);
+REGISTER_KERNEL_BUILDER(Name(kSetReadQueueThreadsOp).Device(tensorflow::DEVICE_CPU), SetReadQueueThreadsOp);
+REGISTER_KERNEL_BUILDER(Name(kReadQueueLengthsOp).Device(tensorflow::DEVICE_CPU), ReadQueueLengthsOp);
 REGISTER_KERNEL_BUILDER(Name(kCrc32cOp).Device(tensorflow::DEVICE_CPU), Crc32cOp);
 
 }  // namespace

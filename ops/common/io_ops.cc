@@ -39,6 +39,35 @@ REGISTER_OP(kReadStatsOp)
     .SetShapeFn(ScalarInputsAndOutputs)
     .Doc("Bytes read by tfliquid readers in this process, and the current bandwidth limit (0 = none).");
 
+REGISTER_OP(kQueuedReadFileOp)
+    .Input("filename: string")
+    .Input("queue: string")
+    .Output("contents: string")
+    .SetIsStateful()
+    .SetShapeFn(ScalarInputsAndOutputs)
+    .Doc(R"doc(
+Liquid>ReadFile once the read queue `queue` admits the read: a queue admits at most its threads' reads at a time
+(Liquid>SetReadQueueThreads; a queue never set admits every read), the others wait in it.
+)doc");
+
+REGISTER_OP(kSetReadQueueThreadsOp)
+    .Input("queue: string")
+    .Input("threads: int64")
+    .SetIsStateful()
+    .SetShapeFn(ScalarInputsAndOutputs)
+    .Doc("Sets how many reads the read queue `queue` of this process admits at a time (>= 1).");
+
+REGISTER_OP(kReadQueueLengthsOp)
+    .Input("queues: string")
+    .Output("lengths: int64")
+    .SetIsStateful()
+    .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
+      TF_RETURN_IF_ERROR(InputHasRank(c, 0, 1));
+      c->set_output(0, c->input(0));
+      return absl::OkStatus();
+    })
+    .Doc("The reads waiting in each of `queues` or admitted and not ended: each worker's measured load.");
+
 REGISTER_OP(kCrc32cOp)
     .Input("data: string")
     .Output("crc: int64")

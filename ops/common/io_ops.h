@@ -11,6 +11,10 @@ inline constexpr char kSetReadBandwidthOp[] = "Liquid>SetReadBandwidth";
 inline constexpr char kDrawReadBandwidthOp[] = "Liquid>DrawReadBandwidth";
 inline constexpr char kReadStatsOp[] = "Liquid>ReadStats";
 inline constexpr char kCrc32cOp[] = "Liquid>Crc32c";
+// Per-worker read queues (common/read_queues.h).
+inline constexpr char kQueuedReadFileOp[] = "Liquid>QueuedReadFile";
+inline constexpr char kSetReadQueueThreadsOp[] = "Liquid>SetReadQueueThreads";
+inline constexpr char kReadQueueLengthsOp[] = "Liquid>ReadQueueLengths";
 
 }  // namespace tfliquid
 

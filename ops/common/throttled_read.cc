@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 
+#include "common/read_queues.h"
 #include "common/throttle.h"
 #include "tensorflow/core/platform/errors.h"
 
@@ -27,6 +28,8 @@ class CancellableDraw {
 
   // False, with nothing drawn, once the operation is cancelled.
   bool Acquire(uint64_t bytes) { return ReadThrottle::Global().Acquire(bytes, &flag_); }
+  // False, with nothing entered, once the operation is cancelled.
+  bool Enter(const std::string& queue) { return ReadQueues::Global().Enter(queue, &flag_); }
 
  private:
   CancellationFlag flag_;
@@ -43,10 +46,20 @@ absl::Status FileSize(tensorflow::Env* env, const std::string& path, uint64_t* s
 }
 
 absl::Status ReadRange(tensorflow::Env* env, const std::string& path, uint64_t offset, uint64_t length, char* buffer,
-                       tensorflow::CancellationManager* cancellation) {
+                       tensorflow::CancellationManager* cancellation, const std::string* queue) {
   std::unique_ptr<tensorflow::RandomAccessFile> file;
   TF_RETURN_IF_ERROR(env->NewRandomAccessFile(path, &file));
   CancellableDraw draw(cancellation);
+  if (queue != nullptr && !draw.Enter(*queue)) {
+    return tensorflow::errors::Cancelled(path, ": offset ", offset, ": read cancelled in read queue '", *queue, "'");
+  }
+  // Leaves the queue however the read ends.
+  struct Admitted {
+    const std::string* queue;
+    ~Admitted() {
+      if (queue != nullptr) ReadQueues::Global().Leave(*queue);
+    }
+  } admitted{queue};
   uint64_t done = 0;
   while (done < length) {
     const uint64_t chunk = std::min<uint64_t>(kThrottleChunkBytes, length - done);

@@ -15,11 +15,11 @@
 namespace tfliquid {
 
 // Reads bytes [offset, offset + length) of `path` into buffer[0, length) with one logical read issued in
-// throttle-sized chunks. A file that ends early is a DataLoss error naming the file and the offset; a read that
-// `cancellation` (null: none) cancels is a Cancelled error naming them, and the chunks it did not read are not
-// counted as read.
+// throttle-sized chunks, once the read queue `queue` (null: none; common/read_queues.h) admits it. A file that
+// ends early is a DataLoss error naming the file and the offset; a read that `cancellation` (null: none) cancels
+// is a Cancelled error naming them, and the chunks it did not read are not counted as read.
 absl::Status ReadRange(tensorflow::Env* env, const std::string& path, uint64_t offset, uint64_t length, char* buffer,
-                       tensorflow::CancellationManager* cancellation);
+                       tensorflow::CancellationManager* cancellation, const std::string* queue = nullptr);
 
 // Draws `bytes` from the throttle for a reader outside tfliquid; a Cancelled error, with nothing drawn, if
 // `cancellation` (null: none) is cancelled first.

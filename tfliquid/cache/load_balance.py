@@ -37,9 +37,9 @@ def split_threads(predicted_misses, threads: int) -> np.ndarray:
     """Lobster's split: `threads` among the workers so that the slowest one's predicted reads take the least time.
 
     Every worker keeps a thread (one with nothing to read may get work the prediction missed); then each further
-    thread goes to the worker whose reads would take longest, ceil(misses / threads) (ties: the one with more
-    misses, then the lower index), which minimises the step's slowest fetch: its threads are in proportion to its
-    misses, rounded where it matters. No misses predicted: equal threads."""
+    thread goes to the worker whose reads would take longest, ceil(misses / threads) (ties: the one with the most
+    misses per thread, then the lower index), which minimises the step's slowest fetch, and spreads the threads
+    that cannot shorten it in proportion to the misses. No misses predicted: equal threads."""
     misses = np.asarray(predicted_misses, np.int64)
     if misses.ndim != 1 or not len(misses) or (misses < 0).any():
         raise ArgumentError(f"predicted_misses must be counts >= 0, one per worker, got {misses.tolist()}")
@@ -47,13 +47,14 @@ def split_threads(predicted_misses, threads: int) -> np.ndarray:
     if not misses.any():
         return equal_threads(len(misses), threads)
     given = np.ones(len(misses), np.int64)
-    # A max-heap of (the time a worker's reads take, its misses, -index); lazily updated as threads are given.
-    heap = [(-_ceil(m, 1), -int(m), k) for k, m in enumerate(misses.tolist())]
+    # A max-heap of (the time a worker's reads take, its misses per thread, -index), updated as threads are given.
+    heap = [(-_ceil(m, 1), -float(m), k) for k, m in enumerate(misses.tolist())]
     heapq.heapify(heap)
     for _ in range(threads - len(misses)):
         _, _, k = heapq.heappop(heap)
         given[k] += 1
-        heapq.heappush(heap, (-_ceil(int(misses[k]), int(given[k])), -int(misses[k]), k))
+        m, t = int(misses[k]), int(given[k])
+        heapq.heappush(heap, (-_ceil(m, t), -m / t, k))
     return given
 
 
@@ -91,3 +92,74 @@ def fetch_times(step_misses, threads: int) -> FetchTimes:
 
 def _ceil(numerator: int, denominator: int) -> int:
     return -(-numerator // denominator)
+
+
+def predicted_step_misses(
+    orders, capacity: int, epochs: int, batch_size: int, policy: str = "clairvoyant", prefetch_bandwidth: float = 0.0
+) -> np.ndarray:
+    """int [workers, steps]: each worker's reads from storage in each step of `batch_size` reads over `epochs`
+    epochs of its order (`orders`: the workers' `SeededOrder`s, with caches of `capacity` items of `policy` each),
+    demand misses and prefetch reads both: what each worker's read queue will hold, replayed as the cache decides
+    (`tfliquid.cache.multiworker.replay_worker`, which its C++ policy hits read for read)."""
+    from tfliquid.cache import multiworker
+
+    batch_size = check_int("batch_size", batch_size, 1)
+    per_worker = []
+    for order in orders:
+        hits, prefetched = multiworker.replay_worker(policy, order, capacity, epochs, prefetch_bandwidth)
+        reads = (~hits).astype(np.int64) + prefetched
+        steps = -(-len(reads) // batch_size)
+        per_worker.append(np.pad(reads, (0, steps * batch_size - len(reads))).reshape(steps, batch_size).sum(axis=1))
+    steps = min(len(r) for r in per_worker)  # slices may differ by one read
+    return np.stack([r[:steps] for r in per_worker])
+
+
+class ReadBalancer:
+    """Splits a node's `read_threads` among its workers' read queues (`tfliquid.io.read_file(..., queue=)`), step by
+    step, by Lobster's rule (`split_threads`).
+
+    With `step_misses` (int [workers, steps], e.g. `predicted_step_misses` of the workers' seeded orders), step s
+    gives each queue its share of the reads of steps s .. s + lookahead - 1, the reads its pipeline has in flight
+    when the consumer is at step s. Without, the split follows the queues' measured lengths (the reads waiting
+    or in flight in each, `tfliquid.io.read_queue_lengths`), as Lobster does when no order is known.
+
+        >>> balancer = ReadBalancer(["worker0", "worker1"], read_threads=8, step_misses=predicted)
+        >>> for step in range(steps):
+        ...     balancer.step(step)          # before the step's batches are taken
+    """
+
+    def __init__(self, queues, read_threads: int, step_misses=None, lookahead: int = 2):
+        self.queues = [str(queue) for queue in queues]
+        if not self.queues or len(set(self.queues)) != len(self.queues):
+            raise ArgumentError(f"queues must be distinct names, one per worker, got {list(queues)!r}")
+        self.read_threads = check_int("read_threads", read_threads, len(self.queues))
+        self.lookahead = check_int("lookahead", lookahead, 1)
+        self._misses = None
+        if step_misses is not None:
+            self._misses = np.asarray(step_misses, np.int64)
+            if self._misses.ndim != 2 or self._misses.shape[0] != len(self.queues):
+                raise ArgumentError(
+                    f"step_misses must be [workers, steps] with a row per queue ({len(self.queues)}), "
+                    f"got shape {self._misses.shape}"
+                )
+
+    def step(self, step: int) -> np.ndarray:
+        """Sets every queue's threads for `step` and returns them."""
+        if self._misses is None:
+            from tfliquid import io
+
+            load = np.asarray(io.read_queue_lengths(self.queues), np.int64)
+        else:
+            load = self._misses[:, step : step + self.lookahead].sum(axis=1)
+        return self._set(split_threads(load, self.read_threads))
+
+    def equal(self) -> np.ndarray:
+        """Sets every queue the same threads (as many as they go) and returns them."""
+        return self._set(equal_threads(len(self.queues), self.read_threads))
+
+    def _set(self, threads: np.ndarray) -> np.ndarray:
+        from tfliquid import io
+
+        for queue, count in zip(self.queues, threads.tolist()):
+            io.set_read_threads(queue, count)
+        return threads

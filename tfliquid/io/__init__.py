@@ -6,6 +6,15 @@ be run as if its storage delivered `bytes_per_second` (the PCR paper's experimen
     >>> tfliquid.io.set_read_bandwidth(None)     # unlimited again
 
 `set_read_bandwidth` is the one way to set the limit: no dataset changes it behind the caller's back.
+
+Read queues split that bandwidth among the workers of one process (Lobster's per-worker queues): a read made with
+`queue=` waits until its queue admits it, and a queue admits at most its threads' reads at a time, so workers
+sharing the storage read at rates in proportion to their queues' threads
+(`tfliquid.cache.load_balance.ReadBalancer` sets them by each worker's misses ahead):
+
+    >>> contents = tfliquid.io.read_file(path, queue="worker0")
+    >>> tfliquid.io.set_read_threads("worker0", 6)
+    >>> tfliquid.io.read_queue_lengths(["worker0", "worker1"])   # reads waiting or in flight, per queue
 """
 
 from __future__ import annotations
@@ -15,17 +24,30 @@ import numbers
 
 import tensorflow as tf
 
+from tfliquid._common.checks import check_int
 from tfliquid._common.errors import ArgumentError
 from tfliquid._lib import load_ops
 
-__all__ = ["read_file", "set_read_bandwidth", "draw_read_bandwidth", "read_stats"]
+__all__ = [
+    "read_file",
+    "set_read_bandwidth",
+    "draw_read_bandwidth",
+    "read_stats",
+    "set_read_threads",
+    "read_queue_lengths",
+]
 
 
-def read_file(filename, offset=None, length=None, name=None):
+def read_file(filename, offset=None, length=None, name=None, queue=None):
     """Reads a file into a scalar string tensor, like `tf.io.read_file`, through the read throttle.
 
-    With `offset` (and `length`, default: to the end), reads that byte range only.
+    With `offset` (and `length`, default: to the end), reads that byte range only. With `queue` (a string: the
+    worker's read queue), the whole file once that queue admits the read (`set_read_threads`).
     """
+    if queue is not None:
+        if offset is not None or length is not None:
+            raise ArgumentError("a read in a queue reads the whole file: pass queue= without offset and length")
+        return load_ops().liquid_queued_read_file(filename, queue, name=name)
     if offset is None and length is None:
         return load_ops().liquid_read_file(filename, name=name)
     offset = tf.constant(0, tf.int64) if offset is None else tf.cast(offset, tf.int64)
@@ -60,6 +82,18 @@ def draw_read_bandwidth(num_bytes, payload):
     draw = load_ops().liquid_draw_read_bandwidth(tf.cast(num_bytes, tf.int64))
     with tf.control_dependencies([draw]):
         return tf.identity(payload)
+
+
+def set_read_threads(queue: str, threads: int) -> None:
+    """Lets the read queue `queue` of this process admit `threads` reads at a time (>= 1); the others wait in it."""
+    load_ops().liquid_set_read_queue_threads(
+        tf.constant(queue), tf.constant(check_int("threads", threads, 1), tf.int64)
+    )
+
+
+def read_queue_lengths(queues) -> list[int]:
+    """Per queue, the reads waiting in it or admitted and not done: each worker's measured load."""
+    return load_ops().liquid_read_queue_lengths(tf.constant(list(queues), tf.string)).numpy().tolist()
 
 
 def read_stats() -> dict:
