@@ -45,6 +45,7 @@ def test_without_misses_the_threads_are_equal_and_bad_inputs_are_refused():
         load_balance.split_threads([3, -1], 4)
     with pytest.raises(ArgumentError, match=r"\[workers, steps\]"):
         load_balance.fetch_times([1, 2, 3], 4)
+    assert load_balance.fetch_times(np.zeros((3, 0), np.int64), 4).ratio == 1.0  # slices shorter than a step
 
 
 def test_fetch_times_of_balanced_and_skewed_steps():
@@ -161,3 +162,44 @@ def test_predicted_reads_are_the_replayed_misses_and_prefetches():
         assert predicted[w].sum() == (~hits).sum() + prefetched.sum()
     # The first epoch fills the caches: each of a worker's 100 records comes from storage once, read or prefetched.
     assert predicted[:, :10].sum(axis=1).tolist() == [100] * 4
+
+
+def test_pcr_and_liquid_datasets_read_their_records_through_their_queue(photo_folder, tmp_path):
+    import threading
+
+    import tfliquid
+
+    pcr, liquid = tmp_path / "pcr", tmp_path / "liquid"
+    tfliquid.pcr.convert(str(photo_folder), str(pcr), images_per_record=2, progress=False)
+    tfliquid.liquid.convert(
+        str(photo_folder), str(liquid), formats="png,raw", ratio="1:1", images_per_record=2, progress=False
+    )
+
+    def datasets(queue):
+        return {
+            "pcr": tfliquid.PCRDataset(str(pcr), with_keys=True, decode=False, read_queue=queue),
+            "liquid": tfliquid.LiquidDataset(str(liquid), batch_size=4, with_keys=True, read_queue=queue),
+        }
+
+    def keys(dataset, into):
+        into.extend(x["key"] for x in dataset.as_numpy_iterator())
+
+    plain = {name: [] for name in ("pcr", "liquid")}
+    for name, dataset in datasets(None).items():
+        keys(dataset, plain[name])
+    tfliquid.io.set_read_threads("lb-datasets", 1)
+    for name, dataset in datasets("lb-datasets").items():
+        seen, lengths = [], []
+        tfliquid.io.set_read_bandwidth(2e6)
+        try:
+            reader = threading.Thread(target=keys, args=(dataset, seen))
+            reader.start()
+            while reader.is_alive():
+                lengths.append(tfliquid.io.read_queue_lengths(["lb-datasets"])[0])
+            reader.join()
+        finally:
+            tfliquid.io.set_read_bandwidth(None)
+        assert sorted(seen) == sorted(plain[name]) and len(seen) == len(set(seen)), name  # every image once
+        assert max(lengths) >= 1, name  # its reads waited in the queue or were in flight there
+    with pytest.raises(tfliquid.ArgumentError, match="read_queue must be a queue's name"):
+        tfliquid.PCRDataset(str(pcr), read_queue=3)

@@ -27,7 +27,9 @@ using tensorflow::errors::InvalidArgument;
 
 class RecordBytesDatasetOp : public DatasetOpKernel {
  public:
-  using DatasetOpKernel::DatasetOpKernel;
+  explicit RecordBytesDatasetOp(OpKernelConstruction* ctx) : DatasetOpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr(kReadQueueAttr, &read_queue_));
+  }
 
   void MakeDataset(OpKernelContext* ctx, DatasetBase** output) override {
     const tstring* filename;
@@ -35,16 +37,19 @@ class RecordBytesDatasetOp : public DatasetOpKernel {
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "filename", &filename));
     OP_REQUIRES_OK(ctx, ScalarInput(ctx, "length", &length));
     OP_REQUIRES(ctx, length >= 0, InvalidArgument("length must be >= 0, got ", length));
-    *output = new Dataset(ctx, std::string(*filename), length);
+    *output = new Dataset(ctx, std::string(*filename), length, read_queue_);
   }
 
  private:
+  std::string read_queue_;
+
   class Dataset : public ComputedDataset {
    public:
-    Dataset(OpKernelContext* ctx, std::string filename, int64_t length)
+    Dataset(OpKernelContext* ctx, std::string filename, int64_t length, std::string read_queue)
         : ComputedDataset(ctx, "RecordBytes", tensorflow::DT_STRING, /*save_elements=*/false),
           filename_(std::move(filename)),
-          length_(length) {}
+          length_(length),
+          read_queue_(std::move(read_queue)) {}
 
     absl::Status Compute(IteratorContext* ctx, std::vector<Tensor>* elements) const override {
       const auto length = static_cast<uint64_t>(length_);
@@ -58,7 +63,8 @@ class RecordBytesDatasetOp : public DatasetOpKernel {
       Tensor bytes(ctx->allocator({}), tensorflow::DT_STRING, TensorShape({}));
       tstring& buffer = bytes.scalar<tstring>()();
       buffer.resize_uninitialized(length);
-      TF_RETURN_IF_ERROR(ReadRange(ctx->env(), filename_, 0, length, buffer.data(), ctx->cancellation_manager()));
+      TF_RETURN_IF_ERROR(ReadRange(ctx->env(), filename_, 0, length, buffer.data(), ctx->cancellation_manager(),
+                                   read_queue_.empty() ? nullptr : &read_queue_));
       elements->push_back(std::move(bytes));
       return absl::OkStatus();
     }
@@ -66,12 +72,14 @@ class RecordBytesDatasetOp : public DatasetOpKernel {
    protected:
     absl::Status AsGraphDefInternal(SerializationContext* ctx, DatasetGraphDefBuilder* b,
                                     Node** output) const override {
-      return AddDatasetNode(ctx, b, this, nullptr, {}, output, tstring(filename_), length_);
+      return AddDatasetNode(ctx, b, this, nullptr, {Attr(kReadQueueAttr, read_queue_)}, output, tstring(filename_),
+                            length_);
     }
 
    private:
     const std::string filename_;
     const int64_t length_;
+    const std::string read_queue_;
   };
 };
 

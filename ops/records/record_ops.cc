@@ -14,11 +14,13 @@ REGISTER_OP(kRecordBytesDatasetOp)
     .Input("filename: string")
     .Input("length: int64")
     .Output("handle: variant")
+    .Attr(absl::StrCat(kReadQueueAttr, ": string = ''"))
     .SetIsStateful()  // source datasets are stateful so that constant folding leaves them alone
     .SetShapeFn(ScalarInputsAndOutputs)
     .Doc(R"doc(
-One element: bytes [0, length) of the file, read at once through tfliquid's read throttle. A file shorter than
-`length` is a DataLoss error naming it, raised before anything is allocated.
+One element: bytes [0, length) of the file, read at once through tfliquid's read throttle, once the read queue
+`read_queue` admits the read (none: ''). A file shorter than `length` is a DataLoss error naming it, raised
+before anything is allocated.
 )doc");
 
 REGISTER_OP(kRecordDatasetOp)

@@ -10,6 +10,7 @@ inline constexpr char kRecordBytesDatasetOp[] = "Liquid>RecordBytesDataset";
 inline constexpr char kRecordDatasetOp[] = "Liquid>RecordDataset";
 inline constexpr char kDeclaredCardinalityDatasetOp[] = "Liquid>DeclaredCardinalityDataset";
 
+inline constexpr char kReadQueueAttr[] = "read_queue";  // common/read_queues.h; "" for none
 inline constexpr char kShuffleAttr[] = "shuffle";
 inline constexpr char kWithKeysAttr[] = "with_keys";
 inline constexpr char kWithContextAttr[] = "with_context";

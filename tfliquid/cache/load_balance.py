@@ -80,10 +80,12 @@ class FetchTimes:
 
 def fetch_times(step_misses, threads: int) -> FetchTimes:
     """FetchTimes of `step_misses` (int [workers, steps]: each worker's misses in each step) with `threads` read
-    threads on the node."""
+    threads on the node; no steps (slices shorter than a batch): all 0."""
     misses = np.asarray(step_misses, np.int64)
-    if misses.ndim != 2 or not misses.size:
+    if misses.ndim != 2 or not misses.shape[0]:
         raise ArgumentError(f"step_misses must be [workers, steps] counts, got shape {misses.shape}")
+    if not misses.shape[1]:
+        return FetchTimes(0.0, 0.0, 0.0)
     equal = equal_threads(misses.shape[0], threads)
     equal_times = [step_fetch_time(step, equal) for step in misses.T]
     split_times = [step_fetch_time(step, split_threads(step, threads)) for step in misses.T]

@@ -84,6 +84,7 @@ class _RecordReader:
         self._header_crcs = record_identities(dataset._records)
         self._channels = dataset.channels
         self._decoding = dataset._decoding
+        self._read_queue = dataset._read_queue
         self._with_hits = dataset._cache is not None  # every stream yields "cached", for one element spec
         self._shuffle, self._decode, self._with_keys = shuffle, decode, with_keys
         self._num_parallel_reads, self._num_parallel_calls = num_parallel_reads, num_parallel_calls
@@ -96,7 +97,7 @@ class _RecordReader:
 
         def open_record(i, record_seed, crop_seed):
             filename, size = tf.gather(self._filenames, i), tf.gather(self._sizes, i)
-            source = record_bytes(filename, size)
+            source = record_bytes(filename, size, self._read_queue)
             if cache is not None:
                 name = prefix_name(filename, size, tf.gather(self._header_crcs, i))
                 source = cached(source, name, i, cache, cache_pass, with_hit=True)
@@ -239,6 +240,8 @@ class LiquidDataset(RecordFilesDataset):
         them and a restored iterator goes on with the uninterrupted run's.
       dtype, mean, std, channels_first: the image as uint8 (the default), or float32 or bfloat16 (value - mean) /
         std per channel, [H, W, 3] or [3, H, W], as PCRDataset's.
+      read_queue: this worker's read queue, as PCRDataset's: its records' reads from storage wait until it admits
+        them (`tfliquid.cache.load_balance.ReadBalancer` splits a node's threads among such queues).
 
     Elements: {"image": uint8 [H, W, C] (or string, or as `dtype` and `channels_first` say), "label": int64,
     "format": string [, "key", "cached"]}.
@@ -270,6 +273,7 @@ class LiquidDataset(RecordFilesDataset):
         mean=None,
         std=None,
         channels_first: bool = False,
+        read_queue: str | None = None,
     ):
         self._path = check_dataset_path(path)
         self._manifest = liquid_format.read_manifest(self._path, crc=crc32c_fast)
@@ -292,6 +296,9 @@ class LiquidDataset(RecordFilesDataset):
                 "decode_size, crop, dtype, mean, std and channels_first say how images are decoded: decode=True"
             )
         self._decoding.check_channels(self._manifest.channels, str(self._path))
+        if read_queue is not None and not isinstance(read_queue, str):
+            raise ArgumentError(f"read_queue must be a queue's name (a str) or None, got {read_queue!r}")
+        self._read_queue = read_queue
         self._records = [r for f in self._manifest.formats for r in f.records]  # the order's items, format by format
         # Epochs are an order's or, without one, this dataset's own: checked_order checks first_epoch only.
         self._order = checked_order(order, cache, len(self._records), first_epoch=first_epoch)

@@ -52,18 +52,19 @@ def record_images(
     item=-1,
     header_crc32c=-1,
     with_context=False,
+    read_queue=None,
 ) -> tf.data.Dataset:
     """The images of one PCR record at `scan_group` (an int64 scalar, or a tf.Variable read now): one read of its
-    prefix (through `cache`, if given, in pass `cache_pass` as item `item` of its order, named with the record's
-    identity), checked against the record's identity `header_crc32c` (the index's; -1: none, unchecked), then its
-    images as progressive JPEGs cut at that group: {"image", "label" [, "key"]} [, "context": where the image is,
-    "FILE: image KEY at scan group G", for the errors of its decode]."""
+    prefix (in read queue `read_queue` if given; through `cache`, if given, in pass `cache_pass` as item `item` of
+    its order, named with the record's identity), checked against the record's identity `header_crc32c` (the
+    index's; -1: none, unchecked), then its images as progressive JPEGs cut at that group: {"image", "label" [,
+    "key"]} [, "context": where the image is, "FILE: image KEY at scan group G", for the errors of its decode]."""
     ends = tf.convert_to_tensor(prefix_ends, tf.int64)
     num_groups = tf.size(ends, out_type=tf.int64)
 
     def at_group(group):
         length = tf.gather(ends, tf.minimum(group, num_groups) - 1)
-        source = record_bytes(filename, length)
+        source = record_bytes(filename, length, read_queue)
         if cache is not None:
             source = cached(source, prefix_name(filename, length, header_crc32c), item, cache, cache_pass)
         return RecordDataset(
@@ -211,6 +212,10 @@ class PCRDataset(RecordFilesDataset):
         (`tfliquid.jpeg.crop.decode_batch`): no map and no copy per image, which at low scan groups and small
         sizes cost more than the decode. Needs `decode_size`. The images, crops and order are those of
         `ds.batch(batch_size)` without it, bit for bit; `len(ds)` counts batches.
+      read_queue: the read queue of this worker (`tfliquid.io.read_file`'s queues): every record read from storage
+        waits until it admits the read, so that co-located workers' reads share the node's storage as their
+        queues' threads say (`tfliquid.cache.load_balance.ReadBalancer`; docs/cache.md, "Load balance"). None:
+        none.
 
     Its cardinality is declared (`len(ds)`, Keras' progress): `num_images`, or with an order the images of its
     epochs (infinite without end), though under tf.data service's dynamic sharding each worker yields a part.
@@ -245,6 +250,7 @@ class PCRDataset(RecordFilesDataset):
         channels_first: bool = False,
         batch_size: int | None = None,
         drop_remainder: bool = False,
+        read_queue: str | None = None,
     ):
         path = check_dataset_path(path)
         index = pcr_format.read_index(path, crc=crc32c_fast)
@@ -273,6 +279,9 @@ class PCRDataset(RecordFilesDataset):
                     "without them, batch the dataset (ds.batch(n))"
                 )
         self._batch_size, self._drop_remainder = batch_size, bool(drop_remainder)
+        if read_queue is not None and not isinstance(read_queue, str):
+            raise ArgumentError(f"read_queue must be a queue's name (a str) or None, got {read_queue!r}")
+        self._read_queue = read_queue
         pipeline = self._build(decode, shuffle, seed, num_parallel_reads, with_keys)
         if self._order is None:
             cardinality = index.num_images
@@ -313,6 +322,7 @@ class PCRDataset(RecordFilesDataset):
                     item=i,
                     header_crc32c=tf.gather(header_crcs, i),
                     with_context=decode,
+                    read_queue=self._read_queue,
                 )
 
             records_in_passes = with_pass(self._cache, records, epoch)

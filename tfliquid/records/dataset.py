@@ -18,10 +18,11 @@ from tfliquid._lib import load_ops
 from tfliquid.records.format import MAX_GROUPS
 
 
-def record_bytes(filename, length) -> tf.data.Dataset:
+def record_bytes(filename, length, read_queue: str | None = None) -> tf.data.Dataset:
     """One element, the scalar string of bytes [0, `length`) of `filename`, read at once through tfliquid's read
-    throttle (cancelled with its iterator). A shorter file is a DataLoss error naming it."""
-    variant = load_ops().liquid_record_bytes_dataset(filename, tf.cast(length, tf.int64))
+    throttle (cancelled with its iterator), once the read queue `read_queue` admits it (`tfliquid.io.read_file`'s
+    queues; None: none). A shorter file is a DataLoss error naming it."""
+    variant = load_ops().liquid_record_bytes_dataset(filename, tf.cast(length, tf.int64), read_queue=read_queue or "")
     return OpDataset(variant, tf.TensorSpec([], tf.string))
 
 
