@@ -15,7 +15,7 @@ parallel reads of that parallelism; DALI: num_threads), one pass each per round,
     resize, flip and normalisation;
   - NVIDIA DALI's CPU pipeline on the same JPEG files (fn.decoders.image_random_crop, fn.resize,
     fn.crop_mirror_normalize), when `nvidia.dali` imports;
-  - PCRDataset(decode_size=(224, 224), crop="random", dtype=tf.float32, mean, std, batch_size=256) at scan groups
+  - PCRDataset(decode_size=(224, 224), crop="random", dtype=tf.float32, mean, std, batch_size=64) at scan groups
     1, 2, 4 and full: the window alone decoded at the DCT scale it needs, resized, flipped and normalised, a batch
     in one op that writes each image into its place.
 Ratios are taken within a round; the median and range over rounds are reported.
@@ -91,7 +91,7 @@ def pcr_pipeline(path: str, group, threads: int, target: int) -> tf.data.Dataset
         std=IMAGENET_STD,
         seed=0,
         num_parallel_reads=threads,
-        batch_size=dali_peer.BATCH,
+        batch_size=pcr_cpu.PCR_BATCH,
     )
     return pcr_cpu.with_threads(dataset.map(lambda x: x["image"]), threads)
 
@@ -101,7 +101,7 @@ def dali_epoch(folder: str, images: int, threads: int, target: int):
     from nvidia.dali import fn, pipeline_def, types
 
     @pipeline_def(
-        batch_size=dali_peer.BATCH,
+        batch_size=pcr_cpu.PCR_BATCH,
         num_threads=threads,
         device_id=None,
         exec_async=False,
