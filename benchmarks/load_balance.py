@@ -69,7 +69,11 @@ def pipelines(dataset: str, args, root: str):
                 )
             )
         )
-        made.append((order, cache, reads.batch(args.batch).prefetch(1)))
+        # A parallel call holds a pipeline thread while its read waits: a pool of the node's threads for each
+        # worker, so that its queue, not the pool, bounds its reads in flight.
+        options = tf.data.Options()
+        options.threading.private_threadpool_size = args.read_threads
+        made.append((order, cache, reads.batch(args.batch).prefetch(1).with_options(options)))
     return made
 
 

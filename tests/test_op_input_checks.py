@@ -39,7 +39,7 @@ RANKS = {
     ("Liquid>DecodeJpegCropBatch", "seeds"): 2,
     ("Liquid>DecodeJpegCropBatch", "size"): 1,
     ("Liquid>DecodeJpegCropBatch", "contexts"): 1,
-    ("Liquid>ReadQueueLengths", "queues"): 1,
+    ("Liquid>ReadQueueCounts", "queues"): 1,
     ("Liquid>CropPixels", "image"): 3,
     ("Liquid>CropPixels", "window"): 1,
     ("Liquid>CropPixels", "size"): 1,

@@ -1,6 +1,6 @@
 // Kernels of the throttled I/O ops: Liquid>ReadFile(Range), Liquid>SetReadBandwidth, Liquid>DrawReadBandwidth,
 // Liquid>ReadStats, Liquid>Crc32c, and of the read queues: Liquid>QueuedReadFile, Liquid>SetReadQueueThreads,
-// Liquid>ReadQueueLengths.
+// Liquid>ReadQueueCounts.
 #include <algorithm>
 
 #include "common/crc32c.h"
@@ -68,17 +68,19 @@ class SetReadQueueThreadsOp : public OpKernel {
   }
 };
 
-class ReadQueueLengthsOp : public OpKernel {
+class ReadQueueCountsOp : public OpKernel {
  public:
-  explicit ReadQueueLengthsOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
+  explicit ReadQueueCountsOp(OpKernelConstruction* ctx) : OpKernel(ctx) {}
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor* queues;
     OP_REQUIRES_OK(ctx, InputWithRank(ctx, "queues", 1, &queues));
-    Tensor* lengths;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, queues->shape(), &lengths));
+    Tensor *admitted, *waiting;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, queues->shape(), &admitted));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, queues->shape(), &waiting));
     for (int64_t i = 0; i < queues->NumElements(); ++i) {
-      lengths->vec<int64_t>()(i) = ReadQueues::Global().Length(std::string(queues->vec<tstring>()(i)));
+      ReadQueues::Global().Counts(std::string(queues->vec<tstring>()(i)), &admitted->vec<int64_t>()(i),
+                                  &waiting->vec<int64_t>()(i));
     }
   }
 };
@@ -140,7 +142,7 @@ REGISTER_KERNEL_BUILDER(Name(kDrawReadBandwidthOp).Device(tensorflow::DEVICE_CPU
 REGISTER_KERNEL_BUILDER(Name(kReadStatsOp).Device(tensorflow::DEVICE_CPU), ReadStatsOp);
 REGISTER_KERNEL_BUILDER(Name(kQueuedReadFileOp).Device(tensorflow::DEVICE_CPU), ReadFileOp);
 REGISTER_KERNEL_BUILDER(Name(kSetReadQueueThreadsOp).Device(tensorflow::DEVICE_CPU), SetReadQueueThreadsOp);
-REGISTER_KERNEL_BUILDER(Name(kReadQueueLengthsOp).Device(tensorflow::DEVICE_CPU), ReadQueueLengthsOp);
+REGISTER_KERNEL_BUILDER(Name(kReadQueueCountsOp).Device(tensorflow::DEVICE_CPU), ReadQueueCountsOp);
 REGISTER_KERNEL_BUILDER(Name(kCrc32cOp).Device(tensorflow::DEVICE_CPU), Crc32cOp);
 
 }  // namespace

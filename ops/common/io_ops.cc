@@ -57,16 +57,21 @@ REGISTER_OP(kSetReadQueueThreadsOp)
     .SetShapeFn(ScalarInputsAndOutputs)
     .Doc("Sets how many reads the read queue `queue` of this process admits at a time (>= 1).");
 
-REGISTER_OP(kReadQueueLengthsOp)
+REGISTER_OP(kReadQueueCountsOp)
     .Input("queues: string")
-    .Output("lengths: int64")
+    .Output("admitted: int64")
+    .Output("waiting: int64")
     .SetIsStateful()
     .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
       TF_RETURN_IF_ERROR(InputHasRank(c, 0, 1));
       c->set_output(0, c->input(0));
+      c->set_output(1, c->input(0));
       return absl::OkStatus();
     })
-    .Doc("The reads waiting in each of `queues` or admitted and not ended: each worker's measured load.");
+    .Doc(R"doc(
+Per queue of `queues`: the reads it admitted that have not ended, and those waiting in it (together, the worker's
+measured load).
+)doc");
 
 REGISTER_OP(kCrc32cOp)
     .Input("data: string")

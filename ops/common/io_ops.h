@@ -14,7 +14,7 @@ inline constexpr char kCrc32cOp[] = "Liquid>Crc32c";
 // Per-worker read queues (common/read_queues.h).
 inline constexpr char kQueuedReadFileOp[] = "Liquid>QueuedReadFile";
 inline constexpr char kSetReadQueueThreadsOp[] = "Liquid>SetReadQueueThreads";
-inline constexpr char kReadQueueLengthsOp[] = "Liquid>ReadQueueLengths";
+inline constexpr char kReadQueueCountsOp[] = "Liquid>ReadQueueCounts";
 
 }  // namespace tfliquid
 

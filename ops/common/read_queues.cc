@@ -50,10 +50,11 @@ void ReadQueues::Leave(const std::string& queue) {
   q.admission.notify_one();
 }
 
-int64_t ReadQueues::Length(const std::string& queue) const {
+void ReadQueues::Counts(const std::string& queue, int64_t* admitted, int64_t* waiting) const {
   std::lock_guard<std::mutex> lock(mu_);
   const auto found = queues_.find(queue);
-  return found == queues_.end() ? 0 : found->second->admitted + found->second->waiting;
+  *admitted = found == queues_.end() ? 0 : found->second->admitted;
+  *waiting = found == queues_.end() ? 0 : found->second->waiting;
 }
 
 }  // namespace tfliquid

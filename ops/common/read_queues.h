@@ -29,8 +29,8 @@ class ReadQueues {
   [[nodiscard]] bool Enter(const std::string& queue, CancellationFlag* cancellation);
   // Ends a read that Enter admitted.
   void Leave(const std::string& queue);
-  // The reads waiting in `queue` and those it admitted that have not left: the worker's measured load.
-  int64_t Length(const std::string& queue) const;
+  // The reads `queue` admitted that have not left, and those waiting in it: together, the worker's measured load.
+  void Counts(const std::string& queue, int64_t* admitted, int64_t* waiting) const;
 
  private:
   struct Queue {

@@ -35,6 +35,7 @@ __all__ = [
     "read_stats",
     "set_read_threads",
     "read_queue_lengths",
+    "read_queue_counts",
 ]
 
 
@@ -93,7 +94,13 @@ def set_read_threads(queue: str, threads: int) -> None:
 
 def read_queue_lengths(queues) -> list[int]:
     """Per queue, the reads waiting in it or admitted and not done: each worker's measured load."""
-    return load_ops().liquid_read_queue_lengths(tf.constant(list(queues), tf.string)).numpy().tolist()
+    return [admitted + waiting for admitted, waiting in read_queue_counts(queues)]
+
+
+def read_queue_counts(queues) -> list[tuple[int, int]]:
+    """Per queue, (the reads it admitted that are not done, the reads waiting in it)."""
+    admitted, waiting = load_ops().liquid_read_queue_counts(tf.constant(list(queues), tf.string))
+    return list(zip(admitted.numpy().tolist(), waiting.numpy().tolist(), strict=True))
 
 
 def read_stats() -> dict:
