@@ -329,6 +329,8 @@ def test_a_batch_decode_names_the_damaged_image_and_checks_its_inputs(photo_jpeg
         decode_batch([photo_jpeg, photo_jpeg], (32, 32), "random", tf.zeros([3, 2], tf.int64))
     with pytest.raises(tfliquid.ArgumentError, match="size=\\(height, width\\), not None"):
         decode_batch([photo_jpeg], None)
+    with pytest.raises(tfliquid.ArgumentError, match="by contexts= \\(string \\[B\\]\\), not context="):
+        decode_batch([photo_jpeg], (8, 8), context=tf.constant("first.jpg"))
     assert decode_batch(tf.zeros([0], tf.string), (8, 8)).shape == (0, 8, 8, 3)
 
 

@@ -234,10 +234,12 @@ class CroppedOutput {
   float mean_[3] = {0, 0, 0}, std_[3] = {1, 1, 1};
 };
 
-// The crop, scale, ratio and fraction attributes: how a window is drawn or placed.
+// The crop, scale, ratio and fraction attributes: how a window is drawn or placed; and random_flip, where the op
+// has it (Liquid>CropWindow gives the flip drawn, as if it were true).
 class WindowChoice {
  public:
   absl::Status Init(OpKernelConstruction* ctx) {
+    if (ctx->HasAttr(kRandomFlipAttr)) TF_RETURN_IF_ERROR(ctx->GetAttr(kRandomFlipAttr, &random_flip_));
     std::string crop;
     std::vector<float> scale, ratio;
     float fraction;
@@ -263,8 +265,8 @@ class WindowChoice {
   }
 
   // The window of an image of height x width and whether it is flipped: for a random crop, the first draw of the
-  // seed (seed0, seed1) decides the flip (below one half: flipped), the next ones the window; 'whole' is the
-  // whole image.
+  // seed (seed0, seed1) decides the flip (below one half: flipped, where random_flip), the next ones the window;
+  // 'whole' is the whole image.
   void Choose(int64_t height, int64_t width, int64_t seed0, int64_t seed1, jpeg::CropWindow* window, bool* flip) const {
     *flip = false;
     if (kind_ == Kind::kWhole) {
@@ -276,13 +278,14 @@ class WindowChoice {
       return;
     }
     jpeg::CropDraws draws(seed0, seed1);
-    *flip = draws.Uniform() < 0.5;
+    *flip = draws.Uniform() < 0.5 && random_flip_;
     *window = jpeg::RandomResizedCropWindow(height, width, parameters_, &draws);
   }
 
  private:
   enum class Kind { kRandom, kCenter, kWhole };
   Kind kind_ = Kind::kRandom;
+  bool random_flip_ = true;
   jpeg::RandomCropParameters parameters_;
   double fraction_ = 0.875;
 };
@@ -340,7 +343,6 @@ class DecodeJpegSampledCropOp : public OpKernel {
   explicit DecodeJpegSampledCropOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
     OP_REQUIRES_OK(ctx, output_.Init(ctx));
     OP_REQUIRES_OK(ctx, choice_.Init(ctx));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr(kRandomFlipAttr, &random_flip_));
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -357,14 +359,12 @@ class DecodeJpegSampledCropOp : public OpKernel {
     jpeg::CropWindow window;
     bool flip;
     choice_.Choose(height, width, seed->vec<int64_t>()(0), seed->vec<int64_t>()(1), &window, &flip);
-    output_.Decode(ctx, *contents, window, flip && random_flip_, size->vec<int64_t>()(0), size->vec<int64_t>()(1),
-                   *context);
+    output_.Decode(ctx, *contents, window, flip, size->vec<int64_t>()(0), size->vec<int64_t>()(1), *context);
   }
 
  private:
   CroppedOutput output_;
   WindowChoice choice_;
-  bool random_flip_ = true;
 };
 
 class DecodeJpegCropBatchOp : public OpKernel {
@@ -372,7 +372,6 @@ class DecodeJpegCropBatchOp : public OpKernel {
   explicit DecodeJpegCropBatchOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
     OP_REQUIRES_OK(ctx, output_.Init(ctx));
     OP_REQUIRES_OK(ctx, choice_.Init(ctx));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr(kRandomFlipAttr, &random_flip_));
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -391,14 +390,12 @@ class DecodeJpegCropBatchOp : public OpKernel {
     output_.DecodeBatch(ctx, *contents, *contexts, size->vec<int64_t>()(0), size->vec<int64_t>()(1),
                         [&](int64_t i, int64_t height, int64_t width, jpeg::CropWindow* window, bool* flip) {
                           choice_.Choose(height, width, each_seed(i, 0), each_seed(i, 1), window, flip);
-                          *flip = *flip && random_flip_;
                         });
   }
 
  private:
   CroppedOutput output_;
   WindowChoice choice_;
-  bool random_flip_ = true;
 };
 
 class CropPixelsOp : public OpKernel {

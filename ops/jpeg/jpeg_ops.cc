@@ -100,11 +100,10 @@ e.g. its record file and key.
 
 namespace {
 
-// Input first_input + k has rank ranks[k]; the image's shape from its `size` input when that is a constant other
-// than 0x0 (the window as decoded), [3, H, W] with channels_first.
-absl::Status CroppedImageShape(InferenceContext* c, std::initializer_list<int> ranks, int size_index,
-                               int first_input = 0) {
-  int index = first_input;
+// Input k has rank ranks[k]; the image's shape from its `size` input when that is a constant other than 0x0 (the
+// window as decoded), [3, H, W] with channels_first.
+absl::Status CroppedImageShape(InferenceContext* c, std::initializer_list<int> ranks, int size_index) {
+  int index = 0;
   for (int rank : ranks) TF_RETURN_IF_ERROR(InputHasRank(c, index++, rank));
   tensorflow::shape_inference::DimensionHandle height = c->UnknownDim(), width = c->UnknownDim();
   if (const tensorflow::Tensor* size = c->input_tensor(size_index); size != nullptr && size->NumElements() == 2) {
@@ -124,6 +123,7 @@ const std::string kCropSpec = absl::StrCat(kCropAttr, ": {'random', 'center'} = 
 const std::string kScaleSpec = absl::StrCat(kScaleAttr, ": list(float) = [0.08, 1.0]");
 const std::string kRatioSpec = absl::StrCat(kRatioAttr, ": list(float) = [0.75, 1.3333333333333333]");
 const std::string kFractionSpec = absl::StrCat(kFractionAttr, ": float = 0.875");
+const std::string kRandomFlipSpec = absl::StrCat(kRandomFlipAttr, ": bool = true");
 const std::string kDtypeSpec = absl::StrCat(kDtypeAttr, ": {uint8, float, bfloat16} = DT_UINT8");
 const std::string kMeanSpec = absl::StrCat(kMeanAttr, ": list(float) = []");
 const std::string kStdSpec = absl::StrCat(kStdAttr, ": list(float) = []");
@@ -162,7 +162,7 @@ REGISTER_OP(kDecodeJpegSampledCropOp)
     .Attr(kScaleSpec)
     .Attr(kRatioSpec)
     .Attr(kFractionSpec)
-    .Attr(absl::StrCat(kRandomFlipAttr, ": bool = true"))
+    .Attr(kRandomFlipSpec)
     .Attr(kDtypeSpec)
     .Attr(kMeanSpec)
     .Attr(kStdSpec)
@@ -185,16 +185,13 @@ REGISTER_OP(kDecodeJpegCropBatchOp)
     .Attr(kScaleSpec)
     .Attr(kRatioSpec)
     .Attr(kFractionSpec)
-    .Attr(absl::StrCat(kRandomFlipAttr, ": bool = true"))
+    .Attr(kRandomFlipSpec)
     .Attr(kDtypeSpec)
     .Attr(kMeanSpec)
     .Attr(kStdSpec)
     .Attr(kChannelsFirstSpec)
     .SetShapeFn([](InferenceContext* c) {
-      TF_RETURN_IF_ERROR(InputHasRank(c, 0, 1));
-      TF_RETURN_IF_ERROR(InputHasRank(c, 1, 2));
-      TF_RETURN_IF_ERROR(InputHasRank(c, 3, 1));
-      TF_RETURN_IF_ERROR(CroppedImageShape(c, {1}, 2, /*first_input=*/2));
+      TF_RETURN_IF_ERROR(CroppedImageShape(c, {1, 2, 1, 1}, 2));
       tensorflow::shape_inference::ShapeHandle images;
       TF_RETURN_IF_ERROR(c->Concatenate(c->Vector(c->Dim(c->input(0), 0)), c->output(0), &images));
       c->set_output(0, images);

@@ -108,18 +108,20 @@ def crop_pixels(
 
 
 def _windowed(op, source, window, size, flip, dtype, mean, std, channels_first, context) -> tf.Tensor:
-    dtype, mean, std = checked_output(dtype, mean, std)
     return op(
         source,
         tf.cast(window, tf.int64),
         _sizes(size),
         tf.convert_to_tensor(flip, tf.bool),
         tf.constant("") if context is None else context,
-        dtype=dtype,
-        mean=list(mean),
-        std=list(std),
-        channels_first=bool(channels_first),
+        **_output_attributes(dtype, mean, std, channels_first),
     )
+
+
+def _output_attributes(dtype=tf.uint8, mean=None, std=None, channels_first=False) -> dict:
+    """The crop ops' output attributes (dtype, mean, std, channels_first), checked (`checked_output`)."""
+    dtype, mean, std = checked_output(dtype, mean, std)
+    return {"dtype": dtype, "mean": list(mean), "std": list(std), "channels_first": bool(channels_first)}
 
 
 def _sizes(size) -> tf.Tensor:
@@ -140,18 +142,14 @@ def _checked_options(options: dict) -> dict:
 
 
 def _sampled_crop(contents, size, seed, options: dict, **window) -> tf.Tensor:
-    _checked_options(options)
-    dtype, mean, std = checked_output(options.get("dtype", tf.uint8), options.get("mean"), options.get("std"))
+    outputs = {name: value for name, value in _checked_options(options).items() if name != "context"}
     context = options.get("context")
     return load_ops().liquid_decode_jpeg_sampled_crop(
         contents,
         tf.cast(seed, tf.int64),
         _sizes(size),
         tf.constant("") if context is None else context,
-        dtype=dtype,
-        mean=list(mean),
-        std=list(std),
-        channels_first=bool(options.get("channels_first", False)),
+        **_output_attributes(**outputs),
         **window,
     )
 
@@ -163,8 +161,9 @@ def decode_batch(contents, size: tuple[int, int], crop=None, seeds=None, context
     `options` say (decode_crop's dtype, mean, std, channels_first). Image i is what `crop.decode(contents[i],
     size, seeds[i], **options)` gives, bit for bit, without a copy into the batch and with one op for the batch.
     Errors start with contexts[i] (string [B]) when given."""
-    options = _checked_options(options)
-    dtype, mean, std = checked_output(options.get("dtype", tf.uint8), options.get("mean"), options.get("std"))
+    if "context" in _checked_options(options):
+        raise ArgumentError("a batch names each image's source by contexts= (string [B]), not context=")
+    outputs = _output_attributes(**options)
     if size is None:
         raise ArgumentError("a batch decodes every image to one size: size=(height, width), not None")
     contents = tf.convert_to_tensor(contents, tf.string)
@@ -172,17 +171,7 @@ def decode_batch(contents, size: tuple[int, int], crop=None, seeds=None, context
     seeds = tf.zeros(tf.stack([count, 2]), tf.int64) if seeds is None else tf.cast(seeds, tf.int64)
     contexts = tf.fill([count], "") if contexts is None else contexts
     attributes = {"crop": "whole"} if crop is None else checked_crop(crop).attributes()
-    return load_ops().liquid_decode_jpeg_crop_batch(
-        contents,
-        seeds,
-        _sizes(size),
-        contexts,
-        dtype=dtype,
-        mean=list(mean),
-        std=list(std),
-        channels_first=bool(options.get("channels_first", False)),
-        **attributes,
-    )
+    return load_ops().liquid_decode_jpeg_crop_batch(contents, seeds, _sizes(size), contexts, **outputs, **attributes)
 
 
 def checked_output(dtype, mean, std) -> tuple[tf.DType, tuple[float, ...], tuple[float, ...]]:

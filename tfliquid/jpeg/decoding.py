@@ -72,9 +72,8 @@ class ImageDecoding:
 
     def jpeg_batch(self, contents, contexts=None, crop_seeds=None) -> tf.Tensor:
         """A batch of JPEGs (string [B]) decoded as `jpeg` decodes each, at `size`, in one op that writes every
-        image into its place in the batch (`tfliquid.jpeg.crop.decode_batch`); crop_seeds: int [B, 2]."""
-        if self.size is None:
-            raise ArgumentError("images are decoded in batches only to one size: give decode_size")
+        image into its place in the batch (`tfliquid.jpeg.crop.decode_batch`, which needs `size`); crop_seeds: int
+        [B, 2]."""
         return decode_batch(contents, self.size, self.crop, crop_seeds, contexts, **self._options)
 
     def pixels(self, image, context=None, crop_seed=None) -> tf.Tensor:

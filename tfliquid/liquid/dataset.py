@@ -33,6 +33,7 @@ from tfliquid.order.seeded_order import SeededOrder, checked_order, derived_seed
 from tfliquid.records.dataset import (
     RecordDataset,
     RecordFilesDataset,
+    checked_read_queue,
     prefix_name,
     record_bytes,
     record_identities,
@@ -296,9 +297,7 @@ class LiquidDataset(RecordFilesDataset):
                 "decode_size, crop, dtype, mean, std and channels_first say how images are decoded: decode=True"
             )
         self._decoding.check_channels(self._manifest.channels, str(self._path))
-        if read_queue is not None and not isinstance(read_queue, str):
-            raise ArgumentError(f"read_queue must be a queue's name (a str) or None, got {read_queue!r}")
-        self._read_queue = read_queue
+        self._read_queue = checked_read_queue(read_queue)
         self._records = [r for f in self._manifest.formats for r in f.records]  # the order's items, format by format
         # Epochs are an order's or, without one, this dataset's own: checked_order checks first_epoch only.
         self._order = checked_order(order, cache, len(self._records), first_epoch=first_epoch)
@@ -373,13 +372,7 @@ class LiquidDataset(RecordFilesDataset):
             records = tf.constant(stream.records, tf.int64)
             if shuffle:
                 records = tf.gather(records, SeededOrder(len(stream.records), seed=k).epoch_keys(epoch))
-            return tf.data.Dataset.from_tensor_slices(records).map(
-                lambda i: (
-                    i,
-                    derived_seed(0, epoch, i, _RECORD_SEEDS) if shuffle else tf.constant(0, tf.int64),
-                    derived_seed(0, epoch, i, _CROP_SEEDS),
-                )
-            )
+            return tf.data.Dataset.from_tensor_slices(records).map(lambda i: self._seeded(0, epoch, i, shuffle))
 
         def rows_of(epoch) -> tf.data.Dataset:
             """Every batch's counts in epoch `epoch`, with the seed that shuffles its elements."""
@@ -430,13 +423,7 @@ class LiquidDataset(RecordFilesDataset):
 
             def records_of(k):
                 records = tf.data.Dataset.from_tensor_slices(tf.boolean_mask(keys, tf.equal(format_of, k)))
-                return records.map(
-                    lambda i: (
-                        i,
-                        derived_seed(base_seed, epoch, i, _RECORD_SEEDS) if shuffle else tf.constant(0, tf.int64),
-                        derived_seed(base_seed, epoch, i, _CROP_SEEDS),
-                    )
-                )
+                return records.map(lambda i: self._seeded(base_seed, epoch, i, shuffle))
 
             def one_pass(cache_pass):
                 streams = [
@@ -450,6 +437,14 @@ class LiquidDataset(RecordFilesDataset):
             return each_pass(self._cache, one_pass, epoch=epoch)
 
         return epochs.flat_map(one_epoch)
+
+    def _seeded(self, seed, epoch, record, shuffle: bool):
+        """(record, its images' shuffle seed, its images' crop seed) in `epoch` under `seed`: what _RecordReader
+        reads; a seed not needed (no shuffle, no random crop) is 0."""
+        zero = tf.constant(0, tf.int64)
+        record_seed = derived_seed(seed, epoch, record, _RECORD_SEEDS) if shuffle else zero
+        crop_seed = derived_seed(seed, epoch, record, _CROP_SEEDS) if self._decoding.random else zero
+        return record, record_seed, crop_seed
 
     @property
     def formats(self) -> dict[str, int]:

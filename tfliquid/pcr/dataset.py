@@ -30,6 +30,7 @@ from tfliquid.pcr import format as pcr_format
 from tfliquid.records.dataset import (
     RecordDataset,
     RecordFilesDataset,
+    checked_read_queue,
     prefix_name,
     record_bytes,
     record_identities,
@@ -279,9 +280,7 @@ class PCRDataset(RecordFilesDataset):
                     "without them, batch the dataset (ds.batch(n))"
                 )
         self._batch_size, self._drop_remainder = batch_size, bool(drop_remainder)
-        if read_queue is not None and not isinstance(read_queue, str):
-            raise ArgumentError(f"read_queue must be a queue's name (a str) or None, got {read_queue!r}")
-        self._read_queue = read_queue
+        self._read_queue = checked_read_queue(read_queue)
         pipeline = self._build(decode, shuffle, seed, num_parallel_reads, with_keys)
         if self._order is None:
             cardinality = index.num_images

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from tfliquid._common.errors import ArgumentError
 from tfliquid._common.op_dataset import OpDataset
 from tfliquid._lib import load_ops
 from tfliquid.records.format import MAX_GROUPS
@@ -24,6 +25,13 @@ def record_bytes(filename, length, read_queue: str | None = None) -> tf.data.Dat
     queues; None: none). A shorter file is a DataLoss error naming it."""
     variant = load_ops().liquid_record_bytes_dataset(filename, tf.cast(length, tf.int64), read_queue=read_queue or "")
     return OpDataset(variant, tf.TensorSpec([], tf.string))
+
+
+def checked_read_queue(read_queue) -> str | None:
+    """A dataset's `read_queue` argument: a queue's name or None (ArgumentError otherwise)."""
+    if read_queue is not None and not isinstance(read_queue, str):
+        raise ArgumentError(f"read_queue must be a queue's name (a str) or None, got {read_queue!r}")
+    return read_queue
 
 
 def prefix_name(filename, length, header_crc32c=-1) -> tf.Tensor:
