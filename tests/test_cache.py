@@ -205,6 +205,35 @@ def test_zero_capacity_and_release(jpeg_files):
     assert cache.stats().items == 0  # released: the name now means a new, empty cache
 
 
+def test_closed_admission_fetches_without_admitting_and_reopens_mid_pass(jpeg_files):
+    paths = jpeg_files[:12]
+    cache = tfliquid.MinIOCache(1 << 20)
+    ds = tf.data.Dataset.from_tensor_slices(paths).apply(
+        tfliquid.minio_cache(tfliquid.io.read_file, cache=cache, num_parallel_calls=1)
+    )
+    cache.admit(False)
+    assert len(list(ds)) == 12 and cache.stats().items == 0  # closed from the start: every miss offered, none held
+    iterator = iter(ds)
+    for _ in range(4):
+        next(iterator)
+    cache.admit(True)  # the running pass admits from its next miss on (the reader may be an item or two ahead)
+    assert len(list(iterator)) == 8
+    held = cache.stats().items
+    assert 6 <= held <= 8
+    cache.admit(False)  # closed again: what it holds still hits
+    before = _bytes_read()
+    got = [bytes(item.numpy()) for item in ds]
+    assert got == [pathlib.Path(p).read_bytes() for p in paths]
+    first, second, third = cache.stats().epochs
+    assert (first.closed, first.admitted_items) == (12, 0)
+    assert (second.closed, second.admitted_items) == (12 - held, held)
+    assert (third.hits, third.misses, third.closed, third.admitted_items) == (held, 12 - held, 12 - held, 0)
+    # Only the misses, the items before admission opened, were read.
+    assert _bytes_read() - before == sum(os.path.getsize(p) for p in paths[: 12 - held])
+    with pytest.raises(tfliquid.ArgumentError, match="admitting must be True or False"):
+        cache.admit(1)
+
+
 @pytest.mark.parametrize("policy", ["minio", "lru"])
 def test_memory_store_replays_the_simulator(tmp_path, policy):
     """The C++ policies and the simulator's, on one trace: every epoch's hits agree exactly."""

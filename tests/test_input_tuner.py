@@ -82,22 +82,33 @@ class _Recorder(keras.callbacks.Callback):
         self.calls.append("train_end")
 
 
-@pytest.mark.parametrize("monitor_first", [True, False])
-def test_a_storage_bound_job_gets_a_cache_that_is_kept(datasets, slow_disk, tmp_path, monitor_first):
+# With the cache on trial, the first window fills the cache from its fourth step on; without it, the window after
+# the cache's is the fill. The StallMonitor is listed before the tuner's other callbacks in one and after in the other.
+@pytest.mark.parametrize("cache_trial", [True, False], ids=["cache trial, monitor first", "no trial, monitor last"])
+def test_a_storage_bound_job_gets_a_cache_that_is_kept(datasets, slow_disk, tmp_path, cache_trial):
     monitor, recorder = tfliquid.keras.StallMonitor(), _Recorder()
     board = keras.callbacks.TensorBoard(str(tmp_path / "logs"))
-    callbacks = [monitor, board, recorder] if monitor_first else [recorder, board, monitor]
-    tuner = tfliquid.keras.InputTuner(datasets["small"], sample_model.preprocess, 16)
+    callbacks = [monitor, board, recorder] if cache_trial else [recorder, board, monitor]
+    tuner = tfliquid.keras.InputTuner(datasets["small"], sample_model.preprocess, 16, cache_trial=cache_trial)
     history = tuner.fit(_model(), epochs=3, verbose=0, callbacks=callbacks)
 
+    if cache_trial:  # opened after the check's steps (the 15 steps' eighth, at least 3), before the diagnosis
+        trial = tuner.decisions.pop(0)
+        assert (trial["epoch"], trial["action"]) == (0, "trial"), tuner
+        assert trial["why"].startswith("admission opened after step 3: steps 1-3 waited"), tuner
     first = tuner.decisions[0]
     assert (first["epoch"], first["action"], first["kind"]) == (0, "diagnose", "storage"), tuner
     applied = _actions(tuner, "apply")[0]  # (once cached, the CPU may hold it up, and a lever of its own apply)
     assert (applied["epoch"], applied["lever"]) == (0, "cache"), str(tuner)
     assert applied["predicted_images_per_second"] >= 1.05 * applied["before_images_per_second"]
+    assert ("the cache on trial holds" in applied["evidence"]) == cache_trial, tuner
     [kept] = _actions(tuner, "keep")
-    assert (kept["epoch"], kept["lever"]) == (2, "cache"), tuner  # epoch 1 fills the cache
+    assert (kept["epoch"], kept["lever"]) == (1 if cache_trial else 2, "cache"), tuner
     assert kept["measured_images_per_second"] >= 1.05 * kept["before_images_per_second"]
+    if cache_trial:  # the kept window read the rest from storage, filling the cache: not diagnosed
+        [filled] = _actions(tuner, "fill")
+        assert filled["epoch"] == 1 and "to 100% of the records' bytes" in filled["why"], tuner
+        assert [d["epoch"] for d in _actions(tuner, "diagnose")] == [0, 2], tuner
     assert tuner.settings.cache_bytes > 0 and "keep cache" in str(tuner)
 
     # One training for the caller's callbacks; History and TensorBoard carry the tuner's scalars.
@@ -133,7 +144,7 @@ class _SlowerDisk(keras.callbacks.Callback):
 def test_a_change_that_does_not_pay_is_rolled_back_and_not_tried_again(datasets, slow_disk):
     half = tfliquid.PCRDataset(datasets["few"], decode=False).bytes_per_epoch() // 2  # a record of its three
     tuner = tfliquid.keras.InputTuner(
-        datasets["few"], sample_model.preprocess, 10, memory_budget=half, levers=["cache"]
+        datasets["few"], sample_model.preprocess, 10, memory_budget=half, levers=["cache"], cache_trial=False
     )
     tuner.fit(_model(), epochs=4, verbose=0, callbacks=[_SlowerDisk(1, 3)])
 
@@ -145,6 +156,31 @@ def test_a_change_that_does_not_pay_is_rolled_back_and_not_tried_again(datasets,
     assert tuner.settings.cache_bytes == 0 and "roll back cache" in str(tuner)
     diagnosed = [d["epoch"] for d in _actions(tuner, "diagnose")]
     assert diagnosed == [0, 3], tuner  # the rolled-back settings' window is diagnosed, and the cache not tried again
+
+
+class _FastDiskAfter(keras.callbacks.Callback):
+    """Storage's throttle is lifted after `step` of the first epoch (after the tuner's callback has seen it)."""
+
+    def __init__(self, step):
+        super().__init__()
+        self.step = step
+
+    def on_train_batch_end(self, batch, logs=None):
+        if batch == self.step:
+            tfliquid.io.set_read_bandwidth(None)
+
+
+def test_a_cache_on_trial_is_released_when_the_window_turns_out_cpu_bound(datasets, slow_disk):
+    # The large crops wait for the slow disk in the steps the trial checks, then for their decodes.
+    tuner = tfliquid.keras.InputTuner(datasets["large"], sample_model.preprocess, 10, levers=["cache", "decode size"])
+    tuner.fit(_linear_model(), epochs=1, verbose=0, callbacks=[_FastDiskAfter(3)])
+
+    assert [d["action"] for d in tuner.decisions[:2]] == ["trial", "diagnose"], str(tuner)
+    assert tuner.decisions[1]["kind"] == "cpu", str(tuner)
+    [released] = _actions(tuner, "release")
+    held = int(released["why"].split(" held ")[1].split(" bytes")[0].replace(",", ""))
+    assert held > 0 and "the window was input-bound on CPU: no cache applied" in released["why"], str(tuner)
+    assert tuner.settings.cache_bytes == 0 and not tuner._caches and tuner._trial is None
 
 
 def test_a_cpu_bound_job_decodes_at_the_models_size(datasets):
@@ -248,6 +284,7 @@ def test_a_compute_bound_job_is_left_alone_and_a_callbacks_stop_ends_it(datasets
     assert len(history.history["loss"]) == 2  # stopped after epoch 1, as model.fit would
     diagnoses = {d["epoch"]: d["kind"] for d in _actions(tuner, "diagnose")}
     assert diagnoses[0] == "compute", str(tuner)
+    assert not _actions(tuner, "trial"), str(tuner)  # its first steps did not wait: no cache on trial filled
     # Nothing is applied after a compute-bound window. (A later window may wait for storage on a machine whose other
     # work evicts the dataset from the page cache; then a lever may apply, and rightly.)
     assert all(diagnoses[d["epoch"]] != "compute" for d in _actions(tuner, "apply")), str(tuner)

@@ -159,8 +159,9 @@ absl::Status Cache::Insert(const std::string& name, int64_t item, int64_t pass,
   TF_RETURN_IF_ERROR(CheckStorable(values));
   *admitted = false;
   uint64_t bytes = 0;
+  const bool admitting = admitting_.load(std::memory_order_relaxed);
   // An uncacheable key is not stored: its Lookup counted it.
-  if (IsStorableKey(name)) TF_RETURN_IF_ERROR(store_->Admit(ItemKey{name, item}, values, &bytes));
+  if (admitting && IsStorableKey(name)) TF_RETURN_IF_ERROR(store_->Admit(ItemKey{name, item}, values, &bytes));
   *admitted = bytes > 0;
   tensorflow::mutex_lock lock(mu_);
   PassStats& stats = PassLocked(pass).stats;
@@ -168,6 +169,7 @@ absl::Status Cache::Insert(const std::string& name, int64_t item, int64_t pass,
   stats.prefetched_items += prefetched && *admitted;
   stats.admitted_items += *admitted;
   stats.admitted_bytes += bytes;
+  stats.closed += !admitting;
   return absl::OkStatus();
 }
 
@@ -187,7 +189,8 @@ absl::Status Cache::StatsJson(std::string* json) {
              ", \"admitted_bytes\": " + std::to_string(p.admitted_bytes) +
              ", \"uncacheable\": " + std::to_string(p.uncacheable) +
              ", \"prefetch_reads\": " + std::to_string(p.prefetch_reads) +
-             ", \"prefetched_items\": " + std::to_string(p.prefetched_items) + "}";
+             ", \"prefetched_items\": " + std::to_string(p.prefetched_items) +
+             ", \"closed\": " + std::to_string(p.closed) + "}";
   }
   *json += "]}";
   return absl::OkStatus();

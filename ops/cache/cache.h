@@ -4,6 +4,7 @@
 #ifndef TFLIQUID_OPS_CACHE_CACHE_H_
 #define TFLIQUID_OPS_CACHE_CACHE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -41,6 +42,7 @@ struct PassStats {
   uint64_t uncacheable = 0;       // misses whose key no item can hold (IsStorableKey): fetched every time
   uint64_t prefetch_reads = 0;    // items fetched ahead of their reads (PlanPrefetch), each a storage read
   uint64_t prefetched_items = 0;  // of those, the ones admitted (also counted in admitted_items)
+  uint64_t closed = 0;            // items offered while this process's admission was closed (SetAdmitting)
 };
 
 class Cache {
@@ -65,6 +67,9 @@ class Cache {
   // `prefetched`: fetched ahead of its read, as PlanPrefetch named it (counted as a prefetch read).
   absl::Status Insert(const std::string& name, int64_t item, int64_t pass,
                       const std::vector<tensorflow::Tensor>& values, bool prefetched, bool* admitted);
+  // Opens or closes admission in this process: while closed, Insert admits nothing (the items held still hit). A
+  // cache opens admitting. What an input tuner uses to start a cache on trial in the middle of a pass.
+  void SetAdmitting(bool admitting) { admitting_.store(admitting, std::memory_order_relaxed); }
   // The upcoming items of the cache's seeded order to fetch now with `reads` background reads (Lobster's
   // prefetch; Policy::PlanPrefetch): none unless the policy knows the future.
   absl::Status PlanPrefetch(double reads, std::vector<uint64_t>* items) { return store_->PlanPrefetch(reads, items); }
@@ -84,6 +89,7 @@ class Cache {
   const std::unique_ptr<Store> store_;
   tensorflow::mutex mu_;
   std::vector<Pass> passes_ TF_GUARDED_BY(mu_);
+  std::atomic<bool> admitting_{true};
 };
 
 }  // namespace cache

@@ -1,4 +1,4 @@
-// Kernels of the MinIO cache's plain ops: open, statistics, release. The cache's datasets are in
+// Kernels of the MinIO cache's plain ops: open, statistics, admission, release. The cache's datasets are in
 // cache_dataset_kernels.cc.
 #include <string>
 #include <vector>
@@ -55,6 +55,19 @@ class CacheStatsOp : public CacheOpKernel {
   }
 };
 
+class CacheAdmitOp : public CacheOpKernel {
+ public:
+  using CacheOpKernel::CacheOpKernel;
+
+  void Compute(OpKernelContext* ctx) override {
+    bool admit;
+    OP_REQUIRES_OK(ctx, ScalarInput(ctx, "admit", &admit));
+    std::shared_ptr<Cache> cache;
+    OP_REQUIRES_OK(ctx, GetCache(&cache));
+    cache->SetAdmitting(admit);
+  }
+};
+
 class CacheReleaseOp : public OpKernel {
  public:
   explicit CacheReleaseOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
@@ -69,6 +82,7 @@ class CacheReleaseOp : public OpKernel {
 
 REGISTER_KERNEL_BUILDER(Name(kCacheOpenOp).Device(tensorflow::DEVICE_CPU), CacheOpenOp);
 REGISTER_KERNEL_BUILDER(Name(kCacheStatsOp).Device(tensorflow::DEVICE_CPU), CacheStatsOp);
+REGISTER_KERNEL_BUILDER(Name(kCacheAdmitOp).Device(tensorflow::DEVICE_CPU), CacheAdmitOp);
 REGISTER_KERNEL_BUILDER(Name(kCacheReleaseOp).Device(tensorflow::DEVICE_CPU), CacheReleaseOp);
 
 }  // namespace

@@ -85,6 +85,15 @@ REGISTER_OP(kCacheStatsOp)
     .SetShapeFn(ScalarInputsAndOutputs)
     .Doc("The cache's totals and per-pass counts as JSON.");
 
+REGISTER_OP(kCacheAdmitOp)
+    .Input("admit: bool")
+    .TFLIQUID_CACHE_ATTRS()
+    .SetIsStateful()
+    .SetShapeFn(ScalarInputsAndOutputs)
+    .Doc(
+        "Opens (admit true) or closes this process's admission to the cache: while closed, misses are fetched and "
+        "not admitted, and the items held still hit. A cache opens admitting.");
+
 REGISTER_OP(kCacheReleaseOp)
     .Attr(absl::StrCat(cache::kNameAttr, ": string"))
     .SetIsStateful()

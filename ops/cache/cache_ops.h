@@ -13,6 +13,7 @@ inline constexpr char kCachePrefetchDatasetOp[] = "Liquid>CachePrefetchDataset";
 inline constexpr char kCacheOpenOp[] = "Liquid>CacheOpen";
 inline constexpr char kCacheStatsOp[] = "Liquid>CacheStats";
 inline constexpr char kCacheReleaseOp[] = "Liquid>CacheRelease";
+inline constexpr char kCacheAdmitOp[] = "Liquid>CacheAdmit";
 
 // CacheDataset's: also emit whether the elements came from the cache, as a bool before each element's tensors.
 inline constexpr char kWithHitAttr[] = "with_hit";

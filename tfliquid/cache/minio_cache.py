@@ -27,7 +27,8 @@ class EpochStats:
     whose key is too long for an item to hold (over 65,536 bytes, its "string:" or "int64:" prefix included):
     those items are fetched every time and never admitted. `prefetch_reads` are the items fetched ahead of their
     reads (`minio_cache(prefetch_bandwidth=...)`), each a storage read besides the misses; `prefetched_items` the
-    ones of them admitted (counted in `admitted_items` too)."""
+    ones of them admitted (counted in `admitted_items` too); `closed` the items offered while this process's
+    admission was closed (`MinIOCache.admit(False)`), none of them admitted."""
 
     hits: int
     misses: int
@@ -36,6 +37,7 @@ class EpochStats:
     uncacheable: int
     prefetch_reads: int
     prefetched_items: int
+    closed: int
 
     @property
     def hit_ratio(self) -> float:
@@ -166,6 +168,15 @@ class MinIOCache:
         raw = json.loads(load_ops().liquid_cache_stats(**self.op_attrs).numpy())
         epochs = [EpochStats(**p) for p in raw["passes"]]
         return CacheStats(raw["capacity_bytes"], raw["bytes"], raw["items"], epochs)
+
+    def admit(self, admitting: bool) -> None:
+        """Opens (True) or closes (False) admission in this process: while closed, misses are fetched and not
+        admitted, and the items held still hit. A cache opens admitting. Running pipelines see the change at their
+        next miss, so a cache can start filling in the middle of an epoch (what `InputTuner` does with a cache on
+        trial)."""
+        if not isinstance(admitting, bool):
+            raise ArgumentError(f"admitting must be True or False, got {admitting!r}")
+        load_ops().liquid_cache_admit(admitting, **self._attrs_for("Liquid>CacheAdmit"))
 
     def release(self) -> None:
         """Forgets the cache in this process: a memory cache's items are freed once no iterator uses them. A

@@ -33,6 +33,7 @@ from tfliquid.keras.autotune import ScanGroupAutotuner
 from tfliquid.keras.stall_monitor import StallMonitor
 from tfliquid.keras.tuner import levers as levers_module
 from tfliquid.keras.tuner.advice import advice
+from tfliquid.keras.tuner.cache_trial import CacheTrial
 from tfliquid.keras.tuner.diagnosis import Diagnosis, Probes, Window, diagnose
 from tfliquid.keras.tuner.levers import Proposal, Settings
 from tfliquid.keras.tuner.report import report
@@ -43,6 +44,7 @@ KEEP_GAIN = 1.05  # a change is kept when its window trained this much faster th
 PROBE_BATCHES = 4  # batches the side probes read and prep
 PROBE_SECONDS = 1.0  # a prep probe's pass lasts this share of it: shorter ones read low
 FETCH_PROBE_SECONDS = 0.5  # the reads probe's timed part: a record or more at the storage rates that stall
+FILLED_SHARE = 0.05  # a window whose cache grew by more of an epoch's bytes is not diagnosed
 _WINDOW_SEEDS = 3  # the salt of each window's shuffle seed (tfliquid.order.derived_seed)
 
 
@@ -57,6 +59,9 @@ class InputTuner(keras.callbacks.Callback):
       batch_size: the model's batch.
       augment: (input, target) -> (input, target), the random part of training's map, after `preprocess`.
       memory_budget: the largest MinIO cache, in bytes (default: half this machine's memory); 0: no cache.
+      cache_trial: whether the first window's reads may fill a cache on trial from the moment its steps are seen
+        waiting for storage (docs/tuner.md), which the diagnosis at its end keeps (the cache lever) or releases;
+        False: a cache is filled only after it is applied, in a window of its own.
       dispatcher: a tf.data service dispatcher's address ("grpc://host:port"): the input may move to its workers
         when the prep holds training up.
       seed: of the shuffles (each window reads its own order) and of nothing else.
@@ -85,6 +90,7 @@ class InputTuner(keras.callbacks.Callback):
         *,
         augment=None,
         memory_budget: int | None = None,
+        cache_trial: bool = True,
         dispatcher: str | None = None,
         seed: int = 0,
         keep_gain: float = KEEP_GAIN,
@@ -107,6 +113,9 @@ class InputTuner(keras.callbacks.Callback):
         if memory_budget is None:
             memory_budget = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
         self.memory_budget = check_int("memory_budget", memory_budget, 0)
+        if not isinstance(cache_trial, bool):
+            raise ArgumentError(f"cache_trial must be True or False, got {cache_trial!r}")
+        self.cache_trial = cache_trial
         if dispatcher is not None and not isinstance(dispatcher, str):
             raise ArgumentError(f"dispatcher must be a tf.data service address string, got {dispatcher!r}")
         self.dispatcher = dispatcher
@@ -132,10 +141,12 @@ class InputTuner(keras.callbacks.Callback):
         self._considered: set = set()  # (lever, diagnosis kind, reason) already recorded
         self._tried: set = set()  # levers applied (kept or rolled back): each is tried once
         self._caches: dict = {}  # (capacity, scan group) -> its MinIOCache
+        self._trial = None  # the first window's CacheTrial, until the window's end decides on it
         self._similarity = None  # (decode size, the ScanGroupAutotuner that runs the similarity test)
         self._last_test_epoch = None
         self._steady = None  # (settings, window, scan group testable) after which no lever applied
         self._window = None  # (first step's start, last step's end): each (wall clock, counters)
+        self._held_at_start = 0  # the bytes the window's cache held at its start
         self._epoch = 0
         self._fitting = False
 
@@ -163,6 +174,11 @@ class InputTuner(keras.callbacks.Callback):
     @property
     def cores(self) -> int:
         return os.cpu_count() or 1
+
+    def trial_bytes(self, capacity: int, scan_group: int) -> int:
+        """The bytes the cache on trial holds, if it is of this capacity and scan group (else 0)."""
+        trial = self._trial
+        return trial.held_bytes() if trial is not None and trial.key == (capacity, scan_group) else 0
 
     def record_bytes(self, scan_group: int) -> list[int]:
         return self._reader.record_bytes(scan_group)
@@ -263,10 +279,43 @@ class InputTuner(keras.callbacks.Callback):
             self._caches = {key: MinIOCache(settings.cache_bytes)} if settings.cache_bytes else {}
         return self._caches.get(key)
 
+    def _trial_cache(self, settings: Settings) -> MinIOCache | None:
+        """The first window's cache on trial (cache_trial.py), where the cache lever could apply to it: created once,
+        before any window ran."""
+        if self._trial is None and not self.windows and self.cache_trial:
+            capacity = levers_module.cache_capacity(self, settings.scan_group)
+            useful = levers_module.cache in self.levers and not settings.cache_bytes
+            if useful and capacity >= min(self.record_bytes(settings.scan_group)) * levers_module.CACHE_SLACK:
+                steps = math.ceil(self.num_images / self.batch_size)
+                self._trial = CacheTrial(capacity, settings.scan_group, steps, self.cores)
+        trial = self._trial
+        return trial.cache if trial is not None and trial.scan_group == settings.scan_group else None
+
+    def _decide_trial(self) -> None:
+        """At the first window's end: the cache lever, applied at the trial's capacity and scan group, adopts the
+        cache on trial with what it holds; otherwise it is released."""
+        trial, self._trial = self._trial, None
+        if trial is None:
+            return
+        if (self.settings.cache_bytes, self.settings.scan_group) == trial.key:
+            for old in self._caches.values():
+                old.release()
+            self._caches = {trial.key: trial.cache}
+            return
+        held = trial.held_bytes()
+        trial.cache.release()
+        if trial.opened_after is not None:
+            diagnosis = next((d["diagnosis"] for d in reversed(self.decisions) if d["action"] == "diagnose"), None)
+            self._record(
+                "release",
+                lever="cache",
+                why=f"the cache on trial held {held:,} bytes; the window was {diagnosis}: no cache applied",
+            )
+
     def dataset_for(self, settings: Settings, epoch: int, monitor: StallMonitor | None = None) -> tf.data.Dataset:
         """The training batches the settings build for `epoch`, instrumented by `monitor` (default: the tuner's)."""
         pipeline = self._pipeline(settings, epoch)
-        dataset = pipeline.dataset(cache=self._cache(settings))
+        dataset = pipeline.dataset(cache=self._cache(settings) or self._trial_cache(settings))
         if settings.prep_parallelism is not None:  # a thread plan: one pool, no autotuner competing with it
             options = tf.data.Options()
             options.threading.private_threadpool_size = self.cores
@@ -333,6 +382,12 @@ class InputTuner(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch, self._window = epoch, None
+        self._held_at_start = self._cached_bytes()
+
+    def _cached_bytes(self) -> int:
+        """What the current settings' cache holds (0 without one)."""
+        cache = self._caches.get((self.settings.cache_bytes, self.settings.scan_group))
+        return 0 if cache is None else cache.stats().bytes
 
     def _mark(self) -> tuple:
         return time.perf_counter(), self._monitor.counters()
@@ -343,6 +398,9 @@ class InputTuner(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         self._window = (self._window[0], self._mark())
+        trial = self._trial
+        if trial is not None and trial.after_batch(batch, self._window[1][1][0] - self._window[0][1][0]):
+            self._record("trial", lever="cache", why=f"admission opened after step {batch}: {trial.evidence}")
 
     def on_epoch_end(self, epoch, logs=None):
         if self._window is None or self._window[1] is None:
@@ -352,6 +410,7 @@ class InputTuner(keras.callbacks.Callback):
         self.windows.append(window)
         ran = self.settings
         self._end_window(window)
+        self._decide_trial()
         if logs is not None:  # the window's: its settings, not the next one's
             logs["tuner_images_per_second"] = window.rate
             logs["tuner_data_stall_fraction"] = window.stall
@@ -384,6 +443,8 @@ class InputTuner(keras.callbacks.Callback):
             if not kept:  # the next window runs the settings before it again, and is diagnosed
                 self.settings = before_settings
                 return
+        if self._filled_in(window):
+            return
         if self._retest_due() and self._raised():
             return
         if self._still_steady(window):
@@ -392,6 +453,21 @@ class InputTuner(keras.callbacks.Callback):
         self._record("diagnose", diagnosis=str(diagnosis), kind=diagnosis.kind, evidence=diagnosis.evidence())
         applied = diagnosis.input_bound and self._apply_a_lever(diagnosis)
         self._steady = None if applied else (self.settings, window, self.scan_group_testable)
+
+    def _filled_in(self, window: Window) -> bool:
+        """Whether the window's cache grew by more than FILLED_SHARE of an epoch's bytes during it: its reads were
+        then not what the cache gives now, and the next window is diagnosed instead."""
+        epoch_bytes = self.bytes_per_epoch(self.settings.scan_group)
+        before, after = self._held_at_start, self._cached_bytes()
+        if after - before <= FILLED_SHARE * epoch_bytes:
+            return False
+        self._record(
+            "fill",
+            lever="cache",
+            why=f"the window filled the cache from {before / epoch_bytes:.0%} to {after / epoch_bytes:.0%} of the "
+            "records' bytes: the next window is diagnosed",
+        )
+        return True
 
     def _still_steady(self, window: Window) -> bool:
         """Whether the window ran the settings of a window after which no lever applied, at a rate within the

@@ -80,29 +80,43 @@ def threads(context, diagnosis: Diagnosis, settings: Settings) -> Proposal | str
     )
 
 
+def cache_capacity(context, scan_group: int) -> int:
+    """The cache lever's capacity at `scan_group`: the records' bytes with room for the items' headers, within
+    the memory budget."""
+    needed = math.ceil(sum(context.record_bytes(scan_group)) * CACHE_SLACK) + CACHE_HEADROOM
+    return min(needed, context.memory_budget)
+
+
 def cache(context, diagnosis: Diagnosis, settings: Settings) -> Proposal | str:
     """A MinIO cache of the records' bytes within the memory budget: from its second epoch on, the share it holds
-    is read from memory, and storage delivers the rest (F' = F / (1 - h))."""
+    is read from memory, and storage delivers the rest (F' = F / (1 - h)). A cache on trial (cache_trial.py) that
+    the window filled already is kept with what it holds: the next window reads that share from memory, and is
+    the change's measure."""
     if diagnosis.kind != STORAGE:
         return "input-bound on the CPU: a cache saves reads, not decodes"
     if settings.cache_bytes:
         return "already caching"
     records = context.record_bytes(settings.scan_group)
-    needed = math.ceil(sum(records) * CACHE_SLACK) + CACHE_HEADROOM
-    capacity = min(needed, context.memory_budget)
+    capacity = cache_capacity(context, settings.scan_group)
     held = _records_held(records, capacity / CACHE_SLACK)
     if held == 0:
         return f"a memory budget of {context.memory_budget:,} bytes holds no whole record"
     share = held / sum(records)
+    budget = (
+        f"a MinIO cache of {capacity:,} bytes holds {share:.0%} of the records' bytes at scan group "
+        f"{settings.scan_group} (budget {context.memory_budget:,} bytes)"
+    )
+    prefilled = context.trial_bytes(capacity, settings.scan_group)
+    if prefilled:
+        share = min(1.0, prefilled / sum(records))
+        budget += f"; the cache on trial holds {share:.0%} of them already"
     fetch = math.inf if share >= 1 else diagnosis.probes.fetch / (1 - share)
     return Proposal(
         "cache",
         dataclasses.replace(settings, cache_bytes=capacity),
         _scaled(diagnosis, fetch=fetch),
-        f"a MinIO cache of {capacity:,} bytes holds {share:.0%} of the records' bytes at scan group "
-        f"{settings.scan_group} (budget {context.memory_budget:,} bytes); reads alone {diagnosis.probes.fetch:.0f} "
-        "images/s",
-        settle=1,
+        f"{budget}; reads alone {diagnosis.probes.fetch:.0f} images/s",
+        settle=0 if prefilled else 1,
     )
 
 
