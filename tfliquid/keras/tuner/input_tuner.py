@@ -214,11 +214,14 @@ class InputTuner(keras.callbacks.Callback):
         if read == at_first:  # nothing more to read after the first item
             first, at_first = start, before
         bytes_per_second = (read - at_first) / max(end - first, 1e-9)
-        epoch_bytes = self.bytes_per_epoch(settings.scan_group)
-        storage = bytes_per_second / (epoch_bytes / self.num_images)
-        cache = self._cache(settings)
-        held = 0.0 if cache is None else min(1.0, cache.stats().bytes / epoch_bytes)
+        storage = bytes_per_second / (self.bytes_per_epoch(settings.scan_group) / self.num_images)
+        held = self.cache_share(settings)
         return math.inf if held >= 1 else storage / (1 - held)
+
+    def cache_share(self, settings: Settings) -> float:
+        """The share of an epoch's bytes at the settings' scan group that their cache holds (0 without one)."""
+        cache = self._cache(settings)
+        return 0.0 if cache is None else min(1.0, cache.stats().bytes / self.bytes_per_epoch(settings.scan_group))
 
     @property
     def scan_group_testable(self) -> bool:

@@ -160,10 +160,10 @@ def scan_group(context, diagnosis: Diagnosis, settings: Settings) -> Proposal | 
         f"the similarity test accepts {accepted} ({tested})",
     )
     if diagnosis.kind == STORAGE:
-        fetch = (
-            diagnosis.probes.fetch * context.bytes_per_epoch(settings.scan_group) / context.bytes_per_epoch(accepted)
-        )
-        why = f"reads at group {accepted} {fetch:.0f} images/s"
+        # A cache holds one group's prefixes: at another group it starts empty, and storage serves every read.
+        storage = diagnosis.probes.fetch * (1 - context.cache_share(settings))
+        fetch = storage * context.bytes_per_epoch(settings.scan_group) / context.bytes_per_epoch(accepted)
+        why = f"reads at group {accepted} {fetch:.0f} images/s (from storage: a cache starts empty at a new group)"
         return Proposal("scan group", changed, _scaled(diagnosis, fetch=fetch), f"{evidence}; {why}")
     # A lower group decodes less only at a smaller DCT scale (a DC-only group at 1/8): so also at the model's size.
     candidates = [changed]
