@@ -92,7 +92,13 @@ bool DecodeDcOnly(const uint8_t* data, const SpectralPlan& plan, const std::arra
     blocks[c].resize(static_cast<size_t>(rows));
     for (int64_t row = 0; row < rows; ++row, next += columns[c]) blocks[c][static_cast<size_t>(row)] = next;
   }
-  if (!DecodeSpectralScans(data, dc_plan, blocks, /*block_stride=*/1)) return false;
+  // At 1/8 an MCU row is v_max rows of pixels, and a pixel reads only its own blocks' DCs: the rows down to the
+  // region's last are all that is decoded.
+  int v_max = 1;
+  for (const SpectralPlan::Component& component : plan.components) v_max = std::max(v_max, component.v);
+  if (!DecodeSpectralScans(data, dc_plan, blocks, /*block_stride=*/1, /*mcu_rows=*/(bottom + v_max - 1) / v_max)) {
+    return false;
+  }
 
   static const RangeLimit limit;
   static const YccTables tables;

@@ -208,6 +208,14 @@ void ReadRows(ScaledDecoder::State* s, uint8_t* pixels) {
   }
 }
 
+// The MCU rows a crop's output reads: those down to its region's last row, and the one below, whose first rows the
+// chroma upsampling of that row reads (libjpeg's context rows); -1 (every row) without a crop.
+int64_t McuRowsRead(const ScaledDecoder::State* s) {
+  if (!s->cropped) return -1;
+  const int64_t down = int64_t{s->src.max_v_samp_factor} * s->eighths;  // an iMCU's rows at the scale
+  return (s->bottom + down - 1) / down + 1;
+}
+
 // libjpeg in buffered-image mode (libjpeg.txt, "Buffered-image mode") allocates the coefficient arrays of the
 // whole image and reads no scan until asked: block_rows gets their rows, for DecodeSpectralScans to fill.
 Outcome StartBufferedWithLibjpeg(ScaledDecoder::State* s) {
@@ -357,7 +365,7 @@ bool ScaledDecoder::Decode(uint8_t* pixels, std::string* error) {
       *error = Message(s->err, s->src, s->size);
       return false;
     }
-    if (DecodeSpectralScans(s->data, s->plan, s->block_rows)) {
+    if (DecodeSpectralScans(s->data, s->plan, s->block_rows, 64, McuRowsRead(s))) {
       if (OutputBufferedWithLibjpeg(s, pixels) == Outcome::kDone) return true;
       *error = Message(s->err, s->src, s->size);
       return false;

@@ -180,21 +180,26 @@ inline bool DecodeDc(const HuffmanTable& table, BitReader* bits, int32_t* predic
   return true;
 }
 
+// The block rows of `component` that a scan decodes when only the first `mcu_rows` MCU rows are wanted.
+int64_t BlockRowsOf(const SpectralPlan::Component& component, int64_t mcu_rows) {
+  return std::min(component.height_in_blocks, mcu_rows * component.v);
+}
+
 bool DecodeDcScan(const Scan& scan, const SpectralPlan& plan, const std::array<HuffmanTable, 4>& tables,
-                  const std::vector<BlockRows>& blocks, int64_t stride, BitReader* bits) {
+                  const std::vector<BlockRows>& blocks, int64_t stride, int64_t mcu_rows, BitReader* bits) {
   std::array<int32_t, kMaxComponents> predictions{};
   if (scan.count == 1) {  // a component's own blocks in raster order
     const int c = scan.index[0];
     const SpectralPlan::Component& component = plan.components[c];
     const HuffmanTable& table = tables[scan.dc_table[0]];
-    for (int64_t row = 0; row < component.height_in_blocks; ++row) {
+    for (int64_t row = 0; row < BlockRowsOf(component, mcu_rows); ++row) {
       for (int64_t column = 0; column < component.width_in_blocks; ++column) {
         if (!DecodeDc(table, bits, &predictions[0], blocks[c][row] + stride * column) || bits->Overran()) return false;
       }
     }
     return true;
   }
-  for (int64_t mcu_row = 0; mcu_row < plan.mcu_rows; ++mcu_row) {  // interleaved: MCU by MCU
+  for (int64_t mcu_row = 0; mcu_row < mcu_rows; ++mcu_row) {  // interleaved: MCU by MCU
     for (int64_t mcu_column = 0; mcu_column < plan.mcus_per_row; ++mcu_column) {
       for (int i = 0; i < scan.count; ++i) {
         const SpectralPlan::Component& component = plan.components[scan.index[i]];
@@ -214,11 +219,11 @@ bool DecodeDcScan(const Scan& scan, const SpectralPlan& plan, const std::array<H
 
 // A band of one component's AC coefficients, with end-of-band runs across blocks (T.81 G.1.2.2).
 bool DecodeAcScan(const Scan& scan, const SpectralPlan& plan, const HuffmanTable& table,
-                  const std::vector<BlockRows>& blocks, BitReader* bits) {
+                  const std::vector<BlockRows>& blocks, int64_t mcu_rows, BitReader* bits) {
   const int c = scan.index[0];
   const SpectralPlan::Component& component = plan.components[c];
   uint32_t end_of_band_run = 0;  // blocks still to skip
-  for (int64_t row = 0; row < component.height_in_blocks; ++row) {
+  for (int64_t row = 0; row < BlockRowsOf(component, mcu_rows); ++row) {
     for (int64_t column = 0; column < component.width_in_blocks; ++column) {
       if (end_of_band_run > 0) {
         --end_of_band_run;
@@ -351,7 +356,9 @@ bool PlanSpectralScans(const uint8_t* data, size_t size, SpectralPlan* plan) {
 }
 
 bool DecodeSpectralScans(const uint8_t* data, const SpectralPlan& plan, const std::vector<BlockRows>& blocks,
-                         int64_t block_stride) {
+                         int64_t block_stride, int64_t mcu_rows) {
+  const bool whole = mcu_rows < 0 || mcu_rows >= plan.mcu_rows;
+  if (whole) mcu_rows = plan.mcu_rows;
   std::array<HuffmanTable, 4> dc_tables, ac_tables;
   std::vector<uint8_t> unstuffed;
   for (const SpectralPlan::Step& step : plan.steps) {
@@ -369,10 +376,11 @@ bool DecodeSpectralScans(const uint8_t* data, const SpectralPlan& plan, const st
     }
     if (!Unstuff(data + segment.offset + 2 + segment.length, data + segment.end, &unstuffed)) return false;
     BitReader bits(unstuffed.data(), unstuffed.size() - kPadding);
-    const bool decoded = dc ? DecodeDcScan(scan, plan, dc_tables, blocks, block_stride, &bits)
-                            : DecodeAcScan(scan, plan, ac_tables[scan.ac_table[0]], blocks, &bits);
-    // Whole bytes left over: libjpeg would find them before the next marker and warn that data is lost.
-    if (!decoded || !bits.AtEnd()) return false;
+    const bool decoded = dc ? DecodeDcScan(scan, plan, dc_tables, blocks, block_stride, mcu_rows, &bits)
+                            : DecodeAcScan(scan, plan, ac_tables[scan.ac_table[0]], blocks, mcu_rows, &bits);
+    // Whole bytes left over: libjpeg would find them before the next marker and warn that data is lost. (A scan
+    // decoded to a row above its end leaves the rest unread: the next scan starts at its own marker.)
+    if (!decoded || (whole && !bits.AtEnd())) return false;
   }
   return true;
 }

@@ -55,9 +55,11 @@ using BlockRows = std::vector<int16_t*>;
 // is damaged (a code no table has, data that runs out or is left over, a coefficient beyond its band, a missing
 // table): the blocks are then partly written, and the caller lets libjpeg read the data, which says what is wrong.
 // block_stride: the values from one block's start to the next's in a row, 64; or, for a plan of DC scans alone,
-// 1: a row of DCs (dc_decode.cc), which an AC scan refuses.
+// 1: a row of DCs (dc_decode.cc), which an AC scan refuses. mcu_rows >= 0: only the blocks of the first mcu_rows MCU
+// rows are decoded (a crop's, and the row below for the upsampling's context), each scan's entropy-coded data
+// read only as far as they go; damage below them is then not seen. < 0: every row.
 bool DecodeSpectralScans(const uint8_t* data, const SpectralPlan& plan, const std::vector<BlockRows>& blocks,
-                         int64_t block_stride = 64);
+                         int64_t block_stride = 64, int64_t mcu_rows = -1);
 
 }  // namespace tfliquid::jpeg
 
