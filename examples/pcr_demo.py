@@ -126,12 +126,13 @@ def main():
         f"input tuner {_spread(speedups['InputTuner'], '{:.1f}')}x (its probes included)."
     )
     report, _ = results["InputTuner"][0][3]
-    last = [statistics.median(rates[2:]) for _, _, _, (_, rates) in results["InputTuner"] if rates[2:]]
+    last = [statistics.median(rates[1:]) for _, _, _, (_, rates) in results["InputTuner"] if rates[1:]]
     autotune = statistics.median(r[0] for r in results["AUTOTUNE"])
     if last:
         print(
-            f"The input tuner's first two epochs read at the disk's rate (the one it diagnoses, the one that fills "
-            f"its cache); from its third on it trained at {_spread(last, '{:.0f}')} images/s, "
+            f"The input tuner's first epoch reads at the disk's rate (it diagnoses it, and fills a cache on trial "
+            f"from when its steps are seen waiting); from its second on it trained at {_spread(last, '{:.0f}')} "
+            "images/s, "
             f"{statistics.median(last) / autotune:.1f}x AUTOTUNE's run."
         )
     print(f"\nThe input tuner's decisions (seed 1):\n{report}")

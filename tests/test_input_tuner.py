@@ -2,6 +2,7 @@
 levers applied, kept and rolled back, the scan group lowered and raised again, and the callbacks' composition
 (StallMonitor, TensorBoard, the caller's own) across the tuner's windows."""
 
+import dataclasses
 import glob
 
 import keras
@@ -181,6 +182,20 @@ def test_a_cache_on_trial_is_released_when_the_window_turns_out_cpu_bound(datase
     held = int(released["why"].split(" held ")[1].split(" bytes")[0].replace(",", ""))
     assert held > 0 and "the window was input-bound on CPU: no cache applied" in released["why"], str(tuner)
     assert tuner.settings.cache_bytes == 0 and not tuner._caches and tuner._trial is None
+
+
+def test_a_trial_cache_never_opened_is_not_kept_and_the_cache_lever_fills_its_own(datasets):
+    tuner = tfliquid.keras.InputTuner(datasets["few"], sample_model.preprocess, 10)
+    first = tuner.settings
+    trial_cache = tuner._trial_cache(first)  # the first window's, closed: its steps were never seen waiting
+    assert trial_cache is not None and tuner._trial.opened_after is None
+    tuner.settings = dataclasses.replace(first, cache_bytes=tuner._trial.capacity)  # the cache lever applied
+    tuner._decide_trial()
+    assert tuner._trial is None and not tuner._caches and trial_cache.stats().items == 0  # released
+    for _ in tuner.dataset_for(tuner.settings, 1):  # the lever's own cache admits what the window reads
+        pass
+    [cache] = tuner._caches.values()
+    assert cache is not trial_cache and cache.stats().items == tuner.num_records
 
 
 def test_a_cpu_bound_job_decodes_at_the_models_size(datasets):

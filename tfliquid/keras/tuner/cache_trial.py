@@ -3,11 +3,12 @@ for storage, so that a storage-bound job does not spend a second epoch at storag
 window's diagnosis then asks for.
 
 The cache is in the first window's pipeline from its start, closed to admission (a miss is fetched as without it).
-After the first eighth of the window's steps (from the end of its first, whose wait is the pipeline's start), it
-opens when those steps waited at least STALL_BOUND of their time while the process kept under CPU_BUSY_BOUND of
-the cores busy: waiting with idle cores is waiting for reads. At the window's end the diagnosis decides: the cache
-lever, if applied at the trial's capacity and scan group, adopts the cache with what it holds; otherwise it is
-released.
+Every eighth of the window's steps (at least MIN_CHECK_STEPS), up to three quarters of them, the steps since the
+end of the first (whose wait is the pipeline's start) are checked: the cache opens when they waited at least
+STALL_BOUND of their time while the process kept under CPU_BUSY_BOUND of the cores busy, waiting with idle cores
+being waiting for reads. (The first steps may be served by the records read ahead at the start, hence more than
+one check.) At the window's end the diagnosis decides: the cache lever, if applied at the trial's capacity and scan
+group, adopts an opened cache with what it holds; otherwise it is released.
 """
 
 from __future__ import annotations
@@ -18,23 +19,25 @@ from tfliquid.cache import MinIOCache
 from tfliquid.keras.tuner.diagnosis import STALL_BOUND
 
 CPU_BUSY_BOUND = 0.5  # the share of the cores busy under which a waiting window waits for storage
-CHECK_SHARE = 8  # the check comes after 1 / CHECK_SHARE of the window's steps
-MIN_CHECK_STEPS = 3  # steps the check measures at least (after the first)
+CHECK_SHARE = 8  # a check every 1 / CHECK_SHARE of the window's steps
+MIN_CHECK_STEPS = 3  # steps between checks at least
+LAST_CHECK_SHARE = 0.75  # no check after this share of the window's steps: too little of it left to fill
 
 
 class CacheTrial:
     """A cache of `capacity` bytes at `scan_group`, closed, for a window of `steps` steps; `after_batch` at each
-    step's end opens it when the check says the steps wait for storage."""
+    step's end opens it when a check says the steps wait for storage."""
 
     def __init__(self, capacity: int, scan_group: int, steps: int, cores: int):
         self.capacity, self.scan_group, self.cores = capacity, scan_group, cores
-        self.check_step = max(MIN_CHECK_STEPS, steps // CHECK_SHARE)
+        self.check_every = max(MIN_CHECK_STEPS, steps // CHECK_SHARE)
+        self.next_check = self.check_every
+        self.last_check = int(steps * LAST_CHECK_SHARE)  # a window too short for one check is not checked
         self.cache = MinIOCache(capacity)
         self.cache.admit(False)
         self.opened_after = None  # the step after which admission opened
-        self.evidence = None  # what the check measured
+        self.evidence = None  # what the last check measured
         self._start = None  # (wall clock, process CPU time, seconds waited) at the first step's end
-        self._checked = steps <= self.check_step  # a window too short to gain from it is not checked
 
     @property
     def key(self) -> tuple[int, int]:
@@ -43,15 +46,15 @@ class CacheTrial:
     def after_batch(self, step: int, waited: float) -> bool:
         """Called at each step's end with the seconds the window's steps waited so far; True when it opened the
         cache's admission now."""
-        if self._checked:
+        if self.opened_after is not None or self.next_check > self.last_check:
             return False
         now = (time.perf_counter(), time.process_time(), waited)
         if self._start is None:
             self._start = now
             return False
-        if step < self.check_step:
+        if step < self.next_check:
             return False
-        self._checked = True
+        self.next_check = step + self.check_every
         wall, cpu, wait = (b - a for a, b in zip(self._start, now))
         stall, busy = wait / max(wall, 1e-9), cpu / max(wall, 1e-9) / self.cores
         self.evidence = (

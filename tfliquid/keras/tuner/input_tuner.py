@@ -300,7 +300,7 @@ class InputTuner(keras.callbacks.Callback):
         trial, self._trial = self._trial, None
         if trial is None:
             return
-        if (self.settings.cache_bytes, self.settings.scan_group) == trial.key:
+        if trial.opened_after is not None and (self.settings.cache_bytes, self.settings.scan_group) == trial.key:
             for old in self._caches.values():
                 old.release()
             self._caches = {trial.key: trial.cache}
