@@ -126,14 +126,15 @@ def main():
         f"input tuner {_spread(speedups['InputTuner'], '{:.1f}')}x (its probes included)."
     )
     report, _ = results["InputTuner"][0][3]
-    last = [statistics.median(rates[1:]) for _, _, _, (_, rates) in results["InputTuner"] if rates[1:]]
+    windows = [rates for _, _, _, (_, rates) in results["InputTuner"] if len(rates) > 2]
     autotune = statistics.median(r[0] for r in results["AUTOTUNE"])
-    if last:
+    if windows:
+        second, later = [rates[1] for rates in windows], [statistics.median(rates[2:]) for rates in windows]
         print(
             f"The input tuner's first epoch reads at the disk's rate (it diagnoses it, and fills a cache on trial "
-            f"from when its steps are seen waiting); from its second on it trained at {_spread(last, '{:.0f}')} "
-            "images/s, "
-            f"{statistics.median(last) / autotune:.1f}x AUTOTUNE's run."
+            f"from when its steps are seen waiting), its second reads the rest and trains at "
+            f"{_spread(second, '{:.0f}')} images/s, and from its third on it trained at {_spread(later, '{:.0f}')} "
+            f"images/s, {statistics.median(later) / autotune:.1f}x AUTOTUNE's run."
         )
     print(f"\nThe input tuner's decisions (seed 1):\n{report}")
 
