@@ -429,8 +429,11 @@ def test_the_job_without_fetch_reads_the_cache_and_a_cache_holds_whole_records(p
         cache = CacheRate.measure(job)
         jobs = JobRates.measure(job)
         epochs = job.served[1].stats().epochs
-    # the subset's records read once from storage, then every read of the served job a hit
-    assert epochs[0].misses > 0 and sum(e.hits for e in epochs[1:]) > 0 and sum(e.misses for e in epochs[1:]) == 0
+    # Every record read from storage once, then hits: the subset's records in the first pass (a later pass's reader
+    # may open one more ahead of what its take uses, which then misses once, and is held from then on).
+    misses = sum(e.misses for e in epochs)
+    assert epochs[0].misses > 0 and sum(e.hits for e in epochs[1:]) > 0
+    assert misses == sum(e.admitted_items for e in epochs) <= pipeline.records, epochs
     assert set(jobs.served) == {None, 1, 2} and all(rate > 0 for rate in [jobs.training, *jobs.served.values()])
     # A cache sized as the what-if sizes it holds the whole records the what-if counts on (sizes vary: one more or
     # less), its headers and keys measured on the subset.
