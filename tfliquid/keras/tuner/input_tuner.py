@@ -220,8 +220,12 @@ class InputTuner(keras.callbacks.Callback):
 
     def cache_share(self, settings: Settings) -> float:
         """The share of an epoch's bytes at the settings' scan group that their cache holds (0 without one)."""
-        cache = self._cache(settings)
-        return 0.0 if cache is None else min(1.0, cache.stats().bytes / self.bytes_per_epoch(settings.scan_group))
+        return min(1.0, self._cached_bytes(settings) / self.bytes_per_epoch(settings.scan_group))
+
+    def _cached_bytes(self, settings: Settings) -> int:
+        """What the settings' cache holds (0 without one); asking creates and releases none."""
+        cache = self._caches.get((settings.cache_bytes, settings.scan_group))
+        return 0 if cache is None else cache.stats().bytes
 
     @property
     def scan_group_testable(self) -> bool:
@@ -277,10 +281,14 @@ class InputTuner(keras.callbacks.Callback):
         record's cached prefix is its group's; the one before is released."""
         key = (settings.cache_bytes, settings.scan_group)
         if key not in self._caches:
-            for old in self._caches.values():
-                old.release()
-            self._caches = {key: MinIOCache(settings.cache_bytes)} if settings.cache_bytes else {}
+            self._hold_only(key, MinIOCache(settings.cache_bytes) if settings.cache_bytes else None)
         return self._caches.get(key)
+
+    def _hold_only(self, key: tuple[int, int], cache: MinIOCache | None) -> None:
+        """Releases every cache held and holds `cache` (None: none) under `key`."""
+        for old in self._caches.values():
+            old.release()
+        self._caches = {} if cache is None else {key: cache}
 
     def _trial_cache(self, settings: Settings) -> MinIOCache | None:
         """The first window's cache on trial (cache_trial.py), where the cache lever could apply to it: created once,
@@ -301,9 +309,7 @@ class InputTuner(keras.callbacks.Callback):
         if trial is None:
             return
         if trial.opened_after is not None and (self.settings.cache_bytes, self.settings.scan_group) == trial.key:
-            for old in self._caches.values():
-                old.release()
-            self._caches = {trial.key: trial.cache}
+            self._hold_only(trial.key, trial.cache)
             return
         held = trial.held_bytes()
         trial.cache.release()
@@ -385,12 +391,7 @@ class InputTuner(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch, self._window = epoch, None
-        self._held_at_start = self._cached_bytes()
-
-    def _cached_bytes(self) -> int:
-        """What the current settings' cache holds (0 without one)."""
-        cache = self._caches.get((self.settings.cache_bytes, self.settings.scan_group))
-        return 0 if cache is None else cache.stats().bytes
+        self._held_at_start = self._cached_bytes(self.settings)
 
     def _mark(self) -> tuple:
         return time.perf_counter(), self._monitor.counters()
@@ -461,7 +462,7 @@ class InputTuner(keras.callbacks.Callback):
         """Whether the window's cache grew by more than FILLED_SHARE of an epoch's bytes during it: its reads were
         then not what the cache gives now, and the next window is diagnosed instead."""
         epoch_bytes = self.bytes_per_epoch(self.settings.scan_group)
-        before, after = self._held_at_start, self._cached_bytes()
+        before, after = self._held_at_start, self._cached_bytes(self.settings)
         if after - before <= FILLED_SHARE * epoch_bytes:
             return False
         self._record(

@@ -102,20 +102,20 @@ def cache(context, diagnosis: Diagnosis, settings: Settings) -> Proposal | str:
     if held == 0:
         return f"a memory budget of {context.memory_budget:,} bytes holds no whole record"
     share = held / sum(records)
-    budget = (
+    reason = (
         f"a MinIO cache of {capacity:,} bytes holds {share:.0%} of the records' bytes at scan group "
         f"{settings.scan_group} (budget {context.memory_budget:,} bytes)"
     )
     prefilled = context.trial_bytes(capacity, settings.scan_group)
     if prefilled:
         share = min(1.0, prefilled / sum(records))
-        budget += f"; the cache on trial holds {share:.0%} of them already"
+        reason += f"; the cache on trial holds {share:.0%} of them already"
     fetch = math.inf if share >= 1 else diagnosis.probes.fetch / (1 - share)
     return Proposal(
         "cache",
         dataclasses.replace(settings, cache_bytes=capacity),
         _scaled(diagnosis, fetch=fetch),
-        f"{budget}; reads alone {diagnosis.probes.fetch:.0f} images/s",
+        f"{reason}; reads alone {diagnosis.probes.fetch:.0f} images/s",
         settle=0 if prefilled else 1,
     )
 
